@@ -1,0 +1,1 @@
+"""The audit trail: redaction and the append-only writer."""

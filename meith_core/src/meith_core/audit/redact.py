@@ -1,0 +1,166 @@
+"""Redaction of audit summaries: secrets out first, then size limits.
+
+Order matters: a secret is recognised in full before truncation could cut it into pieces
+that no longer look like one. Hostile values (deep, cyclic, huge, lone surrogates, objects
+that raise) are bounded by the depth and size caps and never raise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any, Final
+
+from meith_core.protocol.framing import dumps_bytes
+
+MAX_STRING_CHARS: Final = 240
+MAX_ARRAY_ITEMS: Final = 50
+MAX_OBJECT_KEYS: Final = 100
+MAX_DEPTH: Final = 6
+MAX_SUMMARY_CHARS: Final = 2000
+
+REDACTED: Final = "[REDACTED]"
+
+SECRET_KEY_RE: Final = re.compile(
+    r"token|passw(?:or)?d|secret|api[_-]?key|authori[sz]ation|credential|private[_-]?key"
+    r"|access[_-]?key|cookie",
+    re.IGNORECASE,
+)
+LARGE_TEXT_KEY_RE: Final = re.compile(r"^(?:content|data|body|source|newtext|text)$", re.IGNORECASE)
+
+# Secrets recognised inside any string; each is replaced where it stands so the rest of the
+# string (a command line, a URL) stays readable.
+_SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+        "[REDACTED_PRIVATE_KEY]",
+    ),
+    (re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE), r"\1 [REDACTED]"),
+    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), REDACTED),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]+):[^/\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
+)
+# A quick gate so ordinary strings skip the pattern list entirely.
+_MAYBE_SECRET: Final = re.compile(
+    r"PRIVATE KEY|bearer|basic|token|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_"
+    r"|glpat-|xox|sk-|eyJ|://",
+    re.IGNORECASE,
+)
+_TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
+
+
+def _looks_like_token(text: str) -> bool:
+    """A long, high-entropy, space-free string: an API key or password we have no pattern for.
+
+    Entropy keeps hex digests (about 4 bits/char) and paths (repeated letters, short
+    segments) out, while random base62/base64 strings score near 5 bits/char.
+    """
+    if len(text) < 32 or not _TOKEN_CHARS.fullmatch(text):
+        return False
+    if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
+        return False
+    counts = Counter(text)
+    if len(counts) < 12:
+        return False
+    n = len(text)
+    entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
+    classes = sum(
+        (
+            any(c.islower() for c in text),
+            any(c.isupper() for c in text),
+            any(c.isdigit() for c in text),
+        )
+    )
+    return entropy >= 4.3 and classes >= 3
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates (from undecodable bytes) would make the audit line invalid UTF-8.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def redact_string(text: str, key: str = "") -> str:
+    if key and LARGE_TEXT_KEY_RE.match(key):
+        return f"[REDACTED_TEXT {len(text)} chars]"
+    if len(text) > 64 * 1024:
+        # Never run patterns over megabytes; nothing this long is shown whole anyway.
+        return f"[REDACTED_TEXT {len(text)} chars]"
+    if _MAYBE_SECRET.search(text):
+        for pattern, replacement in _SECRET_PATTERNS:
+            text = pattern.sub(replacement, text)
+    if _looks_like_token(text):
+        return REDACTED
+    text = _clean(text)
+    if len(text) > MAX_STRING_CHARS:
+        return f"{text[:MAX_STRING_CHARS]}...[truncated {len(text)} chars]"
+    return text
+
+
+def redact(value: Any, key: str = "", depth: int = 0) -> Any:
+    """A JSON-safe copy of `value` with secrets removed and sizes bounded."""
+    if key and SECRET_KEY_RE.search(key):
+        return REDACTED
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return redact_string(value, key)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"[{len(value)} bytes]"
+    if depth >= MAX_DEPTH:
+        return "[REDACTED_DEEP_OBJECT]"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        try:
+            items = list(islice(value.items(), MAX_OBJECT_KEYS + 1))
+        except Exception:
+            return "[UNSERIALIZABLE]"
+        for k, v in items[:MAX_OBJECT_KEYS]:
+            name = _clean(str(k))[:MAX_STRING_CHARS]
+            out[name] = redact(v, name, depth + 1)
+        if len(items) > MAX_OBJECT_KEYS:
+            out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
+        # Items inherit the parent key, so `tokens: [...]` items are redacted too.
+        red = [redact(v, key, depth + 1) for v in seq[:MAX_ARRAY_ITEMS]]
+        if len(seq) > MAX_ARRAY_ITEMS:
+            red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
+        return red
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return redact(dump(mode="json"), key, depth)
+        except Exception:
+            return "[UNSERIALIZABLE]"
+    try:
+        return redact_string(repr(value)[: MAX_STRING_CHARS + 1], key)
+    except Exception:
+        return "[UNSERIALIZABLE]"
+
+
+def summarize(value: Any) -> str:
+    """`redact` then serialise, capped at MAX_SUMMARY_CHARS. Never raises."""
+    try:
+        text = dumps_bytes(redact(value)).decode("utf-8")
+    except Exception:
+        return '"[UNSERIALIZABLE]"'
+    if len(text) > MAX_SUMMARY_CHARS:
+        return text[:MAX_SUMMARY_CHARS] + "...[truncated]"
+    return text

@@ -1,0 +1,1 @@
+"""The `core` plugin: built-in tools that ship inside meith_core."""

@@ -1,0 +1,57 @@
+"""Who is calling: built by the host, never taken from a peer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+class CallerKind(StrEnum):
+    CLI = "cli"
+    RENDERER = "renderer"
+    AGENT = "agent"
+    PLUGIN = "plugin"
+    INTERNAL = "internal"
+
+
+#: In-process callers that are trusted (still audited).
+TRUSTED_CALLERS: frozenset[CallerKind] = frozenset({CallerKind.RENDERER, CallerKind.INTERNAL})
+
+#: What a socket peer may claim; any other claim is downgraded to `cli` and audited.
+SOCKET_CALLERS: frozenset[CallerKind] = frozenset({CallerKind.CLI, CallerKind.PLUGIN})
+
+PLUGIN_SESSION_PREFIX = "plugin:"
+
+
+@dataclass(frozen=True, slots=True)
+class CallerInfo:
+    """The trusted identity and scope of one call.
+
+    `claimed_caller` records what a socket peer asked to be when the host downgraded it.
+    `plugin_id` is set only by the host, for plugins calling through `ToolContext.call_tool`.
+    """
+
+    caller: CallerKind
+    session_id: str | None = None
+    cwd: str | None = None
+    space_id: str | None = None
+    tab_id: str | None = None
+    claimed_caller: str | None = None
+    plugin_id: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        return self.caller in TRUSTED_CALLERS
+
+    def with_cwd(self, cwd: str) -> CallerInfo:
+        return replace(self, cwd=cwd)
+
+    @classmethod
+    def for_plugin(cls, plugin_id: str, *, cwd: str | None = None) -> CallerInfo:
+        """The identity of a plugin calling another tool; only the host builds this."""
+        return cls(
+            caller=CallerKind.PLUGIN,
+            session_id=PLUGIN_SESSION_PREFIX + plugin_id,
+            cwd=cwd,
+            plugin_id=plugin_id,
+        )

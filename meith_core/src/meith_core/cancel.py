@@ -1,0 +1,82 @@
+"""A cancellation token shared by the event loop thread and worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+
+class CancelToken:
+    """Set once; observable from async code (`wait`), threads (`is_set`) and callbacks.
+
+    `cancel()` may be called from any thread.
+    """
+
+    __slots__ = ("_callbacks", "_event", "_lock", "_loop", "_reason", "_waiters")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._reason = ""
+
+    @property
+    def reason(self) -> str:
+        return self._reason
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+            waiters, self._waiters = self._waiters, []
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_resolve, fut)
+        for cb in callbacks:
+            cb()
+
+    def add_callback(self, cb: Callable[[], None]) -> Callable[[], None]:
+        """Run `cb` on cancel (at once if already cancelled); returns a remover."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(cb)
+
+                def remove() -> None:
+                    with self._lock:
+                        if cb in self._callbacks:
+                            self._callbacks.remove(cb)
+
+                return remove
+        cb()
+        return lambda: None
+
+    async def wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._event.is_set():
+                return
+            entry = (loop, fut)
+            self._waiters.append(entry)
+        try:
+            await fut
+        finally:
+            with self._lock:
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+
+    def link(self, parent: CancelToken) -> Callable[[], None]:
+        """Cancel this token when `parent` is cancelled."""
+        return parent.add_callback(lambda: self.cancel(parent.reason))
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

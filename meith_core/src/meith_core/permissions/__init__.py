@@ -1,0 +1,1 @@
+"""Permissions: grants, plugin approvals and the two-gate PermissionService."""

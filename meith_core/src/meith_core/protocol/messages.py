@@ -1,0 +1,109 @@
+"""pydantic models for every client and server message of the protocol.
+
+The server validates peer frames with these; clients may use them to validate what the server
+sends. (The CLI does not import this module: model building costs start-up time.)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from meith_core.capabilities import Capability
+from meith_core.errors import ErrorCode
+from meith_core.events import ToolEvent
+from meith_core.protocol.constants import MAX_TIMEOUT_MS
+from meith_core.results import ToolResult
+
+_Id = Annotated[str, Field(min_length=1, max_length=200)]
+_Hint = Annotated[str, Field(max_length=4096)]
+
+
+class _Message(BaseModel):
+    # Unknown envelope fields are ignored for forward compatibility; tool arguments are
+    # validated strictly by each tool's own model.
+    model_config = ConfigDict(extra="ignore")
+
+    protocol: int | None = None
+
+
+class ClientInfo(BaseModel):
+    """What the peer says about itself. Only a hint: the host decides who the caller is."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    caller: Annotated[str, Field(max_length=64)] = "cli"
+    cwd: _Hint | None = None
+    sessionId: _Hint | None = None  # noqa: N815 - wire name; ignored by the server
+    spaceId: _Hint | None = None  # noqa: N815
+    tabId: _Hint | None = None  # noqa: N815
+
+
+class ListTools(_Message):
+    type: Literal["list_tools"]
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)  # noqa: N815
+
+
+class ToolCall(_Message):
+    type: Literal["tool_call"]
+    requestId: _Id  # noqa: N815
+    toolName: Annotated[str, Field(min_length=1, max_length=200)]  # noqa: N815
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)  # noqa: N815
+    timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] | None = None  # noqa: N815
+
+
+class CancelToolCall(_Message):
+    type: Literal["cancel_tool_call"]
+    requestId: _Id  # noqa: N815
+
+
+ClientMessage = Annotated[ListTools | ToolCall | CancelToolCall, Field(discriminator="type")]
+client_message_adapter: TypeAdapter[ListTools | ToolCall | CancelToolCall] = TypeAdapter(
+    ClientMessage
+)
+
+
+class ToolDescriptor(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    description: str
+    inputSchema: dict[str, Any]  # noqa: N815
+    capabilities: list[Capability] = Field(default_factory=list)
+    plugin: str | None = None
+    timeoutMs: int | None = None  # noqa: N815 - None: the tool runs until cancelled
+    outputSchema: dict[str, Any] | None = None  # noqa: N815
+
+
+class ToolsList(_Message):
+    type: Literal["tools_list"]
+    tools: list[ToolDescriptor]
+
+
+class ToolEventMessage(_Message):
+    type: Literal["tool_event"]
+    requestId: str  # noqa: N815
+    event: ToolEvent
+
+
+class ToolResultMessage(_Message):
+    type: Literal["tool_result"]
+    requestId: str  # noqa: N815
+    result: ToolResult
+
+
+class ErrorMessage(_Message):
+    type: Literal["error"]
+    requestId: str | None = None  # noqa: N815
+    code: ErrorCode = ErrorCode.PROTOCOL_ERROR
+    message: str
+
+
+ServerMessage = Annotated[
+    ToolsList | ToolEventMessage | ToolResultMessage | ErrorMessage, Field(discriminator="type")
+]
+server_message_adapter: TypeAdapter[
+    ToolsList | ToolEventMessage | ToolResultMessage | ErrorMessage
+] = TypeAdapter(ServerMessage)

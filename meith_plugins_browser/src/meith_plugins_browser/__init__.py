@@ -1,0 +1,3 @@
+"""meith browser tools."""
+
+__version__ = "0.1.0"

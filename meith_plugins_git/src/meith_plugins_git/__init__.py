@@ -1,0 +1,3 @@
+"""meith git tools."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+"""meith process tools."""
+
+__version__ = "0.1.0"

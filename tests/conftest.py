@@ -1,0 +1,50 @@
+"""Fixtures shared by every test package.
+
+- `meith_home`: a fresh MEITH_HOME in a temporary directory (also exported in the env).
+- `runtime`: an in-process Runtime on that home, plugins not loaded (load what you test).
+- async tests use anyio's pytest plugin: mark them `@pytest.mark.anyio`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from meith_core.home import MeithHome
+from meith_core.runtime.host import Runtime
+
+# Tests read logs through caplog/capsys where they care; keep structlog quiet and plain.
+structlog.configure(
+    processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
+    wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+    cache_logger_on_first_use=False,
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def meith_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MeithHome:
+    root = tmp_path / "meith-home"
+    monkeypatch.setenv("MEITH_HOME", str(root))
+    for var in ("MEITH_PLUGINS", "MEITH_DISABLE_PLUGINS", "MEITH_SOCKET"):
+        monkeypatch.delenv(var, raising=False)
+    return MeithHome(root).ensure()
+
+
+@pytest.fixture
+async def runtime(meith_home: MeithHome) -> AsyncIterator[Runtime]:
+    rt = Runtime(meith_home, load_plugins=False, cwd=os.getcwd())
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.aclose()
