@@ -159,6 +159,24 @@ class Runtime:
     def describe(self) -> list[dict[str, Any]]:
         return self.registry.describe()
 
+    def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
+        """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.
+
+        Writes `plugins.json`; the approval is pinned to the plugin's current fingerprint.
+        """
+        record = self.plugins.records.get(plugin_id)
+        if record is None or record.status != "loaded" or record.fingerprint is None:
+            raise ValueError(f"plugin {plugin_id!r} is not loaded")
+        requested = record.requested_capabilities
+        caps = requested if capabilities is None else [c for c in capabilities if c in requested]
+        self.permissions.approvals.approve(
+            plugin_id,
+            caps,
+            record.fingerprint,
+            distribution=record.distribution,
+            version=record.version,
+        )
+
     # -- sessions -----------------------------------------------------------------------
 
     def open_session(self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None) -> CallerInfo:
