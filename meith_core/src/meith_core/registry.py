@@ -251,6 +251,10 @@ class ToolRegistry:
         emit: EventSink | None,
     ) -> tuple[ToolResult, Decision | None]:
         defn = reg.definition
+        if "cwd" not in arguments and "cwd" in defn.input_model.model_fields:
+            # Convention: an argument named `cwd` defaults to the caller's working directory
+            # (clientInfo.cwd, else the runtime's), so `meith call git_status` works in a repo.
+            arguments = {**arguments, "cwd": cwd}
         try:
             args = defn.input_model.model_validate(arguments)
         except ValidationError as exc:
