@@ -53,7 +53,9 @@ class ToolDefinition:
                 f"{where}: name must match {TOOL_NAME_RE.pattern} (snake_case, starting with a letter)"
             )
         if not isinstance(self.description, str) or not self.description.strip():
-            raise ToolDefinitionError(f"{where}: description must be non-empty (or give a docstring)")
+            raise ToolDefinitionError(
+                f"{where}: description must be non-empty (or give a docstring)"
+            )
         if not (isinstance(self.input_model, type) and issubclass(self.input_model, BaseModel)):
             raise ToolDefinitionError(f"{where}: input model must be a pydantic BaseModel subclass")
         if self.input_model.model_config.get("extra") != "forbid":
@@ -64,7 +66,9 @@ class ToolDefinition:
         if self.output_model is not None and not (
             isinstance(self.output_model, type) and issubclass(self.output_model, BaseModel)
         ):
-            raise ToolDefinitionError(f"{where}: output model must be a pydantic BaseModel subclass")
+            raise ToolDefinitionError(
+                f"{where}: output model must be a pydantic BaseModel subclass"
+            )
         if not self.capabilities:
             raise ToolDefinitionError(f"{where}: declare at least one capability")
         try:
@@ -185,7 +189,7 @@ def tool(
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
         model = input or _infer_input_model(fn)
-        tool_name = name or getattr(fn, "__name__", "")
+        tool_name: str = name or str(getattr(fn, "__name__", ""))
         if model is None:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: give input=Model or annotate the second parameter with a "

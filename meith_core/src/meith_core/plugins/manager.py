@@ -7,6 +7,7 @@ here every entry point is loaded on its own, and a failure (at import, at instan
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import traceback
@@ -24,6 +25,8 @@ from meith_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 from meith_core.tooldef import ToolDefinition
 
 PluginStatus = Literal["loaded", "failed", "disabled"]
+#: `(tools, plugin_id)`: registers all of a plugin's tools or raises (`ToolRegistry.register_many`).
+RegisterTools = Callable[[list[ToolDefinition], str], None]
 
 
 @dataclass(slots=True)
@@ -51,7 +54,10 @@ class PluginRecord:
             "status": self.status,
             "reason": self.reason,
             "entryPoint": self.entry_point,
-            "tools": [{"name": t.name, "capabilities": [c.value for c in t.capabilities]} for t in self.tools],
+            "tools": [
+                {"name": t.name, "capabilities": [c.value for c in t.capabilities]}
+                for t in self.tools
+            ],
             "requestedCapabilities": [c.value for c in self.requested_capabilities],
             "fingerprint": self.fingerprint,
         }
@@ -81,7 +87,7 @@ class PluginManager:
 
     def discover(
         self,
-        register_tools: Callable[[str, list[ToolDefinition]], None],
+        register_tools: RegisterTools,
         *,
         allow: set[str] | None = None,
         deny: set[str] | None = None,
@@ -89,7 +95,8 @@ class PluginManager:
     ) -> list[PluginRecord]:
         """Load every entry point of `group`, honouring MEITH_PLUGINS / MEITH_DISABLE_PLUGINS.
 
-        `register_tools(plugin_id, tools)` must register all of a plugin's tools or raise.
+        `register_tools(tools, plugin_id)` (the registry's `register_many`) must register all
+        of a plugin's tools or raise.
         """
         allow = allow if allow is not None else _env_set("MEITH_PLUGINS")
         deny = deny if deny is not None else (_env_set("MEITH_DISABLE_PLUGINS") or set())
@@ -135,13 +142,15 @@ class PluginManager:
         self,
         plugin_id: str,
         obj: Any,
-        register_tools: Callable[[str, list[ToolDefinition]], None],
+        register_tools: RegisterTools,
         *,
         distribution: str | None = None,
         version: str | None = None,
     ) -> PluginRecord:
         """Load a plugin object directly (embedding applications, tests)."""
-        record = PluginRecord(id=plugin_id, status="disabled", distribution=distribution, version=version)
+        record = PluginRecord(
+            id=plugin_id, status="disabled", distribution=distribution, version=version
+        )
         self.records[plugin_id] = record
         self._load(record, obj, register_tools)
         return record
@@ -150,7 +159,7 @@ class PluginManager:
         self,
         record: PluginRecord,
         obj: Any,
-        register_tools: Callable[[str, list[ToolDefinition]], None],
+        register_tools: RegisterTools,
     ) -> None:
         registered = False
         try:
@@ -164,7 +173,7 @@ class PluginManager:
                     raise TypeError(
                         f"meith_tools() must return ToolDefinition objects (use @tool), got {type(item).__name__}"
                     )
-            register_tools(record.id, tools)
+            register_tools(tools, record.id)
         except BaseException as exc:
             if registered:
                 self.pm.unregister(name=record.id)
@@ -193,8 +202,8 @@ class PluginManager:
         slowness is handled per plugin.
         """
         for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
-            args = {k: kwargs[k] for k in impl.argnames}
-            yield impl.plugin_name, (lambda f=impl.function, a=args: f(**a))
+            args: dict[str, Any] = {k: kwargs[k] for k in impl.argnames}
+            yield impl.plugin_name, functools.partial(impl.function, **args)
 
     def fingerprint_of(self, plugin_id: str) -> str | None:
         record = self.records.get(plugin_id)
