@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from meith_core.results import ToolResult
 
 EventSink = Callable[[EventDict], None]
-NestedCall = Callable[[CallerInfo, str, dict[str, Any], int | None, CancelToken], Awaitable["ToolResult"]]
+NestedCall = Callable[
+    [CallerInfo, str, dict[str, Any], int | None, CancelToken], Awaitable["ToolResult"]
+]
 
 
 class ToolContext:

@@ -45,9 +45,9 @@ class PartialTextEvent(_Event):
 
 class ArtifactEvent(_Event):
     kind: Literal["artifact"] = "artifact"
-    mimeType: str  # noqa: N815 - wire name
+    mimeType: str
     name: str | None = None
-    dataBase64: str | None = None  # noqa: N815 - wire name
+    dataBase64: str | None = None
     path: str | None = None
 
 

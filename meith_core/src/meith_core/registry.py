@@ -68,7 +68,11 @@ class _Outcome:
 def _validation_details(exc: ValidationError) -> dict[str, Any]:
     # Only locations and messages: the offending input may be huge or hostile.
     errors = [
-        {"path": [p if isinstance(p, int) else str(p) for p in err["loc"]], "message": err["msg"], "type": err["type"]}
+        {
+            "path": [p if isinstance(p, int) else str(p) for p in err["loc"]],
+            "message": err["msg"],
+            "type": err["type"],
+        }
         for err in exc.errors(include_url=False, include_context=False, include_input=False)[:50]
     ]
     return {"errors": errors}
@@ -310,7 +314,10 @@ class ToolRegistry:
             settings=self.settings.snapshot,
             nested_call=self._nested_call,
             logger=lambda: structlog.get_logger("meith.tool").bind(
-                requestId=request_id, sessionId=caller.session_id, toolName=defn.name, plugin=reg.plugin_id
+                requestId=request_id,
+                sessionId=caller.session_id,
+                toolName=defn.name,
+                plugin=reg.plugin_id,
             ),
             grant_scope=decision.grant_scope,
         )
@@ -326,12 +333,22 @@ class ToolRegistry:
             ctx._close()
 
     async def _nested_call(
-        self, caller: CallerInfo, name: str, arguments: dict[str, Any], timeout_ms: int | None, token: CancelToken
+        self,
+        caller: CallerInfo,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_ms: int | None,
+        token: CancelToken,
     ) -> ToolResult:
         return await self.call(caller, name, arguments, timeout_ms=timeout_ms, cancel=token)
 
     async def _run(
-        self, defn: ToolDefinition, ctx: ToolContext, args: BaseModel, token: CancelToken, timeout_ms: int | None
+        self,
+        defn: ToolDefinition,
+        ctx: ToolContext,
+        args: BaseModel,
+        token: CancelToken,
+        timeout_ms: int | None,
     ) -> ToolResult:
         if token.is_set():
             return error_result(ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled')
@@ -347,18 +364,24 @@ class ToolRegistry:
         waiter = asyncio.ensure_future(token.wait())
         deadline = None if timeout_ms is None else timeout_ms / 1000
         try:
-            done, _ = await asyncio.wait({task, waiter}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {task, waiter}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED
+            )
             if task not in done and waiter in done:
                 # Cancelled: a cooperative tool gets a moment to answer for itself.
                 done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
                 if task not in done:
                     task.cancel()
                     reason = f": {token.reason}" if token.reason not in ("", "cancelled") else ""
-                    return error_result(ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled{reason}')
+                    return error_result(
+                        ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled{reason}'
+                    )
             elif task not in done:
                 token.cancel("timeout")
                 task.cancel()
-                return error_result(ErrorCode.TIMEOUT, f'Tool "{defn.name}" timed out after {timeout_ms}ms')
+                return error_result(
+                    ErrorCode.TIMEOUT, f'Tool "{defn.name}" timed out after {timeout_ms}ms'
+                )
         except asyncio.CancelledError:
             token.cancel("caller cancelled")
             task.cancel()
@@ -366,7 +389,9 @@ class ToolRegistry:
         finally:
             waiter.cancel()
         if task.cancelled():
-            return error_result(ErrorCode.TOOL_FAILED, f'Tool "{defn.name}" was cancelled from inside')
+            return error_result(
+                ErrorCode.TOOL_FAILED, f'Tool "{defn.name}" was cancelled from inside'
+            )
         return self._normalise(defn, task.result())
 
     def _forget_task(self, task: asyncio.Future[Any]) -> None:
@@ -385,7 +410,10 @@ class ToolRegistry:
                 error=f"{type(exc).__name__}: {exc}",
                 exc_info=(type(exc), exc, exc.__traceback__),
             )
-            return error_result(ErrorCode.TOOL_FAILED, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            return error_result(
+                ErrorCode.TOOL_FAILED,
+                f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            )
         value = outcome.value
         try:
             if isinstance(value, ToolResult):
@@ -394,7 +422,9 @@ class ToolRegistry:
                 result = ToolResult(ok=True, content=value.model_dump(mode="json", by_alias=True))
             else:
                 if defn.output_model is not None and value is not None:
-                    value = defn.output_model.model_validate(value).model_dump(mode="json", by_alias=True)
+                    value = defn.output_model.model_validate(value).model_dump(
+                        mode="json", by_alias=True
+                    )
                 result = ToolResult(ok=True, content=value)
             result._encoded = dumps_bytes(result.to_wire())
         except ValidationError as err:
@@ -405,7 +435,8 @@ class ToolRegistry:
             )
         except (TypeError, ValueError, RecursionError) as err:
             return error_result(
-                ErrorCode.TOOL_FAILED, f'Tool "{defn.name}" returned a result that is not JSON: {err}'
+                ErrorCode.TOOL_FAILED,
+                f'Tool "{defn.name}" returned a result that is not JSON: {err}',
             )
         return result
 
@@ -481,4 +512,3 @@ async def _invoke_in_thread(
 
     # abandon_on_cancel: a thread cannot be interrupted; the answer must not wait for it.
     return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
-

@@ -74,4 +74,6 @@ def ok_result(
 
 
 def error_result(code: ErrorCode | str, message: str, details: Any = None) -> ToolResult:
-    return ToolResult(ok=False, error=ErrorInfo(code=ErrorCode(code), message=message, details=details))
+    return ToolResult(
+        ok=False, error=ErrorInfo(code=ErrorCode(code), message=message, details=details)
+    )

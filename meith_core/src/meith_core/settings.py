@@ -77,7 +77,9 @@ class SettingsStore:
         except (TypeError, ValueError) as exc:
             raise SettingsError(f"settings must be plain JSON: {exc}") from None
         if size > MAX_SETTINGS_BYTES:
-            raise SettingsError(f"settings would be {size} bytes; the limit is {MAX_SETTINGS_BYTES}")
+            raise SettingsError(
+                f"settings would be {size} bytes; the limit is {MAX_SETTINGS_BYTES}"
+            )
         write_json_atomic(self.path, merged)
         self._sig = None
         return merged

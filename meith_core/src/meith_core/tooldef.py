@@ -89,7 +89,11 @@ class ToolDefinition:
 
     @cached_property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.func)
+        # An object with `async def __call__` is async too; run in a thread it would only
+        # return an un-awaited coroutine.
+        return inspect.iscoroutinefunction(self.func) or inspect.iscoroutinefunction(
+            getattr(self.func, "__call__", None)
+        )
 
     @property
     def effective_timeout_ms(self) -> int | None:
@@ -141,7 +145,7 @@ def tool(
     capabilities: Iterable[Capability | str],
     name: str | None = None,
     description: str | None = None,
-    input: type[BaseModel] | None = None,  # noqa: A002
+    input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
 ) -> ToolDefinition: ...
@@ -154,7 +158,7 @@ def tool(
     capabilities: Iterable[Capability | str],
     name: str | None = None,
     description: str | None = None,
-    input: type[BaseModel] | None = None,  # noqa: A002
+    input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
@@ -166,7 +170,7 @@ def tool(
     capabilities: Iterable[Capability | str],
     name: str | None = None,
     description: str | None = None,
-    input: type[BaseModel] | None = None,  # noqa: A002 - reads naturally at the call site
+    input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:

@@ -41,7 +41,10 @@ _SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
         ),
         "[REDACTED_PRIVATE_KEY]",
     ),
-    (re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE), r"\1 [REDACTED]"),
+    (
+        re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        r"\1 [REDACTED]",
+    ),
     (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), REDACTED),
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
     (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),

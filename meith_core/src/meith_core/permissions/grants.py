@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from meith_core.capabilities import Capability, parse_capabilities
 from meith_core.caller import CallerKind
+from meith_core.capabilities import Capability, parse_capabilities
 from meith_core.home import file_signature, read_json, write_json_atomic
 from meith_core.ids import new_id
 from meith_core.paths import is_within
@@ -99,7 +99,11 @@ def new_grant(
     if kind not in (CallerKind.CLI, CallerKind.AGENT):
         raise ValueError(
             f"grants are for cli and agent callers; {kind.value} callers are "
-            + ("trusted" if kind in (CallerKind.RENDERER, CallerKind.INTERNAL) else "governed by plugin approvals")
+            + (
+                "trusted"
+                if kind in (CallerKind.RENDERER, CallerKind.INTERNAL)
+                else "governed by plugin approvals"
+            )
         )
     return Grant(
         id=new_id("g"),

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from meith_core.capabilities import Capability, privileged_of
 from meith_core.caller import CallerInfo, CallerKind
+from meith_core.capabilities import Capability, privileged_of
 from meith_core.permissions.approvals import Approval, PluginApprovals
 from meith_core.permissions.grants import Grant, StandingGrants, new_grant
 
@@ -154,7 +154,14 @@ class PermissionService:
         if caller.caller is CallerKind.PLUGIN:
             return self._plugin_caller_gate(caller, tool_name, capabilities)
         return await self._session_gate(
-            caller, tool_name, capabilities, privileged, plugin_id, request_id, cwd, arguments_summary
+            caller,
+            tool_name,
+            capabilities,
+            privileged,
+            plugin_id,
+            request_id,
+            cwd,
+            arguments_summary,
         )
 
     def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
@@ -176,7 +183,9 @@ class PermissionService:
             return None
         approval, why = self._approval_for(plugin_id)
         missing = (
-            [c for c in capabilities if c not in approval.capabilities] if approval else list(capabilities)
+            [c for c in capabilities if c not in approval.capabilities]
+            if approval
+            else list(capabilities)
         )
         if approval is not None and not missing:
             return None
@@ -188,7 +197,11 @@ class PermissionService:
                 f'Tool "{tool}" is provided by plugin {plugin_id}, and {reason}. '
                 f"To allow it, run: meith plugins approve {plugin_id}"
             ),
-            details={"gate": "provider", "plugin": plugin_id, "missing": [c.value for c in missing]},
+            details={
+                "gate": "provider",
+                "plugin": plugin_id,
+                "missing": [c.value for c in missing],
+            },
         )
 
     def _plugin_caller_gate(
@@ -272,19 +285,32 @@ class PermissionService:
         return self._deny(tool, privileged, f"no grant for {_caps(privileged)}", kind)
 
     def _consume(
-        self, kind: CallerKind, session: str, tool: str, privileged: tuple[Capability, ...], cwd: str
+        self,
+        kind: CallerKind,
+        session: str,
+        tool: str,
+        privileged: tuple[Capability, ...],
+        cwd: str,
     ) -> Grant | None:
         now = time.time_ns() // 1_000_000
         grants = self._session_grants.get(session, [])
         for grant in grants:
-            if grant.caller is kind and not grant.expired(now) and grant.covers(tool, privileged, cwd):
+            if (
+                grant.caller is kind
+                and not grant.expired(now)
+                and grant.covers(tool, privileged, cwd)
+            ):
                 if grant.uses is not None:
                     grant.uses -= 1
                     if grant.uses <= 0:
                         grants.remove(grant)
                 return grant
         for grant in self.standing.current():
-            if grant.caller is not kind or grant.expired(now) or not grant.covers(tool, privileged, cwd):
+            if (
+                grant.caller is not kind
+                or grant.expired(now)
+                or not grant.covers(tool, privileged, cwd)
+            ):
                 continue
             if grant.uses is not None:
                 key = (grant.id, session)
@@ -296,7 +322,9 @@ class PermissionService:
         return None
 
     @staticmethod
-    def _deny(tool: str, privileged: tuple[Capability, ...], reason: str, kind: CallerKind) -> Decision:
+    def _deny(
+        tool: str, privileged: tuple[Capability, ...], reason: str, kind: CallerKind
+    ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
@@ -306,5 +334,9 @@ class PermissionService:
             False,
             reason,
             message=f'Tool "{tool}" requires {caps} permission ({reason}).{hint}',
-            details={"gate": "caller", "caller": kind.value, "required": [c.value for c in privileged]},
+            details={
+                "gate": "caller",
+                "caller": kind.value,
+                "required": [c.value for c in privileged],
+            },
         )

@@ -35,28 +35,28 @@ class ClientInfo(BaseModel):
 
     caller: Annotated[str, Field(max_length=64)] = "cli"
     cwd: _Hint | None = None
-    sessionId: _Hint | None = None  # noqa: N815 - wire name; ignored by the server
-    spaceId: _Hint | None = None  # noqa: N815
-    tabId: _Hint | None = None  # noqa: N815
+    sessionId: _Hint | None = None
+    spaceId: _Hint | None = None
+    tabId: _Hint | None = None
 
 
 class ListTools(_Message):
     type: Literal["list_tools"]
-    clientInfo: ClientInfo = Field(default_factory=ClientInfo)  # noqa: N815
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
 
 
 class ToolCall(_Message):
     type: Literal["tool_call"]
-    requestId: _Id  # noqa: N815
-    toolName: Annotated[str, Field(min_length=1, max_length=200)]  # noqa: N815
+    requestId: _Id
+    toolName: Annotated[str, Field(min_length=1, max_length=200)]
     arguments: dict[str, Any] = Field(default_factory=dict)
-    clientInfo: ClientInfo = Field(default_factory=ClientInfo)  # noqa: N815
-    timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] | None = None  # noqa: N815
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+    timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] | None = None
 
 
 class CancelToolCall(_Message):
     type: Literal["cancel_tool_call"]
-    requestId: _Id  # noqa: N815
+    requestId: _Id
 
 
 ClientMessage = Annotated[ListTools | ToolCall | CancelToolCall, Field(discriminator="type")]
@@ -70,11 +70,11 @@ class ToolDescriptor(BaseModel):
 
     name: str
     description: str
-    inputSchema: dict[str, Any]  # noqa: N815
+    inputSchema: dict[str, Any]
     capabilities: list[Capability] = Field(default_factory=list)
     plugin: str | None = None
-    timeoutMs: int | None = None  # noqa: N815 - None: the tool runs until cancelled
-    outputSchema: dict[str, Any] | None = None  # noqa: N815
+    timeoutMs: int | None = None
+    outputSchema: dict[str, Any] | None = None
 
 
 class ToolsList(_Message):
@@ -84,19 +84,19 @@ class ToolsList(_Message):
 
 class ToolEventMessage(_Message):
     type: Literal["tool_event"]
-    requestId: str  # noqa: N815
+    requestId: str
     event: ToolEvent
 
 
 class ToolResultMessage(_Message):
     type: Literal["tool_result"]
-    requestId: str  # noqa: N815
+    requestId: str
     result: ToolResult
 
 
 class ErrorMessage(_Message):
     type: Literal["error"]
-    requestId: str | None = None  # noqa: N815
+    requestId: str | None = None
     code: ErrorCode = ErrorCode.PROTOCOL_ERROR
     message: str
 

@@ -37,7 +37,7 @@ from meith_core.tooldef import ToolDefinition
 _log = structlog.get_logger("meith.runtime")
 
 #: How long plugins get, in total, to shut down before the runtime stops waiting.
-SHUTDOWN_HOOK_BUDGET_S = 1.5
+SHUTDOWN_HOOK_BUDGET_S = 1.0
 
 
 class Runtime:
@@ -56,6 +56,8 @@ class Runtime:
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.
         self.socket_path: str | None = None
+        #: The SocketServer when running under `meith serve` (health reporting).
+        self.server: Any = None
         self.plugins = PluginManager()
         self.settings = SettingsStore(self.home.settings_path)
         self.audit = AuditLog(self.home.audit_path)
@@ -71,6 +73,7 @@ class Runtime:
         self._load_plugins = load_plugins
         self._plugin_allow = plugin_allow
         self._plugin_deny = plugin_deny
+        self._discovered = False
         self._started = False
         self._closed = False
         self._sessions: dict[str, CallerKind] = {}
@@ -78,15 +81,25 @@ class Runtime:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    def discover_plugins(self) -> list[PluginRecord]:
+        """Load the installed plugins and register their tools, without starting them.
+
+        (`meith plugins` and `meith settings` use this: no plugin starts anything.)
+        """
+        if not self._discovered:
+            self._discovered = True
+            if self._load_plugins:
+                self.plugins.discover(
+                    self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+                )
+            self._collect_settings_sections()
+        return list(self.plugins.records.values())
+
     async def start(self) -> Runtime:
         if self._started:
             return self
         self._started = True
-        if self._load_plugins:
-            self.plugins.discover(
-                self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
-            )
-        self._collect_settings_sections()
+        self.discover_plugins()
         await self._run_hooks("meith_startup", runtime=self)
         return self
 
@@ -105,7 +118,7 @@ class Runtime:
         self._closed = True
         self.registry.begin_shutdown()
         self.registry.cancel_all()
-        await self.registry.drain(0.5)
+        await self.registry.drain(0.3)
         for session in list(self._sessions):
             await self.close_session(session)
         if self._started:
@@ -125,7 +138,9 @@ class Runtime:
 
     # -- tools --------------------------------------------------------------------------
 
-    def register(self, tools: ToolDefinition | Iterable[ToolDefinition], *, plugin_id: str = "app") -> None:
+    def register(
+        self, tools: ToolDefinition | Iterable[ToolDefinition], *, plugin_id: str = "app"
+    ) -> None:
         """Register tools of the embedding application itself (approved implicitly as part of
         the host, like the built-in `core` tools)."""
         batch = [tools] if isinstance(tools, ToolDefinition) else list(tools)
@@ -179,7 +194,9 @@ class Runtime:
 
     # -- sessions -----------------------------------------------------------------------
 
-    def open_session(self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None) -> CallerInfo:
+    def open_session(
+        self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None
+    ) -> CallerInfo:
         """A new session with an unguessable id; standing grants of its kind apply to it."""
         kind = CallerKind(caller)
         session = new_session_id(kind.value)
@@ -213,10 +230,11 @@ class Runtime:
         session_id = session.session_id if isinstance(session, CallerInfo) else session
         if session_id is None:
             return
-        self._sessions.pop(session_id, None)
+        known = self._sessions.pop(session_id, None) is not None
         if revoke:
             self.permissions.revoke_session(session_id)
-        await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
+        if known:
+            await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
 
     def track_session(self, session_id: str, kind: CallerKind) -> None:
         self._sessions[session_id] = kind
@@ -233,9 +251,16 @@ class Runtime:
                     remaining = None if deadline is None else max(0.05, deadline - loop.time())
                     await asyncio.wait_for(_as_coro(value), timeout=remaining)
             except Exception as exc:
-                _log.error("plugin hook failed", plugin=plugin_id, hook=hook, error=f"{type(exc).__name__}: {exc}")
+                _log.error(
+                    "plugin hook failed",
+                    plugin=plugin_id,
+                    hook=hook,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
                 if hook == "meith_startup":
-                    self.plugins.mark_failed(plugin_id, f"startup failed: {type(exc).__name__}: {exc}")
+                    self.plugins.mark_failed(
+                        plugin_id, f"startup failed: {type(exc).__name__}: {exc}"
+                    )
 
     async def _ask_approvers(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         """The `meith_approve` hook, then approvers the embedding program added; first answer wins."""

@@ -1,0 +1,124 @@
+"""What the sync and async clients share: frame building, routing, errors. Stdlib only."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from meith_core.discovery import (
+    Target,
+    TargetError,
+    connect_error_message,
+    peer_credentials,
+    resolve_target,
+)
+from meith_core.home import MeithHome
+from meith_core.ids import new_id
+from meith_core.protocol.constants import PROTOCOL_VERSION
+
+EventCallback = Callable[[dict[str, Any]], None]
+
+
+class TransportError(RuntimeError):
+    """The runtime could not be reached, or the exchange broke. `code` is the protocol code."""
+
+    def __init__(
+        self, message: str, code: str = "PROTOCOL_ERROR", socket_path: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.socket_path = socket_path
+
+
+class ConnectError(TransportError):
+    """Nothing (or nothing trustworthy) listens at the socket."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a call: the cancel was sent; `result` is the final envelope if it came."""
+
+    def __init__(self, result: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.result = result
+
+
+def locate(socket_path: str | None, instance: str | None, home: MeithHome | None) -> Target:
+    try:
+        return resolve_target(
+            home or MeithHome.from_env(), socket_path=socket_path, instance=instance
+        )
+    except TargetError as exc:
+        raise ConnectError(str(exc)) from None
+
+
+def check_peer(sock: socket.socket, path: str) -> None:
+    """Refuse a socket served by another user: it could impersonate the runtime."""
+    try:
+        _pid, uid, _gid = peer_credentials(sock)
+    except OSError as exc:
+        raise ConnectError(f"cannot verify who serves {path}: {exc}", socket_path=path) from None
+    if uid != os.geteuid():
+        raise ConnectError(
+            f"refusing to talk to {path}: it is served by uid {uid}, not by you (uid {os.geteuid()})",
+            socket_path=path,
+        )
+
+
+def open_socket(path: str, timeout: float) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except OSError as exc:
+        sock.close()
+        raise ConnectError(connect_error_message(path, exc), socket_path=path) from None
+    try:
+        check_peer(sock, path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def client_info(caller: str, cwd: str | None) -> dict[str, Any]:
+    return {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
+
+
+def tool_call_frame(
+    name: str,
+    arguments: dict[str, Any] | None,
+    *,
+    request_id: str | None,
+    info: dict[str, Any],
+    timeout_ms: int | None,
+) -> dict[str, Any]:
+    frame: dict[str, Any] = {
+        "type": "tool_call",
+        "protocol": PROTOCOL_VERSION,
+        "requestId": request_id or new_id("req"),
+        "toolName": name,
+        "arguments": arguments or {},
+        "clientInfo": info,
+    }
+    if timeout_ms:
+        frame["timeoutMs"] = timeout_ms
+    return frame
+
+
+def cancel_frame(request_id: str) -> dict[str, Any]:
+    return {"type": "cancel_tool_call", "protocol": PROTOCOL_VERSION, "requestId": request_id}
+
+
+def list_tools_frame(info: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "list_tools", "protocol": PROTOCOL_VERSION, "clientInfo": info}
+
+
+def error_from_frame(frame: dict[str, Any], path: str) -> TransportError:
+    return TransportError(
+        str(frame.get("message") or "protocol error"),
+        str(frame.get("code") or "PROTOCOL_ERROR"),
+        path,
+    )

@@ -1,0 +1,275 @@
+"""The asyncio client: many calls in flight on one connection, events by callback or iterator.
+
+```python
+async with await AsyncClient.connect() as c:
+    result = await c.call("git_status", {"cwd": "."})
+    async with c.stream("attach_process_logs", {"cwd": "."}) as events:
+        async for event in events: ...
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from meith_core.client._core import (
+    ConnectError,
+    EventCallback,
+    TransportError,
+    cancel_frame,
+    client_info,
+    error_from_frame,
+    list_tools_frame,
+    locate,
+    open_socket,
+    tool_call_frame,
+)
+from meith_core.home import MeithHome
+from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
+
+if TYPE_CHECKING:
+    from meith_core.results import ToolResult
+
+_END = object()
+
+
+class CallStream:
+    """Events of one call as an async iterator; `result` is set once it ends."""
+
+    def __init__(self, client: AsyncClient, request_id: str, queue: asyncio.Queue[Any]) -> None:
+        self._client = client
+        self.request_id = request_id
+        self._queue = queue
+        self.result: ToolResult | None = None
+
+    def __aiter__(self) -> CallStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self.result is not None:
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if isinstance(item, BaseException):
+            raise item
+        kind, payload = item
+        if kind == "event":
+            return payload  # type: ignore[no-any-return]
+        from meith_core.results import ToolResult
+
+        self.result = ToolResult.model_validate(payload)
+        raise StopAsyncIteration
+
+    async def cancel(self) -> None:
+        await self._client.cancel(self.request_id)
+
+    async def __aenter__(self) -> CallStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.result is None:
+            await self.cancel()
+        self._client._pending.pop(self.request_id, None)
+
+
+class AsyncClient:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        socket_path: str,
+        info: dict[str, Any],
+    ) -> None:
+        self.socket_path = socket_path
+        self._reader = reader
+        self._writer = writer
+        self._info = info
+        self._pending: dict[str, asyncio.Queue[Any]] = {}
+        self._tool_lists: list[asyncio.Future[list[dict[str, Any]]]] = []
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._closed: TransportError | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        socket_path: str | None = None,
+        *,
+        instance: str | None = None,
+        home: MeithHome | None = None,
+        caller: str = "cli",
+        cwd: str | None = None,
+        connect_timeout: float = 5.0,
+    ) -> AsyncClient:
+        target = locate(socket_path, instance, home)
+        loop = asyncio.get_running_loop()
+        # Connect (and check the peer's uid) off the loop; the socket is then handed to asyncio.
+        sock: socket.socket = await loop.run_in_executor(
+            None, open_socket, target.socket_path, connect_timeout
+        )
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
+        return cls(reader, writer, target.socket_path, client_info(caller, cwd))
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._reader_task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._reader_task
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+        self._fail_all(TransportError("Client closed", socket_path=self.socket_path))
+
+    async def _read_loop(self) -> None:
+        framer = NdjsonFramer()
+        try:
+            while True:
+                data = await self._reader.read(1 << 16)
+                if not data:
+                    break
+                for event in framer.feed(data):
+                    if isinstance(event, Frame):
+                        self._route(event.message)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        self._fail_all(TransportError("Connection closed by runtime", socket_path=self.socket_path))
+
+    def _route(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "tools_list":
+            if self._tool_lists:
+                fut = self._tool_lists.pop(0)
+                if not fut.done():
+                    tools = frame.get("tools")
+                    fut.set_result(tools if isinstance(tools, list) else [])
+            return
+        rid = frame.get("requestId")
+        queue = self._pending.get(rid) if isinstance(rid, str) else None
+        if queue is None:
+            if kind == "error" and rid is None and self._tool_lists:
+                fut = self._tool_lists.pop(0)
+                if not fut.done():
+                    fut.set_exception(error_from_frame(frame, self.socket_path))
+            return
+        if kind == "tool_event" and isinstance(frame.get("event"), dict):
+            queue.put_nowait(("event", frame["event"]))
+        elif kind == "tool_result" and isinstance(frame.get("result"), dict):
+            queue.put_nowait(("result", frame["result"]))
+        elif kind == "error":
+            queue.put_nowait(error_from_frame(frame, self.socket_path))
+
+    def _fail_all(self, error: TransportError) -> None:
+        self._closed = self._closed or error
+        for queue in self._pending.values():
+            queue.put_nowait(error)
+        for fut in self._tool_lists:
+            if not fut.done():
+                fut.set_exception(error)
+        self._tool_lists.clear()
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        if self._closed is not None:
+            raise self._closed
+        self._writer.write(encode_frame(frame))
+        await self._writer.drain()
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        fut: asyncio.Future[list[dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        self._tool_lists.append(fut)
+        await self._send(list_tools_frame(self._info))
+        return await fut
+
+    def stream(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> _StreamStarter:
+        return _StreamStarter(self, name, arguments, timeout_ms)
+
+    async def _start(
+        self, name: str, arguments: dict[str, Any] | None, timeout_ms: int | None
+    ) -> CallStream:
+        frame = tool_call_frame(
+            name, arguments, request_id=None, info=self._info, timeout_ms=timeout_ms
+        )
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pending[frame["requestId"]] = queue
+        await self._send(frame)
+        return CallStream(self, frame["requestId"], queue)
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        on_event: EventCallback | None = None,
+    ) -> ToolResult:
+        """Call a tool; a cancelled await sends `cancel_tool_call` for it."""
+        stream = await self._start(name, arguments, timeout_ms)
+        try:
+            async for event in stream:
+                if on_event is not None:
+                    on_event(event)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self.cancel(stream.request_id)
+            raise
+        finally:
+            self._pending.pop(stream.request_id, None)
+        assert stream.result is not None
+        return stream.result
+
+    async def cancel(self, request_id: str) -> None:
+        await self._send(cancel_frame(request_id))
+
+
+class _StreamStarter:
+    """`async with client.stream(...) as events:` sugar."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout_ms: int | None,
+    ) -> None:
+        self._args = (name, arguments, timeout_ms)
+        self._client = client
+        self._stream: CallStream | None = None
+
+    async def __aenter__(self) -> CallStream:
+        self._stream = await self._client._start(*self._args)
+        return self._stream
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._stream is not None:
+            await self._stream.__aexit__(exc_type, exc, tb)
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        raise TypeError("use `async with client.stream(...) as events: async for e in events`")
+
+
+__all__ = ["AsyncClient", "CallStream", "ConnectError", "TransportError"]

@@ -1,0 +1,209 @@
+"""A blocking client for scripts and the CLI: one socket, no asyncio, no pydantic on the path.
+
+```python
+from meith_core.client import Client
+with Client() as c:
+    print(c.call("app_health").content)
+```
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import deque
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from meith_core.client._core import (
+    ConnectError,
+    EventCallback,
+    Interrupted,
+    TransportError,
+    cancel_frame,
+    client_info,
+    error_from_frame,
+    list_tools_frame,
+    locate,
+    open_socket,
+    tool_call_frame,
+)
+from meith_core.home import MeithHome
+from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
+
+if TYPE_CHECKING:
+    from meith_core.results import ToolResult
+
+#: After Ctrl-C, how long to wait for the runtime's CANCELLED answer.
+INTERRUPT_GRACE_S = 1.0
+
+
+class Client:
+    def __init__(
+        self,
+        socket_path: str | None = None,
+        *,
+        instance: str | None = None,
+        home: MeithHome | None = None,
+        caller: str = "cli",
+        cwd: str | None = None,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        target = locate(socket_path, instance, home)
+        self.socket_path = target.socket_path
+        self.target = target
+        self._info = client_info(caller, cwd)
+        self._sock: socket.socket = open_socket(self.socket_path, connect_timeout)
+        self._sock.settimeout(None)
+        self._framer = NdjsonFramer()
+        self._backlog: deque[dict[str, Any]] = deque()
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(self, frame: dict[str, Any]) -> None:
+        try:
+            self._sock.sendall(encode_frame(frame))
+        except OSError as exc:
+            raise TransportError(
+                f"Connection to the runtime failed: {exc}", socket_path=self.socket_path
+            ) from None
+
+    def _next_frame(self, deadline: float | None) -> dict[str, Any]:
+        while not self._backlog:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if timeout == 0.0:
+                raise TimeoutError
+            self._sock.settimeout(timeout)
+            try:
+                data = self._sock.recv(1 << 16)
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                raise TransportError(
+                    f"Connection to the runtime failed: {exc}", socket_path=self.socket_path
+                ) from None
+            if not data:
+                raise TransportError("Connection closed by runtime", socket_path=self.socket_path)
+            for event in self._framer.feed(data):
+                if isinstance(event, Frame):  # unparseable server frames are skipped
+                    self._backlog.append(event.message)
+        return self._backlog.popleft()
+
+    # -- API ----------------------------------------------------------------------------
+
+    def list_tools(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        self._send(list_tools_frame(self._info))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                frame = self._next_frame(deadline)
+            except TimeoutError:
+                raise TransportError(
+                    "Timed out waiting for the tool list", socket_path=self.socket_path
+                ) from None
+            if frame.get("type") == "tools_list":
+                tools = frame.get("tools")
+                return tools if isinstance(tools, list) else []
+            if frame.get("type") == "error" and "requestId" not in frame:
+                raise error_from_frame(frame, self.socket_path)
+
+    def call_raw(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        on_event: EventCallback | None = None,
+        request_id: str | None = None,
+        client_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool; returns the result envelope as a dict. Tool failures are results;
+        transport failures raise TransportError; Ctrl-C cancels and raises Interrupted."""
+        frame = tool_call_frame(
+            name, arguments, request_id=request_id, info=self._info, timeout_ms=timeout_ms
+        )
+        rid = frame["requestId"]
+        self._send(frame)
+        if client_timeout is None and timeout_ms:
+            client_timeout = (
+                timeout_ms / 1000 + 10.0
+            )  # the runtime answers at the deadline; this is a backstop
+        deadline = None if client_timeout is None else time.monotonic() + client_timeout
+        try:
+            return self._await_result(rid, on_event, deadline, name)
+        except KeyboardInterrupt:
+            self._send(cancel_frame(rid))
+            try:
+                result = self._await_result(rid, None, time.monotonic() + INTERRUPT_GRACE_S, name)
+            except (TransportError, KeyboardInterrupt):
+                result = None
+            raise Interrupted(result) from None
+
+    def _await_result(
+        self, rid: str, on_event: EventCallback | None, deadline: float | None, name: str
+    ) -> dict[str, Any]:
+        while True:
+            try:
+                frame = self._next_frame(deadline)
+            except TimeoutError:
+                raise TransportError(
+                    f'Tool "{name}" timed out (no answer from the runtime)',
+                    "TIMEOUT",
+                    self.socket_path,
+                ) from None
+            kind = frame.get("type")
+            if frame.get("requestId") != rid:
+                if kind == "error" and "requestId" not in frame:
+                    raise error_from_frame(frame, self.socket_path)
+                continue
+            if kind == "tool_event":
+                event = frame.get("event")
+                if on_event is not None and isinstance(event, dict):
+                    on_event(event)
+            elif kind == "tool_result":
+                result = frame.get("result")
+                if not isinstance(result, dict):
+                    raise TransportError(
+                        "Malformed tool_result from the runtime", socket_path=self.socket_path
+                    )
+                return result
+            elif kind == "error":
+                raise error_from_frame(frame, self.socket_path)
+
+    def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        on_event: EventCallback | None = None,
+    ) -> ToolResult:
+        """`call_raw`, validated into a ToolResult."""
+        from meith_core.results import ToolResult
+
+        return ToolResult.model_validate(
+            self.call_raw(name, arguments, timeout_ms=timeout_ms, on_event=on_event)
+        )
+
+    def cancel(self, request_id: str) -> None:
+        self._send(cancel_frame(request_id))
+
+
+__all__ = ["Client", "ConnectError", "Interrupted", "TransportError"]
