@@ -2,10 +2,74 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING, Final
+
+import structlog
+
 from meith_core import ToolDefinition, hookimpl
+from meith_plugins_process.devservers import DevServerManager
+from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.terminals import TerminalManager
+from meith_plugins_process.tools import build_tools
+
+if TYPE_CHECKING:
+    from meith_core import Runtime
+
+_log = structlog.get_logger("meith.process")
+
+#: The runtime gives all plugins ~1.5 s together to shut down: SIGTERM/SIGHUP every managed
+#: process at once, wait this long for all of them in parallel, then SIGKILL the rest.
+SHUTDOWN_GRACE_S: Final = 0.8
+SHUTDOWN_KILL_WAIT_S: Final = 0.3
 
 
 class Plugin:
+    """Terminals, dev servers, process trees and live logs; one instance per runtime."""
+
+    def __init__(self) -> None:
+        self.supervisor = Supervisor()
+        self.dev_servers = DevServerManager(self.supervisor)
+        self.terminals = TerminalManager(self.supervisor)
+
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
-        return []
+        return build_tools(self)
+
+    @hookimpl
+    async def meith_startup(self, runtime: Runtime) -> None:
+        self.supervisor.bind(runtime.home, runtime.socket_path)
+        recovered = await self.supervisor.recover()
+        ended = [r for r in recovered if r["terminated"]]
+        if ended:
+            _log.warning(
+                "ended processes a previous runtime left running",
+                count=len(ended),
+                processes=[
+                    {"id": r["id"], "command": r["command"], "pids": r["terminated"]} for r in ended
+                ],
+            )
+
+    @hookimpl
+    async def meith_shutdown(self, runtime: Runtime) -> None:
+        self.dev_servers.mark_all_stopped()
+        targets = self.dev_servers.targets() + self.terminals.targets()
+        try:
+            await self.supervisor.terminate(
+                targets, grace_s=SHUTDOWN_GRACE_S, kill_wait_s=SHUTDOWN_KILL_WAIT_S
+            )
+            # Let the child watcher deliver the exit statuses before the transports close.
+            waits = [
+                s.exited.wait() for s in self.dev_servers.servers.values() if s.pid is not None
+            ]
+            waits += [
+                t.exited.wait() for t in self.terminals.terminals.values() if t.pid is not None
+            ]
+            if waits:
+                await asyncio.wait_for(asyncio.gather(*waits), 0.2)
+        except (TimeoutError, asyncio.CancelledError):
+            pass
+        finally:
+            self.dev_servers.close_all()
+            self.terminals.close_all()
+            self.supervisor.close()

@@ -1,0 +1,262 @@
+"""The tools' input and output models (the wire shapes of the original, section 7)."""
+
+from __future__ import annotations
+
+import re
+import signal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+
+from meith_plugins_process.killer import parse_signal
+
+_ID = Annotated[str, Field(min_length=1, max_length=200)]
+_DIM = Annotated[int, Field(ge=1, le=10_000)]
+_ENV = Annotated[
+    dict[str, str] | None,
+    Field(default=None, description="Extra environment variables for the process"),
+]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _check_signal(value: str | None) -> str | None:
+    if value is not None:
+        parse_signal(value, default=signal.SIGTERM)
+    return value
+
+
+def _check_env(value: dict[str, str] | None) -> dict[str, str] | None:
+    for key, item in (value or {}).items():
+        if not key or "=" in key or "\0" in key or "\0" in item:
+            raise ValueError(f"invalid environment variable {key!r}")
+    return value
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+
+class EmptyArgs(_Args):
+    pass
+
+
+class CreateTerminalArgs(_Args):
+    cwd: str | None = Field(None, description="Working directory (default: the caller's)")
+    shell: str | None = Field(
+        None, description="Shell to run (default: $SHELL, /bin/bash, /bin/sh)"
+    )
+    cols: _DIM = 80
+    rows: _DIM = 24
+    env: _ENV
+
+    _env = field_validator("env")(_check_env)
+
+
+class TerminalIdArgs(_Args):
+    terminalId: _ID
+
+
+class WriteTerminalArgs(_Args):
+    terminalId: _ID
+    data: str = Field(max_length=1_000_000, description="Raw input; include \\r to submit a line")
+
+
+class ResizeTerminalArgs(_Args):
+    terminalId: _ID
+    cols: _DIM
+    rows: _DIM
+
+
+class KillTerminalArgs(_Args):
+    terminalId: _ID
+    signal: str | None = Field(
+        None, description="Signal name (default SIGHUP), e.g. SIGTERM, SIGINT"
+    )
+
+    _signal = field_validator("signal")(_check_signal)
+
+
+class SnapshotArgs(_Args):
+    terminalId: _ID
+    sinceSeq: int | None = Field(
+        None, ge=0, description="Only output from this sequence number on (a previous nextSeq)"
+    )
+
+
+class StartDevServerArgs(_Args):
+    cwd: str = Field(min_length=1, description="Directory to run the command in")
+    command: str = Field(
+        min_length=1,
+        description="With args: the program, run without a shell. Alone: a command line run "
+        "through /bin/sh -c",
+    )
+    args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
+    name: str | None = Field(None, max_length=200)
+    env: _ENV
+
+    _env = field_validator("env")(_check_env)
+
+
+class StopDevServerArgs(_Args):
+    devServerId: _ID
+    signal: str | None = Field(None, description="Signal name (default SIGTERM)")
+
+    _signal = field_validator("signal")(_check_signal)
+
+
+class ProcessLogsArgs(_Args):
+    processId: _ID = Field(description="A dev server (dev_…) or terminal (term_…) id")
+    limit: int | None = Field(None, ge=1, le=10_000, description="Only the newest N entries")
+    sinceSeq: int | None = Field(None, ge=0, description="Only entries from this seq on")
+
+
+class AttachLogsArgs(_Args):
+    devServerId: str | None = Field(None, min_length=1)
+    cwd: str | None = Field(
+        None, description="Attach to the newest dev server started in this directory"
+    )
+    replay: bool = Field(True, description="Send the buffered lines first")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AttachLogsArgs:
+        if not self.devServerId and not self.cwd:
+            raise ValueError("Provide either devServerId or cwd")
+        return self
+
+
+class WaitForDevServerArgs(_Args):
+    devServerId: _ID
+    port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Wait for this port (default: the port the server announced)",
+    )
+    logPattern: str | None = Field(
+        None, min_length=1, max_length=1000, description="Wait for a log line matching this regex"
+    )
+    url: str | None = Field(
+        None, description="Wait until this http(s) URL answers with a status below 500"
+    )
+    timeoutMs: int = Field(60_000, ge=1, le=600_000)
+
+    @field_validator("logPattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("url must be an http:// or https:// URL")
+        return value
+
+
+# -- outputs --------------------------------------------------------------------------------
+
+
+class TerminalSession(BaseModel):
+    id: str
+    cwd: str
+    shell: str
+    pid: int | None
+    cols: int
+    rows: int
+    status: Literal["running", "exited"]
+    createdAt: int
+    exitCode: int | None
+    signal: str | None
+
+
+class DevServerRecord(BaseModel):
+    id: str
+    name: str | None
+    cwd: str
+    command: str
+    args: list[str]
+    status: Literal["starting", "running", "exited", "errored", "stopped"]
+    pid: int | None
+    port: int | None
+    exitCode: int | None
+    signal: str | None
+    startedAt: int
+
+
+class ProcessLogEntry(BaseModel):
+    seq: int
+    stream: Literal["stdout", "stderr", "pty", "system"]
+    text: str
+    ts: int
+
+
+class ProcessNode(BaseModel):
+    pid: int
+    ppid: int | None
+    command: str | None
+    ports: list[int]
+    # Typed loosely on purpose: tool schemas are self-contained (no $ref), so a recursive
+    # model cannot be described; each child has this same shape.
+    children: list[dict[str, Any]] = Field(description="Child ProcessNode objects")
+
+
+class ManagedProcess(BaseModel):
+    kind: Literal["dev-server", "terminal"]
+    id: str
+    pid: int | None
+    cwd: str
+    command: str | None
+    status: str
+    ports: list[int]
+    tree: ProcessNode | None
+
+
+class WriteResult(BaseModel):
+    terminalId: str
+    written: int
+
+
+class CloseResult(BaseModel):
+    terminalId: str
+    closed: bool
+
+
+class SnapshotResult(BaseModel):
+    session: TerminalSession
+    buffer: str
+    nextSeq: int
+    truncated: bool = Field(description="True when output before sinceSeq was already dropped")
+
+
+class StopResult(BaseModel):
+    devServerId: str
+    stopped: bool
+
+
+class ProcessTreeResult(BaseModel):
+    processes: list[ManagedProcess]
+
+
+class ProcessLogsResult(BaseModel):
+    processId: str
+    logs: list[ProcessLogEntry]
+
+
+class AttachResult(BaseModel):
+    devServerId: str
+    attached: bool
+
+
+class TerminalList(RootModel[list[TerminalSession]]):
+    pass
+
+
+class DevServerList(RootModel[list[DevServerRecord]]):
+    pass

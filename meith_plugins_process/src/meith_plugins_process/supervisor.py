@@ -1,0 +1,247 @@
+"""What dev servers and terminals share: the children's environment, the crash record of
+managed processes under `$MEITH_HOME/state/process/`, and ending processes (through the one
+killer in `killer.py`).
+
+The crash record is how a runtime that was SIGKILLed is cleaned up after: each runtime keeps
+one file naming itself (pid and start time) and every process it started (id, pid, start time,
+command). At start-up, a file whose runtime is gone lists survivors; those whose start time
+still matches (so the pid was not reused), and anything carrying their marker, are terminated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import psutil
+import structlog
+
+from meith_core.home import MeithHome, ensure_private_dir, read_json, write_json_atomic
+from meith_plugins_process.killer import MARKER_ENV, Outcome, Target, identity_matches, terminate
+
+_log = structlog.get_logger("meith.process")
+
+#: How long crash survivors get between SIGTERM and SIGKILL at start-up.
+RECOVERY_GRACE_S: Final = 1.0
+
+KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
+
+
+def _create_time(pid: int) -> float | None:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).create_time()
+    return None
+
+
+class Supervisor:
+    def __init__(self) -> None:
+        self.home: MeithHome | None = None
+        self.socket_path: str | None = None
+        self._token = uuid.uuid4().hex[:8]
+        self._managed: dict[str, dict[str, Any]] = {}
+        self._record_path: Path | None = None
+        self._self_time = _create_time(os.getpid())
+
+    # -- runtime binding ----------------------------------------------------------------
+
+    def bind(self, home: MeithHome, socket_path: str | None) -> None:
+        self.home = home
+        self.socket_path = socket_path
+
+    def bind_home(self, home: MeithHome) -> None:
+        """Tools may run before `meith_startup` (a plugin loaded into a started runtime)."""
+        if self.home is None:
+            self.home = home
+
+    @property
+    def state_dir(self) -> Path | None:
+        return self.home.state_dir / "process" if self.home is not None else None
+
+    # -- children's environment ---------------------------------------------------------
+
+    def child_env(
+        self,
+        process_id: str,
+        *,
+        extra: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
+        back through the CLI), `extra` from the caller, and the marker (never overridable)."""
+        env = dict(os.environ)
+        # An inherited MEITH_SOCKET points at some other runtime, not at this one.
+        env.pop("MEITH_SOCKET", None)
+        for key, value in (defaults or {}).items():
+            env.setdefault(key, value)
+        if self.home is not None:
+            env["MEITH_HOME"] = str(self.home.root)
+        if self.socket_path:
+            env["MEITH_SOCKET"] = self.socket_path
+        cli = _meith_cli(env.get("PATH", ""))
+        if cli is not None:
+            env["MEITH_CLI_BIN"] = str(cli)
+            if shutil.which("meith", path=env.get("PATH", "")) is None:
+                # Appended, not prepended: the runtime's venv must not shadow the user's python.
+                env["PATH"] = os.pathsep.join(
+                    p for p in (env.get("PATH", ""), str(cli.parent)) if p
+                )
+        env.update(extra or {})
+        env[MARKER_ENV] = process_id
+        return env
+
+    # -- the crash record ---------------------------------------------------------------
+
+    def track(self, process_id: str, kind: str, pid: int, command: str) -> float | None:
+        """Record a started process; returns its start time (None if already gone)."""
+        created = _create_time(pid)
+        self._managed[process_id] = {
+            "id": process_id,
+            "kind": kind,
+            "pid": pid,
+            "createTime": created,
+            "command": command[:500],
+        }
+        self._write_record()
+        return created
+
+    def untrack(self, process_id: str) -> None:
+        if self._managed.pop(process_id, None) is not None:
+            self._write_record()
+
+    def _write_record(self) -> None:
+        state = self.state_dir
+        if state is None:
+            return
+        try:
+            if self._record_path is None:
+                ensure_private_dir(state)
+                self._record_path = state / f"{os.getpid()}-{self._token}.json"
+            if not self._managed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._record_path)
+                return
+            write_json_atomic(
+                self._record_path,
+                {
+                    "runtime": {"pid": os.getpid(), "createTime": self._self_time},
+                    "processes": list(self._managed.values()),
+                },
+            )
+        except OSError as exc:
+            _log.warning("could not write the managed-process record", error=str(exc))
+
+    def close(self) -> None:
+        """Clean shutdown: nothing is left to recover."""
+        self._managed.clear()
+        if self._record_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._record_path)
+
+    # -- ending processes ---------------------------------------------------------------
+
+    async def terminate(
+        self, targets: Sequence[Target], grace_s: float, kill_wait_s: float = 1.0
+    ) -> list[Outcome]:
+        outcomes = await terminate(targets, grace_s=grace_s, kill_wait_s=kill_wait_s)
+        for out in outcomes:
+            if out.survivors:
+                _log.error("processes survived SIGKILL", processId=out.id, pids=out.survivors)
+        return outcomes
+
+    async def recover(self) -> list[dict[str, Any]]:
+        """Terminate what runtimes that died without shutting down left behind.
+
+        Returns one summary per recorded process: `{id, kind, pid, command, terminated: [pids]}`.
+        """
+        state = self.state_dir
+        if state is None or not state.is_dir():
+            return []
+        targets: list[Target] = []
+        recorded: list[dict[str, Any]] = []
+        stale: list[Path] = []
+        mine = f"{os.getpid()}-{self._token}.json"
+        for path in sorted(state.glob("*.json")):
+            if path.name == mine:
+                continue
+            data = read_json(path)
+            runtime = data.get("runtime") if isinstance(data, dict) else None
+            if not isinstance(runtime, dict):
+                stale.append(path)  # corrupt: nothing trustworthy to act on
+                continue
+            if _runtime_alive(runtime):
+                continue
+            stale.append(path)
+            for proc in data.get("processes") or []:
+                target = _target_of(proc)
+                if target is not None:
+                    targets.append(target)
+                    recorded.append(proc)
+        summaries: list[dict[str, Any]] = []
+        if targets:
+            outcomes = await self.terminate(targets, grace_s=RECOVERY_GRACE_S)
+            for proc, out in zip(recorded, outcomes, strict=True):
+                summary = {
+                    "id": out.id,
+                    "kind": proc.get("kind"),
+                    "pid": proc.get("pid"),
+                    "command": proc.get("command"),
+                    "terminated": out.found,
+                }
+                summaries.append(summary)
+                if out.found:
+                    _log.warning(
+                        "terminated processes left behind by a runtime that did not shut down",
+                        processId=out.id,
+                        command=proc.get("command"),
+                        pids=out.found,
+                        killed=out.killed,
+                    )
+        for path in stale:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        return summaries
+
+
+def _runtime_alive(runtime: Mapping[str, Any]) -> bool:
+    pid = runtime.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    created = runtime.get("createTime")
+    try:
+        return identity_matches(
+            psutil.Process(pid), created if isinstance(created, int | float) else None
+        )
+    except psutil.Error:
+        return False
+
+
+def _target_of(proc: Any) -> Target | None:
+    if not isinstance(proc, dict) or not isinstance(proc.get("id"), str):
+        return None
+    pid = proc.get("pid")
+    created = proc.get("createTime")
+    if not isinstance(pid, int) or not isinstance(created, int | float):
+        # Without a start time the pid proves nothing: only the marker can find survivors.
+        pid, created = None, None
+    return Target(
+        id=proc["id"],
+        pid=pid,
+        create_time=float(created) if created is not None else None,
+        sig=KIND_SIGNAL.get(str(proc.get("kind")), signal.SIGTERM),
+    )
+
+
+def _meith_cli(path: str) -> Path | None:
+    """The `meith` CLI children should call: on PATH, else next to this interpreter."""
+    found = shutil.which("meith", path=path)
+    if found:
+        return Path(found)
+    beside = Path(sys.executable).parent / "meith"
+    return beside if beside.is_file() and os.access(beside, os.X_OK) else None

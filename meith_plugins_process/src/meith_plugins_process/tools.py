@@ -1,0 +1,424 @@
+"""The fourteen process tools, bound to one plugin instance's managers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio.to_thread
+
+from meith_core import (
+    NO_TIMEOUT,
+    ErrorCode,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ok_result,
+    tool,
+)
+from meith_core.paths import is_within
+from meith_core.results import ToolResult
+from meith_plugins_process.devservers import DevServer, resolve_cwd
+from meith_plugins_process.killer import parse_signal
+from meith_plugins_process.logbuffer import Entry, entry_dict
+from meith_plugins_process.models import (
+    AttachLogsArgs,
+    AttachResult,
+    CloseResult,
+    CreateTerminalArgs,
+    DevServerList,
+    DevServerRecord,
+    EmptyArgs,
+    KillTerminalArgs,
+    ProcessLogsArgs,
+    ProcessLogsResult,
+    ProcessTreeResult,
+    ResizeTerminalArgs,
+    SnapshotArgs,
+    SnapshotResult,
+    StartDevServerArgs,
+    StopDevServerArgs,
+    StopResult,
+    TerminalIdArgs,
+    TerminalList,
+    TerminalSession,
+    WaitForDevServerArgs,
+    WriteResult,
+    WriteTerminalArgs,
+)
+from meith_plugins_process.readiness import http_status, port_accepts
+from meith_plugins_process.terminals import DEFAULT_KILL_SIGNAL, resolve_shell, resolve_terminal_cwd
+from meith_plugins_process.tree import process_tree, tree_ports
+
+if TYPE_CHECKING:
+    from meith_plugins_process.plugin import Plugin
+
+#: wait_for_dev_server: how often conditions are re-checked, and progress is reported.
+_WAIT_POLL_S: Final = 0.2
+_WAIT_PROGRESS_S: Final = 1.0
+#: The tool's own deadline is the call's `timeoutMs` (at most 10 min); this only backstops it.
+_WAIT_TOOL_TIMEOUT_MS: Final = 610_000
+_TAIL_ON_FAILURE: Final = 20
+
+
+def _check_scope(ctx: ToolContext, cwd: str) -> None:
+    """A grant confined to a directory confines where processes may start, too."""
+    if ctx.grant_scope is not None and not is_within(cwd, ctx.grant_scope):
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"cwd {cwd} is outside the directory this grant is limited to ({ctx.grant_scope})",
+            {"reason": "outside grant scope", "grantScope": ctx.grant_scope},
+        )
+
+
+def _log_level_and_prefix(stream: str) -> tuple[str, str]:
+    # The original's attach format: stderr as warn, stream prefix except stdout and pty.
+    level = "warn" if stream == "stderr" else "info"
+    prefix = "" if stream in ("stdout", "pty") else f"[{stream}] "
+    return level, prefix
+
+
+def build_tools(p: Plugin) -> list[ToolDefinition]:
+    sup, devs, terms = p.supervisor, p.dev_servers, p.terminals
+
+    # -- terminals ----------------------------------------------------------------------
+
+    async def create_terminal(ctx: ToolContext, args: CreateTerminalArgs) -> ToolResult:
+        """Start the user's shell on a new pseudo-terminal; returns the TerminalSession."""
+        sup.bind_home(ctx.home)
+        cwd, warning = resolve_terminal_cwd(args.cwd, ctx.cwd)
+        _check_scope(ctx, cwd)
+        shell = resolve_shell(args.shell)
+        term = await terms.create(
+            cwd=cwd, shell=shell, cols=args.cols, rows=args.rows, env=args.env
+        )
+        diagnostics = [{"level": "warn", "message": warning}] if warning else None
+        return ok_result(
+            TerminalSession.model_validate(term.record()).model_dump(), diagnostics=diagnostics
+        )
+
+    async def list_terminals(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
+        """Every terminal of this runtime (closed ones are forgotten)."""
+        return [t.record() for t in terms.terminals.values()]
+
+    async def write_terminal(ctx: ToolContext, args: WriteTerminalArgs) -> dict[str, Any]:
+        """Send raw input to a terminal (include \\r to submit a line)."""
+        term = terms.get(args.terminalId)
+        await term.write(args.data.encode("utf-8"))
+        return {"terminalId": term.id, "written": len(args.data)}
+
+    async def resize_terminal(ctx: ToolContext, args: ResizeTerminalArgs) -> dict[str, Any]:
+        """Change a terminal's size; the shell's foreground job gets SIGWINCH."""
+        term = terms.get(args.terminalId)
+        term.resize(args.cols, args.rows)
+        return term.record()
+
+    async def kill_terminal(ctx: ToolContext, args: KillTerminalArgs) -> ToolResult:
+        """Signal the terminal's whole session (default SIGHUP), SIGKILL after 3 s; returns the
+        TerminalSession once its processes are gone."""
+        term = terms.get(args.terminalId)
+        was_running = term.status == "running"
+        found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL))
+        diagnostics = None
+        if not was_running:
+            message = f"Terminal {term.id} had already exited"
+            if found:
+                message += "; its leftover processes were ended"
+            diagnostics = [{"level": "info", "message": message}]
+        return ok_result(term.record(), diagnostics=diagnostics)
+
+    async def close_terminal(ctx: ToolContext, args: TerminalIdArgs) -> dict[str, Any]:
+        """Kill a terminal and forget it; `closed` is false for an unknown id."""
+        return {"terminalId": args.terminalId, "closed": await terms.close(args.terminalId)}
+
+    async def get_terminal_snapshot(ctx: ToolContext, args: SnapshotArgs) -> dict[str, Any]:
+        """A terminal's buffered raw output (all, or from `sinceSeq`) and the `nextSeq` cursor."""
+        term = terms.get(args.terminalId)
+        since = args.sinceSeq or 0
+        entries = term.logs.since(since)
+        return {
+            "session": term.record(),
+            "buffer": "".join(e[2] for e in entries),
+            "nextSeq": term.logs.next_seq,
+            "truncated": since < term.logs.first_seq,
+        }
+
+    # -- dev servers --------------------------------------------------------------------
+
+    async def start_dev_server(ctx: ToolContext, args: StartDevServerArgs) -> ToolResult:
+        """Start a long-running command in its own process group and capture its output.
+        `command` with `args` runs without a shell; `command` alone runs via /bin/sh -c."""
+        sup.bind_home(ctx.home)
+        cwd = resolve_cwd(args.cwd, ctx.cwd)
+        _check_scope(ctx, cwd)
+        running = devs.find_running(cwd, args.command, list(args.args))
+        if running is not None:
+            return ok_result(
+                running.record(),
+                diagnostics=[
+                    {
+                        "level": "warn",
+                        "message": f"Dev server {running.id} is already running this command in "
+                        f"{cwd}; returning it instead of starting another",
+                    }
+                ],
+            )
+        server = await devs.start(
+            cwd=cwd, command=args.command, args=list(args.args), name=args.name, env=args.env
+        )
+        diagnostics = None
+        if server.status == "errored":
+            diagnostics = [
+                {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}
+            ]
+        return ok_result(server.record(), diagnostics=diagnostics)
+
+    async def list_dev_servers(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
+        """Every dev server of this runtime with its status, pid and port."""
+        for server in list(devs.servers.values()):
+            await devs.refresh_port(server)
+        return [s.record() for s in devs.servers.values()]
+
+    async def stop_dev_server(ctx: ToolContext, args: StopDevServerArgs) -> ToolResult:
+        """Signal the dev server's process group (default SIGTERM), SIGKILL after 3 s."""
+        server = devs.get(args.devServerId)
+        stopped, message = await devs.stop(server, parse_signal(args.signal, signal.SIGTERM))
+        diagnostics = None if stopped else [{"level": "info", "message": message}]
+        return ok_result({"devServerId": server.id, "stopped": stopped}, diagnostics=diagnostics)
+
+    async def wait_for_dev_server(ctx: ToolContext, args: WaitForDevServerArgs) -> dict[str, Any]:
+        """Wait until a dev server is ready: its port accepts connections (the default), a log
+        line matches `logPattern`, and/or `url` answers below 500. Fails when the server exits
+        first or `timeoutMs` passes."""
+        server = devs.get(args.devServerId)
+        return await _wait_ready(ctx, p, server, args)
+
+    # -- processes and logs -------------------------------------------------------------
+
+    async def get_process_tree(ctx: ToolContext, args: EmptyArgs) -> dict[str, Any]:
+        """Every managed dev server and terminal with its process tree and listening ports."""
+        items: list[tuple[str, str, int | None, float | None, str, str | None, str, int | None]] = [
+            ("dev-server", s.id, s.pid, s.create_time, s.cwd, s.display_command, s.status, s.port)
+            for s in devs.servers.values()
+        ] + [
+            ("terminal", t.id, t.pid, t.create_time, t.cwd, t.shell, t.status, None)
+            for t in terms.terminals.values()
+        ]
+
+        def read_trees() -> list[dict[str, Any] | None]:
+            return [process_tree(pid, created) for _k, _i, pid, created, *_rest in items]
+
+        trees = await anyio.to_thread.run_sync(read_trees)
+        processes = []
+        for (kind, pid_id, pid, _created, cwd, command, status, port), tree in zip(
+            items, trees, strict=True
+        ):
+            ports = set(tree_ports(tree))
+            if port is not None:
+                ports.add(port)
+            server = devs.servers.get(pid_id)
+            if server is not None and server.port is None and server.active and ports:
+                server.port = min(ports)
+            processes.append(
+                {
+                    "kind": kind,
+                    "id": pid_id,
+                    "pid": pid,
+                    "cwd": cwd,
+                    "command": command,
+                    "status": status,
+                    "ports": sorted(ports),
+                    "tree": tree,
+                }
+            )
+        return {"processes": processes}
+
+    async def get_process_logs(ctx: ToolContext, args: ProcessLogsArgs) -> dict[str, Any]:
+        """Buffered log entries of a dev server (lines) or terminal (raw chunks), oldest first."""
+        owner: DevServer | Any = devs.servers.get(args.processId) or terms.terminals.get(
+            args.processId
+        )
+        if owner is None:
+            raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown process: {args.processId}")
+        entries = owner.logs.since(args.sinceSeq or 0, args.limit)
+        return {"processId": args.processId, "logs": [entry_dict(e) for e in entries]}
+
+    async def attach_process_logs(ctx: ToolContext, args: AttachLogsArgs) -> dict[str, Any]:
+        """Stream a dev server's log lines as `log` events (buffered ones first when `replay`)
+        until the call is cancelled; used by `meith devlogs`."""
+        if args.devServerId:
+            server = devs.get(args.devServerId)
+        else:
+            cwd = resolve_cwd(args.cwd or ctx.cwd, ctx.cwd)
+            found = devs.newest_in(cwd)
+            if found is None:
+                raise ToolError(ErrorCode.TOOL_FAILED, f"No dev server running in {cwd}")
+            server = found
+        log = ctx.log
+
+        def forward(batch: list[Entry]) -> None:
+            # One batch = one stream: level and prefix are decided once per batch.
+            level, prefix = _log_level_and_prefix(batch[0][1])
+            if prefix:
+                for entry in batch:
+                    log(level, prefix + entry[2])
+            else:
+                for entry in batch:
+                    log(level, entry[2])
+
+        # Replay and subscribe with no await in between: no line is missed or sent twice.
+        if args.replay:
+            backlog = server.logs.since(0)
+            start = 0
+            while start < len(backlog):
+                stream = backlog[start][1]
+                end = start
+                while end < len(backlog) and backlog[end][1] == stream:
+                    end += 1
+                forward(backlog[start:end])
+                start = end
+        unsubscribe = server.logs.subscribe(forward)
+        try:
+            await ctx.wait_cancelled()
+        finally:
+            unsubscribe()
+        return {"devServerId": server.id, "attached": True}
+
+    return [
+        tool(create_terminal, capabilities=["starts-process"], output=TerminalSession),
+        tool(list_terminals, capabilities=["read-only"], output=TerminalList),
+        tool(write_terminal, capabilities=["starts-process"], output=WriteResult),
+        tool(resize_terminal, capabilities=["starts-process"], output=TerminalSession),
+        tool(kill_terminal, capabilities=["starts-process"], output=TerminalSession),
+        tool(close_terminal, capabilities=["starts-process"], output=CloseResult),
+        tool(get_terminal_snapshot, capabilities=["read-only"], output=SnapshotResult),
+        tool(
+            start_dev_server,
+            capabilities=["starts-process", "accesses-network"],
+            output=DevServerRecord,
+        ),
+        tool(list_dev_servers, capabilities=["read-only"], output=DevServerList),
+        tool(stop_dev_server, capabilities=["starts-process"], output=StopResult),
+        tool(get_process_tree, capabilities=["read-only"], output=ProcessTreeResult),
+        tool(get_process_logs, capabilities=["read-only"], output=ProcessLogsResult),
+        tool(
+            attach_process_logs,
+            capabilities=["read-only"],
+            output=AttachResult,
+            timeout_ms=NO_TIMEOUT,
+        ),
+        tool(
+            wait_for_dev_server,
+            capabilities=["read-only", "accesses-network"],
+            output=DevServerRecord,
+            timeout_ms=_WAIT_TOOL_TIMEOUT_MS,
+        ),
+    ]
+
+
+async def _wait_ready(
+    ctx: ToolContext, p: Plugin, server: DevServer, args: WaitForDevServerArgs
+) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + args.timeoutMs / 1000
+    pattern = re.compile(args.logPattern) if args.logPattern else None
+    wants_port = args.port is not None or (pattern is None and args.url is None)
+    port_ok, url_ok = not wants_port, args.url is None
+    matched = asyncio.Event()
+    unsubscribe = None
+    if pattern is not None:
+        if any(pattern.search(text) for text in server.logs.texts()):
+            matched.set()
+        else:
+
+            def watch(batch: list[Entry]) -> None:
+                if any(pattern.search(e[2]) for e in batch):
+                    matched.set()
+
+            unsubscribe = server.logs.subscribe(watch)
+    reported: set[str] = set()
+    last_progress = started
+
+    def waiting_for() -> str:
+        parts = []
+        if not port_ok:
+            port = args.port or server.port
+            parts.append(f"port {port} to accept connections" if port else "a port to be detected")
+        if pattern is not None and not matched.is_set():
+            parts.append(f"a log line matching /{pattern.pattern}/")
+        if not url_ok:
+            parts.append(f"{args.url} to answer below 500")
+        return " and ".join(parts)
+
+    def failure_details() -> dict[str, Any]:
+        return {
+            "devServer": server.record(),
+            "logs": [entry_dict(e) for e in server.logs.tail(_TAIL_ON_FAILURE)],
+        }
+
+    try:
+        ctx.progress(f"waiting for {waiting_for()}")
+        while True:
+            if not port_ok:
+                port = args.port or server.port
+                if port is None:
+                    await p.dev_servers.refresh_port(server)
+                    port = server.port
+                    if port is not None:
+                        ctx.progress(f"port {port} detected")
+                if port is not None and await port_accepts(port):
+                    port_ok = True
+                    ctx.progress(f"port {port} accepts connections")
+            if not url_ok and args.url is not None:
+                status = await http_status(args.url)
+                if status is not None and status < 500:
+                    url_ok = True
+                    ctx.progress(f"{args.url} answered {status}")
+            if matched.is_set() and "log" not in reported:
+                reported.add("log")
+                ctx.progress("log line matched")
+            if port_ok and url_ok and (pattern is None or matched.is_set()):
+                ctx.progress("ready", 1.0)
+                return server.record()
+            if not server.active:
+                how = {"stopped": "was stopped", "errored": "failed"}.get(server.status, "exited")
+                code = f" (exit code {server.exit_code})" if server.exit_code is not None else ""
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"Dev server {server.id} {how}{code} before it was ready; "
+                    f"it never showed {waiting_for()}",
+                    failure_details(),
+                )
+            now = loop.time()
+            if now >= deadline:
+                raise ToolError(
+                    ErrorCode.TIMEOUT,
+                    f"Dev server {server.id} was not ready after {args.timeoutMs} ms: "
+                    f"still waiting for {waiting_for()}",
+                    failure_details(),
+                )
+            if now - last_progress >= _WAIT_PROGRESS_S:
+                last_progress = now
+                ctx.progress(f"waiting for {waiting_for()} ({now - started:.0f} s)")
+            await _wait_any((matched, server.exited), min(_WAIT_POLL_S, deadline - now))
+    finally:
+        if unsubscribe is not None:
+            unsubscribe()
+
+
+async def _wait_any(events: tuple[asyncio.Event, ...], delay_s: float) -> None:
+    """Sleep up to `delay_s`, waking early when one of the events not yet set gets set."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events if not e.is_set()]
+    try:
+        if waiters:
+            await asyncio.wait(
+                waiters, timeout=max(0.0, delay_s), return_when=asyncio.FIRST_COMPLETED
+            )
+        else:
+            await asyncio.sleep(max(0.0, delay_s))
+    finally:
+        for w in waiters:
+            w.cancel()
