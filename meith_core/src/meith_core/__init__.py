@@ -44,7 +44,33 @@ _EXPORTS: dict[str, str] = {
     "ApprovalRequest": "meith_core.permissions.service",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "NO_TIMEOUT",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "CallerInfo",
+    "CallerKind",
+    "CancelToken",
+    "Capability",
+    "Diagnostic",
+    "ErrorCode",
+    "EventKind",
+    "MeithHome",
+    "PathEscapeError",
+    "Runtime",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+    "error_result",
+    "hookimpl",
+    "is_within",
+    "ok_result",
+    "resolve_within",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:

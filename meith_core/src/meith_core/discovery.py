@@ -37,7 +37,8 @@ def default_socket_path(home: MeithHome) -> Path:
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES:
         return path
     digest = hashlib.sha256(os.fsencode(home.root)).hexdigest()[:16]
-    return Path(f"/tmp/meith-{os.geteuid()}") / f"{digest}.sock"
+    # bind_socket creates this directory 0700 and refuses one another user planted.
+    return Path(f"/tmp/meith-{os.geteuid()}") / f"{digest}.sock"  # noqa: S108
 
 
 def is_pid_alive(pid: int) -> bool:

@@ -73,9 +73,9 @@ def run_stop(target: str | None, all_: bool, as_json: bool) -> int:
         if not records:
             return fail("No running meith instances.", EXIT_TOOL_FAILED)
         if len(records) > 1 and not all_:
-            pids = ", ".join(str(r.pid) for r in records)
+            running = ", ".join(str(r.pid) for r in records)
             return fail(
-                f"Several instances are running ({pids}); name one (PID or label) or use --all.",
+                f"Several instances are running ({running}); name one (PID or label) or use --all.",
                 EXIT_USAGE,
             )
     pids = [r.pid for r in records]

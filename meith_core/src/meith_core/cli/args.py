@@ -73,6 +73,16 @@ def _parse_json(text: str, what: str) -> Any:
         raise UsageError(f"Invalid JSON for {what}: {exc}") from None
 
 
+def _value(tokens: list[str], i: int, eq: str, inline: str) -> tuple[str | None, int]:
+    """The value of the option just read: inline (`--k=v`), the next token unless it is an
+    option, or None (a bare flag). Returns it with the index of the next unread token."""
+    if eq:
+        return inline, i
+    if i < len(tokens) and not (tokens[i].startswith("-") and not _NUMBER.fullmatch(tokens[i])):
+        return tokens[i], i + 1
+    return None, i
+
+
 def parse_call_line(tokens: list[str]) -> CallLine:
     line = CallLine()
     flags: dict[str, list[Any]] = {}
@@ -86,44 +96,33 @@ def parse_call_line(tokens: list[str]) -> CallLine:
 
     i = 0
     while i < len(tokens):
-        token = tokens[i]
+        word = tokens[i]
         i += 1
-        if token == "--":
+        if word == "--":
             passthrough = tokens[i:]
             break
-        if token in _SHORT:
-            line.options[_SHORT[token]] = True
+        if word in _SHORT:
+            line.options[_SHORT[word]] = True
             continue
-        if not token.startswith("--") or token == "--":
-            if token.startswith("-") and len(token) > 1 and not _NUMBER.fullmatch(token):
-                put(token.lstrip("-"), True)  # unknown short flag: true, like the original
+        if not word.startswith("--") or word == "--":
+            if word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word):
+                put(word.lstrip("-"), True)  # unknown short flag: true, like the original
                 continue
             if line.tool is None:
-                line.tool = token
+                line.tool = word
             else:
-                line.positionals.append(token)
+                line.positionals.append(word)
             continue
-        name, eq, inline = token[2:].partition("=")
+        name, eq, inline = word[2:].partition("=")
         if not name:
-            raise UsageError(f"Invalid option {token!r}")
+            raise UsageError(f"Invalid option {word!r}")
         if name == "args":
             explicit_args = ([inline] if eq else []) + tokens[i:]
             break
 
-        def take_value() -> str | None:
-            nonlocal i
-            if eq:
-                return inline
-            if i < len(tokens) and not (
-                tokens[i].startswith("-") and not _NUMBER.fullmatch(tokens[i])
-            ):
-                i += 1
-                return tokens[i - 1]
-            return None
-
         if name in RESERVED:
             if RESERVED[name]:
-                value = take_value()
+                value, i = _value(tokens, i, eq, inline)
                 if value is None:
                     raise UsageError(f"--{name} needs a value")
                 if name == "arg-json":
@@ -137,12 +136,12 @@ def parse_call_line(tokens: list[str]) -> CallLine:
                 line.options[name] = True if not eq else coerce(inline)
             continue
         if name.endswith("-json") and len(name) > 5:
-            value = take_value()
+            value, i = _value(tokens, i, eq, inline)
             if value is None:
                 raise UsageError(f"--{name} needs a JSON value")
             json_flags[camel(name[:-5])] = _parse_json(value, f"--{name}")
             continue
-        value = take_value()
+        value, i = _value(tokens, i, eq, inline)
         put(camel(name), True if value is None else coerce(value))
 
     line.arguments = {

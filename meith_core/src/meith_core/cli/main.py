@@ -7,7 +7,7 @@ measured in bench/).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal, cast
 
 import typer
 
@@ -90,8 +90,13 @@ def serve(
     from meith_core.runtime.serve import serve as run_serve
 
     raise typer.Exit(
-        run_serve(socket_path=socket, approvals=approvals, log_format=log_format, label=label)
-    )  # type: ignore[arg-type]
+        run_serve(
+            socket_path=socket,
+            approvals=cast(Literal["prompt", "deny"], approvals),
+            log_format=cast(Literal["console", "json"] | None, log_format),
+            label=label,
+        )
+    )
 
 
 @app.command(

@@ -27,7 +27,9 @@ _BY_CODE = {
 def exit_code_for(result: dict[str, Any]) -> int:
     if result.get("ok"):
         return EXIT_OK
-    error = result.get("error") if isinstance(result.get("error"), dict) else {}
+    error = result.get("error")
+    if not isinstance(error, dict):
+        error = {}
     return _BY_CODE.get(str(error.get("code")), EXIT_TOOL_FAILED)
 
 
@@ -53,7 +55,9 @@ def print_result(
             if isinstance(diag, dict):
                 err.write(f"  [{diag.get('level', 'info')}] {diag.get('message', '')}\n")
     if not result.get("ok"):
-        error = result.get("error") if isinstance(result.get("error"), dict) else {}
+        error = result.get("error")
+        if not isinstance(error, dict):
+            error = {}
         err.write(
             f"error ({error.get('code', 'TOOL_FAILED')}): {error.get('message', 'the tool failed')}\n"
         )

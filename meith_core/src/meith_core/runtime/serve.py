@@ -213,7 +213,7 @@ def _finish_loop(loop: asyncio.AbstractEventLoop) -> bool:
         task.cancel()
     stuck = False
     if pending:
-        done, still = loop.run_until_complete(asyncio.wait(pending, timeout=0.3))
+        _done, still = loop.run_until_complete(asyncio.wait(pending, timeout=0.3))
         stuck = bool(still)
     with contextlib.suppress(Exception):
         loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), 0.2))

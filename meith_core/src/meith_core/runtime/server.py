@@ -79,6 +79,10 @@ class Connection(asyncio.Protocol):
         self.tasks: set[asyncio.Task[None]] = set()
         self.partial_since: float | None = None
 
+    @property
+    def is_open(self) -> bool:
+        return not self.closed
+
     # -- transport callbacks ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -110,7 +114,7 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         for event in self.framer.feed(data):
-            if self.closed:
+            if not self.is_open:  # a frame before this one may have closed the connection
                 return
             self._handle(event)
         if self.framer.pending_bytes:
@@ -395,9 +399,10 @@ class SocketServer:
             conn.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
-        # Give transports a moment to flush the answers they hold.
+        # Give transports a moment to flush the answers they hold (asyncio signals only the
+        # high-water mark, not "drained", so poll briefly).
         deadline = time.monotonic() + 0.2
-        while time.monotonic() < deadline and any(
+        while time.monotonic() < deadline and any(  # noqa: ASYNC110
             c.transport is not None and c.transport.get_write_buffer_size()
             for c in self.connections
         ):
