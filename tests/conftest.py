@@ -2,6 +2,7 @@
 
 - `meith_home`: a fresh MEITH_HOME in a temporary directory (also exported in the env).
 - `runtime`: an in-process Runtime on that home, plugins not loaded (load what you test).
+- `meith_server`: a factory starting a real `meith serve` subprocess (see tests/harness.py).
 - async tests use anyio's pytest plugin: mark them `@pytest.mark.anyio`.
 """
 
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -48,3 +50,24 @@ async def runtime(meith_home: MeithHome) -> AsyncIterator[Runtime]:
         yield rt
     finally:
         await rt.aclose()
+
+
+@pytest.fixture
+def meith_server(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """`meith_server(**kwargs) -> MeithServer`; every server started is stopped at teardown.
+
+    kwargs: approvals ("deny"), env, plugins (MEITH_PLUGINS), extra_args, socket, home (reuse
+    one home across servers, e.g. to test a restart).
+    """
+    from tests.harness import MeithServer
+
+    started: list[MeithServer] = []
+
+    def start(home: Path | None = None, **kwargs: Any) -> MeithServer:
+        server = MeithServer(home or tmp_path / f"home{len(started)}", **kwargs)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop(timeout=10)

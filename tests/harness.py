@@ -1,0 +1,204 @@
+"""A real `meith serve` in a subprocess, and the real `meith` CLI against it.
+
+Used through the `meith_server` fixture (tests/conftest.py):
+
+    srv = meith_server()                      # starts `meith serve` on a temp socket and home
+    srv.cli("tools", "--json")                # CompletedProcess of `meith tools --json`
+    env = srv.call("app_health")              # the JSON envelope of `meith call ... --json`
+    srv.approve("git"); srv.grant("writes-files", tool="git_commit")
+    srv.stop()                                # SIGTERM; returns the exit code
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from meith_core.home import MeithHome
+
+BIN_DIR = Path(sys.executable).parent
+MEITH = (
+    str(BIN_DIR / "meith") if (BIN_DIR / "meith").exists() else (shutil.which("meith") or "meith")
+)
+START_TIMEOUT_S = 60.0
+
+
+def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
+    for keep in ("MEITH_BROWSER_EXECUTABLE", "MEITH_REQUIRE_BROWSER"):
+        if keep in os.environ:
+            env[keep] = os.environ[keep]
+    env["MEITH_HOME"] = str(home)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+class MeithServer:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        approvals: str = "deny",
+        env: dict[str, str] | None = None,
+        plugins: str | None = None,
+        extra_args: tuple[str, ...] = (),
+        socket: str | None = None,
+    ) -> None:
+        self.home = MeithHome(home).ensure()
+        # A short socket path: pytest's tmp paths can exceed the 107-byte sun_path limit.
+        self._sockdir = tempfile.mkdtemp(prefix="meith-", dir="/tmp")
+        self.socket = socket or os.path.join(self._sockdir, "s.sock")
+        extra_env = dict(env or {})
+        if plugins is not None:
+            extra_env["MEITH_PLUGINS"] = plugins
+        self.env = base_env(self.home.root, extra_env)
+        self.cli_env = {**self.env, "MEITH_SOCKET": self.socket}
+        self._out = open(self.home.root / "serve.stdout", "w+b")  # noqa: SIM115 - closed in stop()
+        self._err = open(self.home.root / "serve.stderr", "w+b")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                MEITH,
+                "serve",
+                "--socket",
+                self.socket,
+                "--approvals",
+                approvals,
+                "--log-format",
+                "json",
+                *extra_args,
+            ],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=self._err,
+            start_new_session=True,
+        )
+        self.pid = self.proc.pid
+        self.last: subprocess.CompletedProcess[str] | None = None
+        self._wait_listening()
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if b"listening on" in Path(self._out.name).read_bytes():
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"meith serve exited with {self.proc.returncode}:\n{self.output()}"
+                )
+            time.sleep(0.05)
+        raise RuntimeError(f"meith serve did not start within {START_TIMEOUT_S}s:\n{self.output()}")
+
+    def output(self) -> str:
+        out = Path(self._out.name).read_text(errors="replace")
+        err = Path(self._err.name).read_text(errors="replace")
+        return f"--- stdout\n{out}\n--- stderr\n{err}"
+
+    @property
+    def stdout(self) -> str:
+        return Path(self._out.name).read_text(errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return Path(self._err.name).read_text(errors="replace")
+
+    # -- driving the CLI ----------------------------------------------------------------
+
+    def cli(
+        self,
+        *args: str,
+        input: str | None = None,
+        timeout: float = 60,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        self.last = subprocess.run(
+            [MEITH, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**self.cli_env, **(env or {})},
+            cwd=cwd,
+        )
+        return self.last
+
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *cli_args: str,
+        timeout: float = 60,
+        cwd: str | None = None,
+    ) -> dict[str, Any]:
+        """`meith call TOOL --arg-json ... --json`; returns the envelope (exit code in `.last`)."""
+        proc = self.cli(
+            "call",
+            tool,
+            "--arg-json",
+            json.dumps(arguments or {}),
+            "--json",
+            *cli_args,
+            timeout=timeout,
+            cwd=cwd,
+        )
+        try:
+            envelope = json.loads(proc.stdout)
+        except ValueError:
+            raise AssertionError(
+                f"meith call {tool} printed no JSON (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            ) from None
+        assert isinstance(envelope, dict)
+        return envelope
+
+    def approve(self, plugin_id: str, *capabilities: str) -> None:
+        proc = self.cli("plugins", "approve", plugin_id, *capabilities)
+        assert proc.returncode == 0, proc.stderr
+
+    def grant(
+        self,
+        *capabilities: str,
+        tool: str | None = None,
+        cwd: str | None = None,
+        caller: str = "cli",
+    ) -> str:
+        args = ["grants", "add", "--caller", caller, "--json"]
+        for cap in capabilities:
+            args += ["--capability", cap]
+        if tool:
+            args += ["--tool", tool]
+        if cwd:
+            args += ["--cwd", cwd]
+        proc = self.cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        return str(json.loads(proc.stdout)["id"])
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def send_signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.pid, sig)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        """Signal the runtime and wait; returns its exit code (SIGKILL if it does not stop)."""
+        if self.proc.poll() is None:
+            os.kill(self.pid, sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        for fh in (self._out, self._err):
+            if not fh.closed:
+                fh.close()
+        shutil.rmtree(self._sockdir, ignore_errors=True)
+        return self.proc.returncode
