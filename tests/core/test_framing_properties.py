@@ -110,8 +110,10 @@ def test_valid_frames_split_anywhere_decode_like_the_unsplit_stream(
     split = _run(NdjsonFramer(), _split(stream, cuts))
     assert split == whole
     assert all(isinstance(e, Frame) for e in whole)
-    expected = [json.loads(json.dumps({**m, "protocol": 1} if m.get("protocol") is None else m))
-                for m in messages]  # fmt: skip
+    expected = [
+        json.loads(json.dumps({**m, "protocol": 1} if m.get("protocol") is None else m))
+        for m in messages
+    ]
     assert [e.message for e in whole if isinstance(e, Frame)] == expected
 
 

@@ -240,6 +240,14 @@ class ToolRegistry:
                 error_result(ErrorCode.CANCELLED, f'Tool "{name}" was cancelled'), started,
             )  # fmt: skip
             raise
+        except Exception as exc:
+            # Last line of defence: call() never raises. A bug here (in the permission
+            # service, a hook...) fails this call, is logged with its traceback, and is audited.
+            _log.error("call pipeline failed", toolName=name, requestId=request_id, exc_info=True)
+            result = error_result(
+                ErrorCode.TOOL_FAILED,
+                f'Tool "{name}" failed inside the runtime: {type(exc).__name__}: {exc}'[:2000],
+            )
         self._audit(caller, cwd, request_id, name, reg, decision, arguments, result, started)
         return result
 
@@ -277,6 +285,7 @@ class ToolRegistry:
             request_id=request_id,
             cwd=cwd,
             arguments_summary=lambda: summarize(dict(arguments)),
+            cancel=cancel,
         )
         if decision.allowed and decision.reason != "no privileged capability":
             # A privileged call never runs unaudited.

@@ -7,12 +7,14 @@ that lands in the audit entry.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from meith_core.caller import CallerInfo, CallerKind
+from meith_core.cancel import CancelToken
 from meith_core.capabilities import Capability, privileged_of
 from meith_core.permissions.approvals import Approval, PluginApprovals
 from meith_core.permissions.grants import Grant, StandingGrants, new_grant
@@ -140,7 +142,10 @@ class PermissionService:
         request_id: str,
         cwd: str,
         arguments_summary: Callable[[], str],
+        cancel: CancelToken | None = None,
     ) -> Decision:
+        """Decide one call. `cancel` (the call's token) ends a pending approval prompt: a call
+        cancelled while waiting for a person is denied."""
         privileged = privileged_of(capabilities)
         if not privileged:
             return Decision(True, "no privileged capability")
@@ -162,6 +167,7 @@ class PermissionService:
             request_id,
             cwd,
             arguments_summary,
+            cancel,
         )
 
     def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
@@ -248,6 +254,7 @@ class PermissionService:
         request_id: str,
         cwd: str,
         arguments_summary: Callable[[], str],
+        cancel: CancelToken | None,
     ) -> Decision:
         kind, session = caller.caller, caller.session_id
         if not session:
@@ -261,18 +268,24 @@ class PermissionService:
             return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
 
         if self.approver is not None:
-            answer = await self.approver(
-                ApprovalRequest(
-                    request_id=request_id,
-                    caller=caller,
-                    tool_name=tool,
-                    plugin_id=plugin_id,
-                    capabilities=capabilities,
-                    privileged=privileged,
-                    cwd=cwd,
-                    arguments_summary=arguments_summary(),
-                )
+            request = ApprovalRequest(
+                request_id=request_id,
+                caller=caller,
+                tool_name=tool,
+                plugin_id=plugin_id,
+                capabilities=capabilities,
+                privileged=privileged,
+                cwd=cwd,
+                arguments_summary=arguments_summary(),
             )
+            try:
+                answer = await _ask_unless_cancelled(self.approver, request, cancel)
+            except _PromptCancelled:
+                return self._deny(tool, privileged, "cancelled while waiting for approval", kind)
+            except Exception as exc:
+                # A broken approver must neither open the gate nor break the call pipeline.
+                reason = f"approver failed ({type(exc).__name__}: {exc})"[:300]
+                return self._deny(tool, privileged, reason, kind)
             if session in self._revoked:  # revoked while the prompt was open
                 return self._deny(tool, privileged, f"session {session} was revoked", kind)
             if answer is ApprovalAnswer.ALLOW_ONCE:
@@ -312,6 +325,8 @@ class PermissionService:
                 or not grant.covers(tool, privileged, cwd)
             ):
                 continue
+            if grant.session is not None and grant.session != session:
+                continue  # an entry pinned to one session applies to that session only
             if grant.uses is not None:
                 key = (grant.id, session)
                 used = self._standing_uses.get(key, 0)
@@ -340,3 +355,43 @@ class PermissionService:
                 "required": [c.value for c in privileged],
             },
         )
+
+
+class _PromptCancelled(Exception):
+    """The call was cancelled while its approval prompt was open."""
+
+
+async def _ask_unless_cancelled(
+    approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
+) -> ApprovalAnswer | None:
+    """The approver's answer (normalised), racing the call's cancellation."""
+    if cancel is None:
+        return _answer(await approver(request))
+    if cancel.is_set():
+        raise _PromptCancelled
+    asking = asyncio.ensure_future(approver(request))
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        asking.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if not asking.done():
+        asking.cancel()
+        raise _PromptCancelled
+    return _answer(asking.result())
+
+
+def _answer(value: object) -> ApprovalAnswer | None:
+    """Approvers may answer with the enum or its value; anything else is an approver error."""
+    if value is None or isinstance(value, ApprovalAnswer):
+        return value
+    if isinstance(value, str) and value in _ANSWERS:
+        return ApprovalAnswer(value)
+    expected = sorted(_ANSWERS)
+    raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
+
+
+_ANSWERS: frozenset[str] = frozenset(a.value for a in ApprovalAnswer)

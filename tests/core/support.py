@@ -1,0 +1,101 @@
+"""Small builders shared by the core tests: argument models, plugins, event sinks, polling."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from meith_core import ToolDefinition, hookimpl, tool
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+
+
+def make_tool(
+    func: Callable[..., Any],
+    *capabilities: str,
+    name: str | None = None,
+    input: type[BaseModel] = NoArgs,
+    timeout_ms: int | None = None,
+) -> ToolDefinition:
+    return tool(
+        func,
+        name=name or func.__name__.strip("_"),
+        capabilities=list(capabilities or ("read-only",)),
+        input=input,
+        description=func.__doc__ or f"{func.__name__} (test tool)",
+        timeout_ms=timeout_ms,
+    )
+
+
+def plugin_class(*tools: ToolDefinition) -> type:
+    """A plugin class whose `meith_tools` returns `tools`."""
+
+    class Plugin:
+        @hookimpl
+        def meith_tools(self) -> list[ToolDefinition]:
+            return list(tools)
+
+    return Plugin
+
+
+class Sink:
+    """Collects the events of a call (the `on_event` / `emit` callback)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.events.append(dict(event))
+
+    def kinds(self) -> list[str]:
+        return [e["kind"] for e in self.events]
+
+    def texts(self) -> list[str]:
+        return [e.get("message") or e.get("text") or "" for e in self.events]
+
+
+async def wait_until(
+    condition: Callable[[], bool], *, timeout_s: float = 30.0, what: str = "condition"
+) -> None:
+    """Poll `condition` (yielding to the loop) until true; fail after a generous deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await anyio.sleep(0.005)
+
+
+async def settle(rounds: int = 20) -> None:
+    """Let callbacks scheduled from other threads (call_soon_threadsafe) run."""
+    for _ in range(rounds):
+        await anyio.sleep(0.001)
+
+
+def audit_lines(path: Path) -> list[dict[str, Any]]:
+    """Every line of an audit file, each of which must be a JSON object."""
+    if not path.exists():
+        return []
+    out = []
+    for raw in path.read_bytes().splitlines():
+        raw.decode("utf-8")  # valid UTF-8, or this raises
+        record = json.loads(raw)
+        assert isinstance(record, dict)
+        out.append(record)
+    return out
+
+
+def records_for(path: Path, request_id: str) -> list[dict[str, Any]]:
+    return [r for r in audit_lines(path) if r.get("requestId") == request_id]
