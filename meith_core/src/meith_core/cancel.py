@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
+
+import structlog
 
 
 class CancelToken:
@@ -38,9 +41,10 @@ class CancelToken:
             callbacks, self._callbacks = self._callbacks, []
             waiters, self._waiters = self._waiters, []
         for loop, fut in waiters:
-            loop.call_soon_threadsafe(_resolve, fut)
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(_resolve, fut)
         for cb in callbacks:
-            cb()
+            _run_callback(cb)
 
     def add_callback(self, cb: Callable[[], None]) -> Callable[[], None]:
         """Run `cb` on cancel (at once if already cancelled); returns a remover."""
@@ -54,7 +58,7 @@ class CancelToken:
                             self._callbacks.remove(cb)
 
                 return remove
-        cb()
+        _run_callback(cb)
         return lambda: None
 
     async def wait(self) -> None:
@@ -80,3 +84,12 @@ class CancelToken:
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _run_callback(cb: Callable[[], None]) -> None:
+    # Callbacks are tool code (kill a process...); one that raises must not stop the others
+    # nor the registry that cancels (on a timeout, from inside the call pipeline).
+    try:
+        cb()
+    except Exception:
+        structlog.get_logger("meith.cancel").exception("cancel callback failed", callback=repr(cb))

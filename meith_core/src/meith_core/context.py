@@ -105,7 +105,7 @@ class ToolContext:
     def raise_if_cancelled(self) -> None:
         """For sync tools polling between steps."""
         if self._cancel.is_set():
-            raise ToolError(ErrorCode.CANCELLED, f"Tool {self.tool_name!r} was cancelled")
+            raise ToolError(ErrorCode.CANCELLED, f'Tool "{self.tool_name}" was cancelled')
 
     # -- events -------------------------------------------------------------------------
 
@@ -154,7 +154,13 @@ class ToolContext:
 
     def _deliver(self, event: EventDict) -> None:
         if not self._closed and self._emit is not None:
-            self._emit(event)
+            try:
+                self._emit(event)
+            except Exception as exc:
+                # The sink is the caller's (e.g. a socket that went away): its failure must
+                # not fail the tool. Later events of this call are dropped.
+                self._emit = None
+                self.logger.warning("event sink failed; dropping further events", error=repr(exc))
 
     def _close(self) -> None:
         """Called by the registry once the call is answered: later events are dropped."""
