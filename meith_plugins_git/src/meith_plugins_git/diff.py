@@ -1,0 +1,356 @@
+"""`git_diff` (GitDiffResult) and the diff parsing that checkpoint compare shares."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.to_thread
+
+from meith_plugins_git.process import Completed
+from meith_plugins_git.repo import Repo
+from meith_plugins_git.runner import READ_ONLY
+
+#: Untracked files are previewed up to this size; their line counts stay exact.
+MAX_UNTRACKED_PATCH_BYTES: Final = 512 * 1024
+LARGE_UNTRACKED_NOTICE: Final = "Large untracked file omitted from preview."
+#: git's own binary heuristic: a NUL byte in the first 8000 bytes.
+BINARY_SNIFF_BYTES: Final = 8000
+
+#: Every diff: no external diff, no textconv, fixed prefixes, no child git in submodules.
+DIFF_OPTIONS: Final = (
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--ignore-submodules=dirty",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
+
+_STATUS_WORDS: Final = {
+    "M": "modified",
+    "A": "added",
+    "D": "deleted",
+    "R": "renamed",
+    "C": "copied",
+    "T": "modified",
+    "U": "modified",
+}
+
+Scope = Literal["all", "staged", "unstaged"]
+
+
+def empty_diff(scope: str) -> dict[str, Any]:
+    return {
+        "isRepo": False,
+        "root": None,
+        "scope": scope,
+        "files": [],
+        "totalAdditions": 0,
+        "totalDeletions": 0,
+    }
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def parse_raw_numstat(data: bytes) -> list[dict[str, Any]]:
+    """Parse `diff --raw --numstat -z` into GitDiffFile entries (without `diff`)."""
+    tokens = data.split(b"\0")
+    files: dict[str, dict[str, Any]] = {}
+    i = 0
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if not tok:
+            i += 1
+            continue
+        if tok.startswith(b":"):
+            code = tok.split(b" ")[-1][:1].decode("ascii", "replace")
+            if code in ("R", "C") and i + 2 < n:
+                src, dst = _decode(tokens[i + 1]), _decode(tokens[i + 2])
+                i += 3
+            else:
+                src = dst = _decode(tokens[i + 1]) if i + 1 < n else ""
+                i += 2
+            entry: dict[str, Any] = {
+                "path": dst,
+                "status": _STATUS_WORDS.get(code, "modified"),
+                "additions": 0,
+                "deletions": 0,
+                "binary": False,
+                "diff": "",
+            }
+            if code in ("R", "C"):
+                entry["originalPath"] = src
+            files[dst] = entry
+            continue
+        added, _, rest = tok.partition(b"\t")
+        deleted, _, path = rest.partition(b"\t")
+        if path:
+            dst = _decode(path)
+            i += 1
+        else:  # a rename: the two paths follow as their own fields
+            dst = _decode(tokens[i + 2]) if i + 2 < n else ""
+            i += 3
+        entry = files.get(dst) or files.setdefault(
+            dst,
+            {
+                "path": dst,
+                "status": "modified",
+                "additions": 0,
+                "deletions": 0,
+                "binary": False,
+                "diff": "",
+            },
+        )
+        if added == b"-" or deleted == b"-":
+            entry["binary"] = True
+        else:
+            entry["additions"] = int(added)
+            entry["deletions"] = int(deleted)
+    return list(files.values())
+
+
+def _unquote(text: str) -> str:
+    """Undo git's C-style quoting of a path ("a/x\\ty")."""
+    if not (len(text) >= 2 and text[0] == '"' and text[-1] == '"'):
+        return text
+    body = text[1:-1]
+    out = bytearray()
+    simple = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in simple:
+                out.append(simple[nxt])
+                i += 2
+                continue
+            if len(body[i + 1 : i + 4]) == 3 and body[i + 1 : i + 4].isdigit():
+                out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+                continue
+        out += ch.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _strip_prefix(name: str, prefix: str) -> str | None:
+    name = _unquote(name.rstrip("\t"))
+    if name == "/dev/null":
+        return None
+    return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def _chunk_path(chunk: str) -> str | None:
+    header, _, body = chunk.partition("\n")
+    plus = minus = None
+    for line in body.split("\n"):
+        if line.startswith(("@@", "Binary files", "GIT binary patch")):
+            break
+        if line.startswith(("rename to ", "copy to ")):
+            return _unquote(line.split(" to ", 1)[1])
+        if line.startswith("+++ "):
+            plus = _strip_prefix(line[4:], "b/")
+        elif line.startswith("--- "):
+            minus = _strip_prefix(line[4:], "a/")
+    if plus or minus:
+        return plus or minus
+    names = header[len("diff --git ") :]
+    if names.startswith('"'):
+        end = names.find('" ', 1)
+        if end > 0:
+            return _strip_prefix(names[end + 2 :], "b/")
+    size = (len(names) - 5) // 2
+    if size > 0 and names[2 : 2 + size] == names[5 + size :]:
+        return names[2 : 2 + size]
+    return None
+
+
+def split_patch(text: str) -> dict[str, str]:
+    """Split a multi-file patch into `{path: patch}` on `diff --git` lines."""
+    out: dict[str, str] = {}
+    starts = [0] if text.startswith("diff --git ") else []
+    pos = text.find("\ndiff --git ")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = text.find("\ndiff --git ", pos + 1)
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(text)
+        chunk = text[start:end]
+        path = _chunk_path(chunk)
+        if path is not None:
+            out[path] = chunk
+    return out
+
+
+# -- untracked files --------------------------------------------------------------------
+
+
+def untracked_summary(root: str, path: str, want_patch: bool) -> dict[str, Any]:
+    """Counts (exact) and a preview (capped) of an untracked file, without git.
+
+    Reads with O_NOFOLLOW: a symbolic link is counted as git records it (its target text,
+    one line), never followed.
+    """
+    full = os.path.join(root, path)
+    entry: dict[str, Any] = {
+        "path": path,
+        "status": "untracked",
+        "additions": 0,
+        "deletions": 0,
+        "binary": False,
+        "diff": "",
+    }
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return entry
+    header = f"diff --git a/{path} b/{path}\n"
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(full)
+        entry["additions"] = 1
+        if want_patch:
+            entry["diff"] = (
+                f"{header}new file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
+                f"+{target}\n\\ No newline at end of file\n"
+            )
+        return entry
+    if not stat.S_ISREG(st.st_mode):
+        return entry
+    mode = "100755" if st.st_mode & 0o111 else "100644"
+    header += f"new file mode {mode}\n"
+    try:
+        fd = os.open(
+            full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        )
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOENT, errno.EACCES):
+            return entry
+        raise
+    lines = 0
+    last = b"\n"
+    head = bytearray()
+    binary = False
+    with os.fdopen(fd, "rb") as fh:
+        while True:
+            block = fh.read(1024 * 1024)
+            if not block:
+                break
+            if len(head) < MAX_UNTRACKED_PATCH_BYTES + 1:
+                head += block[: MAX_UNTRACKED_PATCH_BYTES + 1 - len(head)]
+                if not binary and b"\0" in head[:BINARY_SNIFF_BYTES]:
+                    binary = True
+                    break
+            lines += block.count(b"\n")
+            last = block[-1:]
+    if binary:
+        entry["binary"] = True
+        if want_patch:
+            entry["diff"] = f"{header}Binary files /dev/null and b/{path} differ\n"
+        return entry
+    if last != b"\n":
+        lines += 1
+    entry["additions"] = lines
+    if want_patch:
+        if len(head) > MAX_UNTRACKED_PATCH_BYTES:
+            entry["diff"] = f"{header}--- /dev/null\n+++ b/{path}\n{LARGE_UNTRACKED_NOTICE}\n"
+        elif lines:
+            text = head.decode("utf-8", "replace")
+            body = text.split("\n")
+            if body and body[-1] == "":
+                body.pop()
+                tail = ""
+            else:
+                tail = "\\ No newline at end of file\n"
+            hunk = "@@ -0,0 +1 @@" if lines == 1 else f"@@ -0,0 +1,{lines} @@"
+            entry["diff"] = (
+                f"{header}--- /dev/null\n+++ b/{path}\n{hunk}\n"
+                + "".join(f"+{line}\n" for line in body)
+                + tail
+            )
+        else:
+            entry["diff"] = header
+    return entry
+
+
+def summarise_untracked(
+    root: str, paths: list[str], patch_for: Callable[[str], bool], cancelled: Callable[[], bool]
+) -> list[dict[str, Any]]:
+    out = []
+    for path in paths:
+        if cancelled():
+            break
+        out.append(untracked_summary(root, path, patch_for(path)))
+    return out
+
+
+def _sort_key(entry: dict[str, Any]) -> tuple[str, str]:
+    return (entry["path"].casefold(), entry["path"])
+
+
+# -- the tool ---------------------------------------------------------------------------
+
+
+async def read_diff(
+    repo: Repo, scope: Scope, include_patches: bool, path: str | None, cancelled: Callable[[], bool]
+) -> dict[str, Any]:
+    """GitDiffResult for `repo` (paths already validated and root-relative)."""
+    if scope == "all":
+        command, operands = ["diff"], [repo.base]
+    elif scope == "staged":
+        command, operands = ["diff", "--cached"], [repo.base]
+    else:
+        command, operands = ["diff"], []
+    results: dict[str, Completed] = {}
+
+    async def run(
+        name: str, cmd: list[str], options: list[str], ops: list[str], paths: list[str]
+    ) -> None:
+        results[name] = await repo.run(cmd, options, operands=ops, paths=paths, profile=READ_ONLY)
+
+    want_untracked = scope in ("all", "unstaged")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            run, "summary", command, [*DIFF_OPTIONS, "--raw", "--numstat", "-z"], operands, []
+        )
+        if include_patches:
+            tg.start_soon(
+                run, "patch", command, [*DIFF_OPTIONS, "--patch"], operands, [path] if path else []
+            )
+        if want_untracked:
+            tg.start_soon(
+                run, "untracked", ["ls-files"], ["--others", "--exclude-standard", "-z"], [], []
+            )
+
+    files = parse_raw_numstat(results["summary"].stdout)
+    if include_patches:
+        patches = split_patch(_decode(results["patch"].stdout))
+        for entry in files:
+            entry["diff"] = patches.get(entry["path"], "")
+    if want_untracked:
+        names = [_decode(p) for p in results["untracked"].stdout.split(b"\0") if p]
+        if names:
+
+            def patch_for(name: str) -> bool:
+                return include_patches and (path is None or name == path)
+
+            files += await anyio.to_thread.run_sync(
+                summarise_untracked, repo.root, names, patch_for, cancelled, abandon_on_cancel=True
+            )
+    files.sort(key=_sort_key)
+    return {
+        "isRepo": True,
+        "root": repo.root,
+        "scope": scope,
+        "files": files,
+        "totalAdditions": sum(f["additions"] for f in files),
+        "totalDeletions": sum(f["deletions"] for f in files),
+    }

@@ -1,0 +1,203 @@
+"""The fifteen tools: argument handling and repository lookup around the modules that work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from meith_core import ToolContext, ToolDefinition, tool
+from meith_plugins_git import branches, changes, checkpoints, diff, history, worktrees
+from meith_plugins_git.args import (
+    BlameArgs,
+    BranchArgs,
+    CheckpointCompareArgs,
+    CheckpointCreateArgs,
+    CheckpointListArgs,
+    CheckpointRestoreArgs,
+    CommitArgs,
+    DiffArgs,
+    IdentityDetectArgs,
+    LogArgs,
+    RestoreArgs,
+    StageArgs,
+    StatusArgs,
+    UnstageArgs,
+    WorktreeArgs,
+)
+from meith_plugins_git.identity import detect_identities, git_settings
+from meith_plugins_git.locks import RepoLocks
+from meith_plugins_git.repo import discover, require_repo
+from meith_plugins_git.runner import Git
+from meith_plugins_git.status import empty_status, read_status
+from meith_plugins_git.validate import repo_path
+
+READ = ["read-only"]
+WRITES = ["writes-files"]
+DESTRUCTIVE = ["destructive"]
+
+
+class GitTools:
+    """Per-runtime state (the resolved git, the per-repository locks) and the tool functions."""
+
+    def __init__(self, git: Git, locks: RepoLocks | None = None) -> None:
+        self.git = git
+        self.locks = locks or RepoLocks()
+
+    def definitions(self) -> list[ToolDefinition]:
+        spec: list[tuple[Any, type, list[str]]] = [
+            (self.git_status, StatusArgs, READ),
+            (self.git_diff, DiffArgs, READ),
+            (self.git_log, LogArgs, READ),
+            (self.git_blame, BlameArgs, READ),
+            (self.git_identity_detect, IdentityDetectArgs, READ),
+            (self.git_stage, StageArgs, WRITES),
+            (self.git_unstage, UnstageArgs, WRITES),
+            (self.git_commit, CommitArgs, WRITES),
+            (self.git_branch, BranchArgs, WRITES),
+            (self.git_worktree, WorktreeArgs, WRITES),
+            (self.git_restore, RestoreArgs, DESTRUCTIVE),
+            (self.git_checkpoint_create, CheckpointCreateArgs, WRITES),
+            (self.git_checkpoint_list, CheckpointListArgs, READ),
+            (self.git_checkpoint_compare, CheckpointCompareArgs, READ),
+            (self.git_checkpoint_restore, CheckpointRestoreArgs, DESTRUCTIVE),
+        ]
+        return [tool(func, input=model, capabilities=caps) for func, model, caps in spec]
+
+    # -- read-only ----------------------------------------------------------------------
+
+    async def git_status(self, ctx: ToolContext, args: StatusArgs) -> dict[str, Any]:
+        """Branch (short sha when detached), upstream, ahead/behind and changed files of the
+        repository around cwd, with staged, unstaged and untracked lists. Not a repository:
+        isRepo false."""
+        repo = await discover(self.git, ctx, args.cwd)
+        if repo is None:
+            return empty_status()
+        return await read_status(repo)
+
+    async def git_diff(self, ctx: ToolContext, args: DiffArgs) -> dict[str, Any]:
+        """Changes against HEAD (or the empty tree before the first commit): scope all, staged
+        or unstaged; per-file status, line counts, binary flag and (includePatches) patch
+        bodies, optionally for one path only. Untracked files are counted exactly, their
+        preview is capped."""
+        repo = await discover(self.git, ctx, args.cwd)
+        if repo is None:
+            return diff.empty_diff(args.scope)
+        path = repo_path(repo, args.path) if args.path else None
+        return await diff.read_diff(
+            repo, args.scope, args.includePatches, path, lambda: ctx.cancelled
+        )
+
+    async def git_log(self, ctx: ToolContext, args: LogArgs) -> list[dict[str, Any]]:
+        """Recent commits on HEAD (optionally touching one path): hash, author, date, subject
+        and refs."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        path = repo_path(repo, args.path) if args.path else None
+        return await history.read_log(repo, args.limit, path)
+
+    async def git_blame(self, ctx: ToolContext, args: BlameArgs) -> dict[str, Any]:
+        """Who last changed each line of a file (optionally a line range), including
+        uncommitted lines."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await history.read_blame(
+            repo, repo_path(repo, args.path), args.startLine, args.endLine
+        )
+
+    async def git_identity_detect(
+        self, ctx: ToolContext, args: IdentityDetectArgs
+    ) -> dict[str, Any]:
+        """Propose commit identity profiles from the repository's and the global git config and
+        from `gh`/`glab auth status` (account names only; tokens are never read)."""
+        repo = await discover(self.git, ctx, args.cwd) if args.cwd else None
+        return await detect_identities(self.git, args.cwd or ctx.cwd, repo)
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def git_stage(self, ctx: ToolContext, args: StageArgs) -> dict[str, Any]:
+        """Stage paths (`git add`) or a patch (`git apply --cached`); returns the status."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await changes.stage(repo, self.locks, args.paths, args.patch)
+
+    async def git_unstage(self, ctx: ToolContext, args: UnstageArgs) -> dict[str, Any]:
+        """Unstage paths or a patch, keeping the files as they are; returns the status."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await changes.unstage(repo, self.locks, args.paths, args.patch)
+
+    async def git_commit(self, ctx: ToolContext, args: CommitArgs) -> dict[str, Any]:
+        """Commit what is staged, as the active identity profile (settings `git`) when one is
+        set; returns git's output and the status."""
+        settings = git_settings(ctx.settings)
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await changes.commit(repo, self.locks, args.message, settings)
+
+    async def git_branch(self, ctx: ToolContext, args: BranchArgs) -> list[dict[str, Any]]:
+        """List local branches, create one (from startPoint) or switch to one; returns the
+        branch list."""
+        settings = git_settings(ctx.settings)
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await branches.branch(
+            repo, self.locks, args.action, args.name, args.startPoint, settings.runHooks
+        )
+
+    async def git_worktree(self, ctx: ToolContext, args: WorktreeArgs) -> list[dict[str, Any]]:
+        """List linked worktrees, create one next to the repository, or remove one (confirm
+        true); returns the worktree list."""
+        settings = git_settings(ctx.settings)
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await worktrees.worktree(
+            ctx,
+            repo,
+            self.locks,
+            action=args.action,
+            path=args.path,
+            branch=args.branch,
+            start_point=args.startPoint,
+            force=args.force,
+            confirm=args.confirm,
+            run_hooks=settings.runHooks,
+        )
+
+    async def git_restore(self, ctx: ToolContext, args: RestoreArgs) -> dict[str, Any]:
+        """Discard changes to paths or a patch in the work tree, the index or both (untracked
+        paths are deleted); requires confirm true. Returns the status."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await changes.restore(repo, self.locks, args.paths, args.patch, args.target)
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    async def git_checkpoint_create(
+        self, ctx: ToolContext, args: CheckpointCreateArgs
+    ) -> dict[str, Any]:
+        """Snapshot the work tree and the index as a hidden commit under
+        refs/meith/checkpoints/<id>, without touching the index, files, HEAD or branch."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await checkpoints.create(
+            repo,
+            self.locks,
+            label=args.label,
+            source=args.source,
+            session_id=args.sessionId,
+            tool_call_id=args.toolCallId,
+        )
+
+    async def git_checkpoint_list(
+        self, ctx: ToolContext, args: CheckpointListArgs
+    ) -> list[dict[str, Any]]:
+        """Checkpoints of this repository, newest first (entries whose ref is gone are
+        dropped)."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await checkpoints.list_checkpoints(repo)
+
+    async def git_checkpoint_compare(
+        self, ctx: ToolContext, args: CheckpointCompareArgs
+    ) -> dict[str, Any]:
+        """Diff a checkpoint (or any ref) against another (default HEAD): stat, per-file
+        counts and optionally the patch."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await checkpoints.compare(repo, args.left, args.right, args.includePatch)
+
+    async def git_checkpoint_restore(
+        self, ctx: ToolContext, args: CheckpointRestoreArgs
+    ) -> dict[str, Any]:
+        """Bring files and the index back to a checkpoint without moving HEAD; refuses when
+        HEAD moved since, unless force. Requires confirm true."""
+        repo = await require_repo(self.git, ctx, args.cwd)
+        return await checkpoints.restore(repo, self.locks, args.id, force=args.force)
