@@ -42,8 +42,7 @@ class CallerInfo:
     def __post_init__(self) -> None:
         # `CallerInfo("cli")` must mean the same as `CallerInfo(CallerKind.CLI)`: the gates
         # compare kinds by identity. An unknown kind is an error here, not a silent deny later.
-        if not isinstance(self.caller, CallerKind):
-            object.__setattr__(self, "caller", CallerKind(self.caller))
+        object.__setattr__(self, "caller", CallerKind(self.caller))
 
     @property
     def trusted(self) -> bool:
