@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,4 +173,4 @@ def probe_server(
         srv.approve("probe")
         return srv
 
-    yield start
+    return start
