@@ -161,9 +161,7 @@ def probe_env(tmp_path: Path, probe_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def probe_server(
-    meith_server: Callable[..., Any], probe_env: dict[str, str]
-) -> Iterator[Callable[..., Any]]:
+def probe_server(meith_server: Callable[..., Any], probe_env: dict[str, str]) -> Callable[..., Any]:
     """`probe_server(**kwargs)`: a real `meith serve` with the probe plugin, approved."""
 
     def start(**kwargs: Any) -> Any:

@@ -46,7 +46,7 @@ def test_a_signal_answers_in_flight_calls_runs_plugin_shutdown_and_exits_0(
         )
     )
     srv.send_signal(sig)
-    out, err = call.communicate(timeout=30)
+    out, _err = call.communicate(timeout=30)
     envelope = json.loads(out)
     # The in-flight call was cancelled and answered (a cooperative tool answers for itself).
     assert envelope["ok"] is True

@@ -197,7 +197,8 @@ def test_the_client_refuses_a_socket_served_by_another_user(tmp_path) -> None:
         [os.environ.get("PYTHON", "python3"), "-c", script], stdout=subprocess.PIPE, text=True
     )
     try:
-        assert impostor.stdout is not None and impostor.stdout.readline().strip() == "ready"
+        assert impostor.stdout is not None
+        assert impostor.stdout.readline().strip() == "ready"
         proc = subprocess.run(
             [MEITH, "call", "app_health", "--socket", path],
             capture_output=True,
