@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import BaseModel
+
 from meith_core import ToolDefinition, hookimpl
+from meith_plugins_browser.browser import BrowserHost
+from meith_plugins_browser.settings import SECTION, BrowserSettings
+from meith_plugins_browser.tools import BrowserTools
 
 
 class Plugin:
+    """One per runtime: owns that runtime's browser (started by the first call that needs it)."""
+
+    def __init__(self) -> None:
+        self.host = BrowserHost()
+        self.tools = BrowserTools(self.host)
+
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
-        return []
+        return self.tools.definitions()
+
+    @hookimpl
+    def meith_settings(self) -> dict[str, type[BaseModel]]:
+        return {SECTION: BrowserSettings}
+
+    @hookimpl
+    async def meith_session_ended(self, runtime: Any, session_id: str) -> None:
+        self.host.tabs.release_owner(session_id)
+
+    @hookimpl
+    async def meith_shutdown(self, runtime: Any) -> None:
+        await self.host.close()

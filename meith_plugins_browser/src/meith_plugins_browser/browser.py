@@ -1,0 +1,412 @@
+"""One Chromium per runtime, driven through Playwright: started lazily, made safe, watched.
+
+- Started on the first call that needs a page, with the switches of executable.py, in a fresh
+  temporary profile (Playwright's), one browser context for every tab.
+- The context denies every permission request, refuses downloads, and runs the popup guard in
+  every frame; a window that still appears without the host asking for it is closed at once
+  and logged to its opener's console entries.
+- If the browser goes away without being asked to, its tabs are reported closed (a warning on
+  the next browser call, and their ids say why), and the next call that needs a page starts a
+  new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import structlog
+
+from meith_core import ErrorCode, ToolError
+from meith_plugins_browser.executable import (
+    IGNORED_DEFAULT_ARGS,
+    LAUNCH_ARGS,
+    BrowserNotFoundError,
+    FoundBrowser,
+    find_browser,
+)
+from meith_plugins_browser.logs import console_level
+from meith_plugins_browser.scripts import POPUP_GUARD, POPUP_LOG_PREFIX
+from meith_plugins_browser.settings import BrowserSettings
+from meith_plugins_browser.tabs import Tab, TabStore
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Playwright
+
+_log = structlog.get_logger("meith.browser")
+
+LAUNCH_TIMEOUT_MS: Final = 30_000
+#: Of the 1.5 s the runtime gives all plugins to stop.
+CLOSE_BUDGET_S: Final = 0.9
+STOP_DRIVER_BUDGET_S: Final = 0.3
+
+CRASHED: Final = "the browser exited unexpectedly"
+
+#: Every permission a page can ask for, denied for the whole context (names Chromium does not
+#: know are skipped).
+DENIED_PERMISSIONS: Final[tuple[dict[str, Any], ...]] = (
+    {"name": "geolocation"},
+    {"name": "notifications"},
+    {"name": "camera"},
+    {"name": "microphone"},
+    {"name": "clipboard-read"},
+    {"name": "clipboard-write"},
+    {"name": "midi"},
+    {"name": "midi", "sysex": True},
+    {"name": "push", "userVisibleOnly": True},
+    {"name": "display-capture"},
+    {"name": "background-sync"},
+    {"name": "background-fetch"},
+    {"name": "periodic-background-sync"},
+    {"name": "accelerometer"},
+    {"name": "gyroscope"},
+    {"name": "magnetometer"},
+    {"name": "ambient-light-sensor"},
+    {"name": "idle-detection"},
+    {"name": "storage-access"},
+    {"name": "top-level-storage-access"},
+    {"name": "window-management"},
+    {"name": "local-fonts"},
+    {"name": "speaker-selection"},
+    {"name": "payment-handler"},
+    {"name": "nfc"},
+    {"name": "screen-wake-lock"},
+    {"name": "system-wake-lock"},
+    {"name": "persistent-storage"},
+    {"name": "captured-surface-control"},
+    {"name": "keyboard-lock"},
+    {"name": "pointer-lock"},
+    {"name": "fullscreen", "allowWithoutGesture": True},
+    {"name": "web-app-installation"},
+    {"name": "local-network-access"},
+)
+
+
+#: "Page.goto: " and the like at the start of Playwright's messages.
+_API_PREFIX: Final = re.compile(r"^(?:[A-Z][A-Za-z]*\.[a-z_]+: )+")
+
+
+def playwright_message(exc: BaseException) -> str:
+    """The useful first line of a Playwright error (no call log, no `Error:` prefix)."""
+    text = str(getattr(exc, "message", None) or exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    line = _API_PREFIX.sub("", line.removeprefix("Error: "))
+    return line[:500]
+
+
+class BrowserHost:
+    """The browser of one runtime and the tabs in it."""
+
+    def __init__(self) -> None:
+        self.tabs = TabStore()
+        self.found: FoundBrowser | None = None
+        self.launches = 0
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self._browser_pid: int | None = None
+        self._lost = False
+        self._closing = False
+        self._launch_lock = anyio.Lock()
+        #: Held while the host creates a page, so the popup check can tell its pages apart.
+        self._open_lock = anyio.Lock()
+        self._own_pages: set[Page] = set()
+        self._notices: list[str] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._browser is not None and not self._lost and self._browser.is_connected()
+
+    @property
+    def browser(self) -> Browser | None:
+        return self._browser
+
+    def take_notices(self) -> list[str]:
+        """Things the next caller should hear about (a crash and the tabs it closed)."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    # -- starting -----------------------------------------------------------------------
+
+    async def context(self, settings: BrowserSettings) -> BrowserContext:
+        if self.running and self._context is not None:
+            return self._context
+        async with self._launch_lock:
+            if not (self.running and self._context is not None):
+                if self._closing:
+                    raise ToolError(ErrorCode.RUNTIME_SHUTTING_DOWN, "The browser is shutting down")
+                await self._discard()
+                await self._launch(settings)
+            assert self._context is not None
+            return self._context
+
+    async def _launch(self, settings: BrowserSettings) -> None:
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import async_playwright
+
+        pw = await async_playwright().start()
+        try:
+            try:
+                own = pw.chromium.executable_path
+            except Exception:
+                own = None
+            try:
+                found = find_browser(playwright_path=own)
+            except BrowserNotFoundError as exc:
+                raise ToolError(ErrorCode.TOOL_FAILED, str(exc)) from None
+            try:
+                browser = await pw.chromium.launch(
+                    executable_path=found.path,
+                    headless=settings.headless,
+                    args=list(LAUNCH_ARGS),
+                    ignore_default_args=list(IGNORED_DEFAULT_ARGS),
+                    timeout=LAUNCH_TIMEOUT_MS,
+                )
+            except PlaywrightError as exc:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"Chromium at {found.path} failed to start: {playwright_message(exc)}",
+                    {"executable": found.path, "source": found.source},
+                ) from None
+            try:
+                context = await browser.new_context(
+                    viewport={"width": settings.viewport.width, "height": settings.viewport.height},
+                    accept_downloads=False,
+                )
+                await context.add_init_script(POPUP_GUARD)
+                session = await browser.new_browser_cdp_session()
+                await self._deny_permissions(session)
+                self._browser_pid = await _browser_pid(session)
+                await session.detach()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await browser.close()
+                raise
+        except BaseException:
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(STOP_DRIVER_BUDGET_S),
+                contextlib.suppress(Exception),
+            ):
+                await pw.stop()
+            raise
+        browser.on("disconnected", self._on_disconnected)
+        context.on("page", self._on_context_page)
+        self._pw, self._browser, self._context = pw, browser, context
+        self._lost = False
+        self.found = found
+        self.launches += 1
+        _log.info(
+            "browser started",
+            executable=found.path,
+            version=browser.version,
+            headless=settings.headless,
+        )
+
+    async def _deny_permissions(self, session: CDPSession) -> None:
+        ids = (await session.send("Target.getBrowserContexts")).get("browserContextIds", [])
+        for context_id in ids:
+            for descriptor in DENIED_PERMISSIONS:
+                try:
+                    await session.send(
+                        "Browser.setPermission",
+                        {
+                            "permission": descriptor,
+                            "setting": "denied",
+                            "browserContextId": context_id,
+                        },
+                    )
+                except Exception as exc:  # a permission this Chromium does not know
+                    _log.debug("permission not denied", permission=descriptor, error=str(exc))
+
+    # -- pages --------------------------------------------------------------------------
+
+    async def new_page(self, settings: BrowserSettings) -> Page:
+        """A page of the host's own (a popup check lets it through)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        for attempt in (1, 2):
+            context = await self.context(settings)
+            try:
+                async with self._open_lock:
+                    page = await context.new_page()
+                    self._own_pages.add(page)
+                    return page
+            except PlaywrightError as exc:
+                if attempt == 2 or self.running:
+                    raise ToolError(
+                        ErrorCode.TOOL_FAILED, f"Could not open a tab: {playwright_message(exc)}"
+                    ) from None
+                # The browser died under us: start a new one and try once more.
+        raise AssertionError("unreachable")
+
+    def watch(self, tab: Tab) -> None:
+        """Feed a tab's console and network entries and keep its record in step with the page."""
+        page = tab.page
+
+        def on_console(msg: Any) -> None:
+            url = (msg.location or {}).get("url") or None
+            tab.console.add(console_level(msg.type), msg.text, url)
+
+        def on_page_error(err: Any) -> None:
+            name = getattr(err, "name", "") or "Error"
+            tab.console.add("error", f"Uncaught {name}: {getattr(err, 'message', err)}")
+
+        def on_navigated(frame: Any) -> None:
+            if frame is not page.main_frame:
+                return
+            tab.nav_seq += 1
+            url = frame.url
+            if not url.startswith("chrome-error://"):
+                tab.url = url
+            tab.title = ""
+            tab.elements.invalidate("the tab navigated since the ids were issued")
+
+        def on_load(_page: Any) -> None:
+            if tab.load_state == "loading":
+                tab.load_state = "ready"
+
+        def on_close(_page: Any) -> None:
+            self._own_pages.discard(page)
+            reason = CRASHED if (self._lost or not self.running) else "the page closed itself"
+            self.tabs.remove(tab, reason)
+
+        def on_crash(_page: Any) -> None:
+            self.tabs.remove(tab, "the page crashed")
+            self._notices.append(f"The page of browser tab {tab.id} crashed; the tab was closed.")
+            self._spawn(_close_quietly(page))
+
+        def on_download(download: Any) -> None:
+            tab.console.add("warn", f"[meith] Download refused: {download.url}", "meith")
+
+        async def on_dialog(dialog: Any) -> None:
+            # Leaving a page must not be blocked by a beforeunload prompt nobody can answer.
+            leave = dialog.type == "beforeunload"
+            verdict = "accepted" if leave else "dismissed"
+            tab.console.add(
+                "info", f"[meith] {dialog.type} dialog {verdict}: {dialog.message}", "meith"
+            )
+            with contextlib.suppress(Exception):
+                await (dialog.accept() if leave else dialog.dismiss())
+
+        page.on("console", on_console)
+        page.on("pageerror", on_page_error)
+        page.on("request", lambda r: tab.network.started(r, r.method, r.url, r.resource_type))
+        page.on("response", lambda resp: tab.network.responded(resp.request, resp.status))
+        page.on("requestfinished", lambda r: tab.network.finished(r))
+        page.on("requestfailed", lambda r: tab.network.finished(r, r.failure or "failed"))
+        page.on("framenavigated", on_navigated)
+        page.on("load", on_load)
+        page.on("close", on_close)
+        page.on("crash", on_crash)
+        page.on("download", on_download)
+        page.on("dialog", on_dialog)
+
+    async def close_tab(self, tab: Tab) -> None:
+        self.tabs.remove(tab)
+        self._own_pages.discard(tab.page)
+        await _close_quietly(tab.page)
+
+    async def cdp_session(self, tab: Tab) -> CDPSession:
+        if tab.cdp is None:
+            assert self._context is not None
+            tab.cdp = await self._context.new_cdp_session(tab.page)
+        return tab.cdp
+
+    def _on_context_page(self, page: Page) -> None:
+        self._spawn(self._vet_page(page))
+
+    async def _vet_page(self, page: Page) -> None:
+        """Close any window the host did not open itself (a popup that got past the guard)."""
+        async with self._open_lock:
+            pass  # the host's own page, if this is one, is registered once the lock is free
+        if page in self._own_pages:
+            return
+        url = page.url
+        opener = None
+        with contextlib.suppress(Exception):
+            opener = await page.opener()
+        await _close_quietly(page)
+        tab = self.tabs.by_page(opener) if opener is not None else None
+        if tab is not None:
+            tab.console.add("warn", f"{POPUP_LOG_PREFIX} (new window, closed): {url}", "meith")
+        _log.info("closed a popup window", url=url, tabId=tab.id if tab else None)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- losing and closing the browser ------------------------------------------------
+
+    def _on_disconnected(self, browser: Browser) -> None:
+        if browser is not self._browser or self._closing:
+            return
+        self._lost = True
+        lost = [tab.id for tab in self.tabs]
+        for tab in self.tabs:
+            self.tabs.remove(tab, CRASHED)
+        self._own_pages.clear()
+        message = "The browser exited unexpectedly; it starts again on the next open_browser_tab."
+        if lost:
+            message += f" Its tabs were closed: {', '.join(lost)}."
+        self._notices.append(message)
+        _log.warning("browser exited unexpectedly", tabs=lost)
+
+    async def _discard(self) -> None:
+        """Forget a browser that died (its driver may still be running)."""
+        pw, self._pw = self._pw, None
+        self._browser = self._context = None
+        self._browser_pid = None
+        if pw is not None:
+            with anyio.move_on_after(STOP_DRIVER_BUDGET_S * 3), contextlib.suppress(Exception):
+                await pw.stop()
+
+    async def close(self) -> None:
+        """Close the browser and the Playwright driver, within the shutdown budget."""
+        self._closing = True
+        browser, pw, pid = self._browser, self._pw, self._browser_pid
+        self._browser = self._context = None
+        self._pw = None
+        for tab in self.tabs:
+            self.tabs.remove(tab, "the runtime shut down")
+        self._own_pages.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        closed = browser is None
+        if browser is not None:
+            with anyio.move_on_after(CLOSE_BUDGET_S):
+                with contextlib.suppress(Exception):
+                    await browser.close()
+                closed = True
+        if not closed and pid is not None:
+            _log.warning("browser did not close in time; killing it", pid=pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if pw is not None:
+            with anyio.move_on_after(STOP_DRIVER_BUDGET_S), contextlib.suppress(Exception):
+                await pw.stop()
+
+
+async def _browser_pid(session: CDPSession) -> int | None:
+    try:
+        info = await session.send("SystemInfo.getProcessInfo")
+    except Exception:
+        return None
+    for proc in info.get("processInfo", []):
+        if proc.get("type") == "browser":
+            return int(proc["id"])
+    return None
+
+
+async def _close_quietly(page: Any) -> None:
+    with contextlib.suppress(Exception):
+        await page.close()

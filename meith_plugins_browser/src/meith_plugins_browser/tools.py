@@ -1,0 +1,525 @@
+"""The twenty browser tools, in the original's registration order."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from meith_core import ErrorCode, ToolContext, ToolDefinition, ToolError, ok_result, tool
+from meith_plugins_browser.artifacts import png_size, write_artifact
+from meith_plugins_browser.browser import BrowserHost, playwright_message
+from meith_plugins_browser.cdp import check_cdp
+from meith_plugins_browser.elements import MAX_ELEMENTS
+from meith_plugins_browser.keys import parse_keys
+from meith_plugins_browser.logs import now_ms
+from meith_plugins_browser.models import (
+    CdpArgs,
+    ElementArgs,
+    LogsArgs,
+    NavigateArgs,
+    OpenTabArgs,
+    ScrollArgs,
+    SendKeysArgs,
+    SpaceArgs,
+    TabArgs,
+    TypeTextArgs,
+    UseEndArgs,
+)
+from meith_plugins_browser.ownership import Controller, assert_control, claim, release
+from meith_plugins_browser.scripts import COMMIT_CHANGE, EXTRACT_ELEMENTS, FIELD_KIND, SCROLL
+from meith_plugins_browser.settings import BrowserSettings, browser_settings
+from meith_plugins_browser.tabs import Tab
+from meith_plugins_browser.urls import check_url
+
+if TYPE_CHECKING:
+    from playwright.async_api import ElementHandle, Response
+
+Diagnostics = list[dict[str, str]]
+
+#: Tries of a history move while Playwright re-attaches to a page after a failed load.
+_DETACHED_RETRIES = 30
+#: How long a title read may take before the cached title is used.
+TITLE_TIMEOUT_S = 1.0
+
+_FIND_OPTION = """
+(el, wanted) => {
+  const options = Array.from(el.options);
+  const hit = options.find((o) => o.value === wanted)
+    || options.find((o) => o.label.trim() === wanted.trim() || o.text.trim() === wanted.trim());
+  return hit ? hit.value : null;
+}
+"""
+
+
+class BrowserTools:
+    def __init__(self, host: BrowserHost) -> None:
+        self.host = host
+
+    def definitions(self) -> list[ToolDefinition]:
+        c, ro, net = "controls-browser", "read-only", "accesses-network"
+        return [
+            tool(self.get_tabs, capabilities=[ro]),
+            tool(self.get_active_tab, capabilities=[ro]),
+            tool(self.open_browser_tab, capabilities=[c]),
+            tool(self.navigate, capabilities=[c]),
+            tool(self.go_back, capabilities=[c]),
+            tool(self.go_forward, capabilities=[c]),
+            tool(self.refresh, capabilities=[c]),
+            tool(self.focus_browser_tab, capabilities=[c]),
+            tool(self.close_browser_tab, capabilities=[c]),
+            tool(self.browser_use_start, capabilities=[c]),
+            tool(self.browser_use_end, capabilities=[c]),
+            tool(self.take_screenshot, capabilities=[c, ro]),
+            tool(self.get_browser_state, capabilities=[ro, c]),
+            tool(self.click_element, capabilities=[c]),
+            tool(self.type_text, capabilities=[c]),
+            tool(self.scroll_page, capabilities=[c]),
+            tool(self.send_keys, capabilities=[c]),
+            tool(self.cdp_command, capabilities=[c, net]),
+            tool(self.get_console_logs, capabilities=[ro]),
+            tool(self.get_network_logs, capabilities=[ro, net]),
+        ]
+
+    # -- tabs ---------------------------------------------------------------------------
+
+    async def get_tabs(self, ctx: ToolContext, args: SpaceArgs) -> Any:
+        """List the browser tabs (all spaces, or one) and their owners."""
+        tabs = self.host.tabs.in_space(args.spaceId)
+        await self._refresh_titles(tabs)
+        return self._done({"browserTabs": [t.to_dict() for t in tabs], "workspaceTabs": []})
+
+    async def get_active_tab(self, ctx: ToolContext, args: SpaceArgs) -> Any:
+        """The active browser tab of a space (default: the space used last), or null."""
+        space = args.spaceId or ctx.caller.space_id or self.host.tabs.active_space
+        tab = self.host.tabs.active_in(space)
+        if tab is None:
+            return self._done(None)
+        await self._refresh_titles([tab])
+        return self._done(tab.to_dict())
+
+    async def open_browser_tab(self, ctx: ToolContext, args: OpenTabArgs) -> Any:
+        """Open a new browser tab pointing at a URL and focus it."""
+        settings = self._settings(ctx)
+        url = check_url(args.url, settings.extraSchemes)
+        page = await self.host.new_page(settings)
+        space = args.spaceId or ctx.caller.space_id or self.host.tabs.active_space
+        tab = self.host.tabs.new(page, space_id=space, url=url, title=args.title, cwd=args.cwd)
+        self.host.watch(tab)
+        async with tab.lock:
+            diags = await self._navigate(
+                tab, lambda: page.goto(url, timeout=settings.navigationTimeoutMs), settings, url
+            )
+        return self._done(tab.to_dict(), diags)
+
+    async def navigate(self, ctx: ToolContext, args: NavigateArgs) -> Any:
+        """Load a URL in a tab (http, https, data: or about:blank by default)."""
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        url = check_url(args.url, settings.extraSchemes)
+        async with tab.lock:
+            diags = await self._navigate(
+                tab, lambda: tab.page.goto(url, timeout=settings.navigationTimeoutMs), settings, url
+            )
+        return self._done(tab.to_dict(), diags)
+
+    async def go_back(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Go back one page in a tab's history."""
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            diags = await self._navigate(
+                tab, lambda: tab.page.go_back(timeout=settings.navigationTimeoutMs), settings
+            )
+        return self._done(tab.to_dict(), diags)
+
+    async def go_forward(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Go forward one page in a tab's history."""
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            diags = await self._navigate(
+                tab, lambda: tab.page.go_forward(timeout=settings.navigationTimeoutMs), settings
+            )
+        return self._done(tab.to_dict(), diags)
+
+    async def refresh(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Reload a tab."""
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            diags = await self._navigate(
+                tab, lambda: tab.page.reload(timeout=settings.navigationTimeoutMs), settings
+            )
+        return self._done(tab.to_dict(), diags)
+
+    async def focus_browser_tab(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Make a tab the active tab of its space."""
+        tab = self.host.tabs.get(args.tabId)
+        self.host.tabs.activate(tab)
+        await self._quietly(tab.page.bring_to_front())
+        await self._refresh_titles([tab])
+        return self._done(tab.to_dict())
+
+    async def close_browser_tab(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Close a tab; {closed: false} when there is no such tab."""
+        tab = self.host.tabs.find(args.tabId)
+        if tab is None:
+            return self._done({"closed": False})
+        assert_control(tab, Controller.of(ctx.caller))
+        await self.host.close_tab(tab)
+        return self._done({"closed": True})
+
+    async def browser_use_start(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Claim a tab for the calling session (agents and plugins must, before controlling it)."""
+        tab = self.host.tabs.get(args.tabId)
+        claim(tab, Controller.of(ctx.caller))
+        return self._done(tab.to_dict())
+
+    async def browser_use_end(self, ctx: ToolContext, args: UseEndArgs) -> Any:
+        """Release the calling session's claim on a tab."""
+        tab = self.host.tabs.get(args.tabId)
+        release(tab, Controller.of(ctx.caller), force=args.force)
+        return self._done(tab.to_dict())
+
+    # -- reading the page ---------------------------------------------------------------
+
+    async def take_screenshot(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Capture the visible part of a tab as a PNG under $MEITH_HOME/artifacts/."""
+        from playwright.async_api import Error as PlaywrightError
+
+        settings = self._settings(ctx)
+        tab = self.host.tabs.get(args.tabId)
+        try:
+            png = await tab.page.screenshot(type="png", timeout=settings.navigationTimeoutMs)
+            width, height = png_size(png)
+        except (PlaywrightError, ValueError) as exc:
+            self._raise_if_closed(tab)
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"Screenshot of tab {tab.id} failed: {playwright_message(exc)}",
+                {"tabId": tab.id},
+            ) from None
+        path = write_artifact(
+            ctx.home.artifacts_dir, f"screenshot-{tab.id}-{now_ms()}", ".png", png
+        )
+        ctx.artifact("image/png", name=path.name, path=path)
+        return self._done({"tabId": tab.id, "width": width, "height": height, "path": str(path)})
+
+    async def get_browser_state(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """URL, title, viewport and interactive elements (ids el-N, valid until the next read or navigation)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        tab = self.host.tabs.get(args.tabId)
+        page = tab.page
+        async with tab.lock:
+            for attempt in (1, 2):
+                seq = tab.nav_seq
+                try:
+                    handle = await page.evaluate_handle(
+                        EXTRACT_ELEMENTS, {"start": tab.elements.next, "limit": MAX_ELEMENTS}
+                    )
+                    info = await handle.evaluate("(a) => a[0]")
+                except PlaywrightError as exc:
+                    self._raise_if_closed(tab)
+                    if attempt == 1:  # the page was navigating: read the new document
+                        await self._quietly(
+                            page.wait_for_load_state("domcontentloaded", timeout=5000)
+                        )
+                        continue
+                    raise ToolError(
+                        ErrorCode.TOOL_FAILED,
+                        f"Could not read the page of tab {tab.id}: {playwright_message(exc)}",
+                        {"tabId": tab.id},
+                    ) from None
+                if tab.nav_seq == seq:
+                    break
+                await self._quietly(handle.dispose())
+            else:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"Tab {tab.id} kept navigating while its state was read; try again",
+                    {"tabId": tab.id},
+                )
+            old = tab.elements.replace(len(info["elements"]), handle)
+            if old is not None:
+                await self._quietly(old.handle.dispose())
+            tab.url, tab.title = info["url"], info["title"]
+        return self._done(
+            {
+                "tabId": tab.id,
+                "url": info["url"],
+                "title": info["title"],
+                "viewport": info["viewport"],
+                "scroll": info["scroll"],
+                "elements": info["elements"],
+                "truncated": info["total"] > len(info["elements"]),
+            }
+        )
+
+    # -- acting on the page -------------------------------------------------------------
+
+    async def click_element(self, ctx: ToolContext, args: ElementArgs) -> Any:
+        """Click an element (el-N from the latest get_browser_state) like a user would."""
+        from playwright.async_api import Error as PlaywrightError
+
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            element = await self._element(tab, args.elementId)
+            seq = tab.nav_seq
+            try:
+                await element.click(timeout=settings.actionTimeoutMs)
+            except PlaywrightError as exc:
+                raise self._element_error(tab, args.elementId, "click", exc) from None
+            diags = await self._settle(tab, seq, settings)
+        return self._done({"clicked": args.elementId}, diags)
+
+    async def type_text(self, ctx: ToolContext, args: TypeTextArgs) -> Any:
+        """Replace a field's value with text (real input and change events); a select picks the option."""
+        from playwright.async_api import Error as PlaywrightError
+
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            element = await self._element(tab, args.elementId)
+            try:
+                kind = await element.evaluate(FIELD_KIND)
+                if kind == "select":
+                    value = await element.evaluate(_FIND_OPTION, args.text)
+                    if value is None:
+                        raise ToolError(
+                            ErrorCode.TOOL_FAILED,
+                            f"Element {args.elementId} has no option with the value or label {args.text!r}",
+                            {"tabId": tab.id, "elementId": args.elementId},
+                        )
+                    await element.select_option(value=value, timeout=settings.actionTimeoutMs)
+                elif kind == "text":
+                    await element.fill(args.text, timeout=settings.actionTimeoutMs)
+                    await element.evaluate(COMMIT_CHANGE)
+                else:
+                    raise ToolError(
+                        ErrorCode.TOOL_FAILED,
+                        f"Element {args.elementId} is not a text field, text area, editable "
+                        "element or select; it cannot take typed text",
+                        {"tabId": tab.id, "elementId": args.elementId},
+                    )
+            except PlaywrightError as exc:
+                raise self._element_error(tab, args.elementId, "type into", exc) from None
+        # The original counts UTF-16 code units (JavaScript's length).
+        return self._done({"typed": len(args.text.encode("utf-16-le")) // 2})
+
+    async def scroll_page(self, ctx: ToolContext, args: ScrollArgs) -> Any:
+        """Scroll a tab: to toX/toY when given, else by deltaX/deltaY."""
+        from playwright.async_api import Error as PlaywrightError
+
+        tab = self._controlled(ctx, args.tabId)
+        async with tab.lock:
+            try:
+                pos = await tab.page.evaluate(
+                    SCROLL, [args.deltaX, args.deltaY, args.toX, args.toY]
+                )
+            except PlaywrightError as exc:
+                self._raise_if_closed(tab)
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"Could not scroll tab {tab.id}: {playwright_message(exc)}",
+                    {"tabId": tab.id},
+                ) from None
+        return self._done({"ok": True, "scrollX": pos["scrollX"], "scrollY": pos["scrollY"]})
+
+    async def send_keys(self, ctx: ToolContext, args: SendKeysArgs) -> Any:
+        """Press a named key or combination (Enter, Tab, Control+a...) or type literal text into the focused element."""
+        from playwright.async_api import Error as PlaywrightError
+
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        keys = parse_keys(args.keys)
+        async with tab.lock:
+            seq = tab.nav_seq
+            try:
+                if keys.kind == "press":
+                    await tab.page.keyboard.press(keys.value)
+                else:
+                    await tab.page.keyboard.type(keys.value)
+            except PlaywrightError as exc:
+                self._raise_if_closed(tab)
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"Could not send keys to tab {tab.id}: {playwright_message(exc)}",
+                    {"tabId": tab.id},
+                ) from None
+            diags = await self._settle(tab, seq, settings)
+        return self._done({"ok": True}, diags)
+
+    async def cdp_command(self, ctx: ToolContext, args: CdpArgs) -> Any:
+        """Run a raw Chrome DevTools Protocol method on the tab's CDP session."""
+        from playwright.async_api import Error as PlaywrightError
+
+        settings = self._settings(ctx)
+        tab = self._controlled(ctx, args.tabId)
+        params = dict(args.params or {})
+        if not settings.cdpUnrestricted:
+            params = check_cdp(args.method, params, settings.extraSchemes)
+        try:
+            session = await self.host.cdp_session(tab)
+            result = await session.send(args.method, params)
+        except PlaywrightError as exc:
+            self._raise_if_closed(tab)
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"CDP {args.method} failed: {playwright_message(exc)}",
+                {"tabId": tab.id, "method": args.method},
+            ) from None
+        return self._done({"tabId": tab.id, "method": args.method, "result": result})
+
+    # -- logs ---------------------------------------------------------------------------
+
+    async def get_console_logs(self, ctx: ToolContext, args: LogsArgs) -> Any:
+        """A tab's console entries, most recent last (up to 1,000 kept)."""
+        tab = self.host.tabs.get(args.tabId)
+        return self._done(tab.console.recent(args.limit))
+
+    async def get_network_logs(self, ctx: ToolContext, args: LogsArgs) -> Any:
+        """A tab's network requests with status, type, timing and failures, most recent last."""
+        tab = self.host.tabs.get(args.tabId)
+        return self._done(tab.network.recent(args.limit))
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _settings(self, ctx: ToolContext) -> BrowserSettings:
+        return browser_settings(ctx.settings)
+
+    def _controlled(self, ctx: ToolContext, tab_id: str) -> Tab:
+        tab = self.host.tabs.get(tab_id)
+        assert_control(tab, Controller.of(ctx.caller))
+        return tab
+
+    def _done(self, content: Any, diagnostics: Diagnostics | None = None) -> Any:
+        notes: Diagnostics = [{"level": "warn", "message": n} for n in self.host.take_notices()]
+        notes.extend(diagnostics or [])
+        return ok_result(content, diagnostics=notes) if notes else content
+
+    def _raise_if_closed(self, tab: Tab) -> None:
+        if self.host.tabs.find(tab.id) is None:
+            self.host.tabs.get(tab.id)  # raises with the reason the tab went away
+
+    async def _navigate(
+        self,
+        tab: Tab,
+        action: Callable[[], Awaitable[Response | None]],
+        settings: BrowserSettings,
+        target: str | None = None,
+    ) -> Diagnostics:
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+        tab.load_state, tab.error = "loading", None
+        tab.elements.invalidate("the tab navigated since the ids were issued")
+        diags: Diagnostics = []
+        try:
+            for attempt in range(_DETACHED_RETRIES):
+                try:
+                    await action()
+                    break
+                except PlaywrightError as exc:
+                    # Right after a failed load Chromium swaps the page's process and
+                    # Playwright is briefly not attached to it; the next try works.
+                    if "not attached to an active page" not in str(exc).lower():
+                        raise
+                    if attempt == _DETACHED_RETRIES - 1:
+                        raise
+                    await anyio.sleep(0.1)
+            tab.load_state = "ready"
+        except PlaywrightTimeoutError:
+            diags.append(
+                {
+                    "level": "warn",
+                    "message": f"Tab {tab.id} is still loading after "
+                    f"{settings.navigationTimeoutMs} ms; the page may be partly loaded",
+                }
+            )
+        except PlaywrightError as exc:
+            self._raise_if_closed(tab)
+            message = playwright_message(exc)
+            tab.load_state, tab.error = "error", message
+            if target is not None:
+                tab.url = target
+            where = target or tab.url
+            diags.append(
+                {"level": "error", "message": f"Tab {tab.id} failed to load {where}: {message}"}
+            )
+        if tab.load_state != "error" and not tab.page.url.startswith("chrome-error://"):
+            tab.url = tab.page.url
+        await self._refresh_titles([tab])
+        return diags
+
+    async def _settle(self, tab: Tab, seq: int, settings: BrowserSettings) -> Diagnostics:
+        """After input: when it started a navigation, wait for the new page to load."""
+        if tab.nav_seq == seq:
+            return []
+        from playwright.async_api import Error as PlaywrightError
+
+        tab.load_state, tab.error = "loading", None
+        try:
+            await tab.page.wait_for_load_state("load", timeout=settings.navigationTimeoutMs)
+            tab.load_state = "ready"
+        except PlaywrightError:
+            self._raise_if_closed(tab)
+            return [{"level": "warn", "message": f"Tab {tab.id} is still loading after the input"}]
+        return []
+
+    async def _element(self, tab: Tab, element_id: str) -> ElementHandle:
+        from playwright.async_api import Error as PlaywrightError
+
+        extraction, index = tab.elements.resolve(tab.id, element_id)
+        try:
+            handle = await extraction.handle.evaluate_handle("(a, i) => a[i]", index)
+        except PlaywrightError as exc:
+            raise self._element_error(tab, element_id, "reach", exc) from None
+        element = handle.as_element()
+        if element is None:
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"Element id {element_id} does not resolve to an element of tab {tab.id}",
+                {"tabId": tab.id, "elementId": element_id},
+            )
+        return element
+
+    def _element_error(self, tab: Tab, element_id: str, verb: str, exc: BaseException) -> ToolError:
+        self._raise_if_closed(tab)
+        message = playwright_message(exc)
+        details = {"tabId": tab.id, "elementId": element_id}
+        lowered = message.lower()
+        if "not attached" in lowered or "context was destroyed" in lowered or "disposed" in lowered:
+            return ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"Element id {element_id} is stale: the element is no longer in the page. Call "
+                "get_browser_state again and use the new ids.",
+                {**details, "reason": "stale"},
+            )
+        return ToolError(
+            ErrorCode.TOOL_FAILED, f"Could not {verb} element {element_id}: {message}", details
+        )
+
+    async def _refresh_titles(self, tabs: list[Tab]) -> None:
+        async def one(tab: Tab) -> None:
+            with anyio.move_on_after(TITLE_TIMEOUT_S):
+                try:
+                    tab.title = await tab.page.title()
+                except Exception:
+                    pass
+
+        if not tabs:
+            return
+        async with anyio.create_task_group() as tg:
+            for tab in tabs:
+                tg.start_soon(one, tab)
+
+    @staticmethod
+    async def _quietly(awaitable: Awaitable[Any]) -> None:
+        try:
+            await awaitable
+        except Exception:
+            pass
