@@ -1,0 +1,153 @@
+"""git_diff: GitDiffResult on real repositories."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.git.support import call_ok
+
+pytestmark = pytest.mark.anyio
+
+
+def by_path(result):
+    return {f["path"]: f for f in result["files"]}
+
+
+async def test_not_a_repository_gives_is_repo_false_and_empty_totals(git_rt, tmp_path):
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(tmp_path), "scope": "staged"})
+    assert result == {
+        "isRepo": False,
+        "root": None,
+        "scope": "staged",
+        "files": [],
+        "totalAdditions": 0,
+        "totalDeletions": 0,
+    }
+
+
+@pytest.fixture
+def changed_repo(make_repo, sh):
+    repo = make_repo(files={"staged.txt": "one\n", "unstaged.txt": "one\ntwo\n", "gone.txt": "x\n"})
+    (repo / "staged.txt").write_text("one\nstaged\n")
+    sh(repo, "add", "staged.txt")
+    (repo / "unstaged.txt").write_text("one\n")
+    (repo / "gone.txt").unlink()
+    (repo / "untracked.txt").write_text("u1\nu2\nu3\n")
+    return repo
+
+
+async def test_scope_all_has_staged_unstaged_and_untracked_files(git_rt, changed_repo):
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo)})
+    files = by_path(result)
+    assert result["isRepo"]
+    assert result["root"] == str(changed_repo)
+    assert result["scope"] == "all"
+    assert list(files) == ["gone.txt", "staged.txt", "unstaged.txt", "untracked.txt"]
+    assert files["staged.txt"]["status"] == "modified"
+    assert (files["staged.txt"]["additions"], files["staged.txt"]["deletions"]) == (1, 0)
+    assert (files["unstaged.txt"]["additions"], files["unstaged.txt"]["deletions"]) == (0, 1)
+    assert files["gone.txt"]["status"] == "deleted"
+    assert files["untracked.txt"]["status"] == "untracked"
+    assert files["untracked.txt"]["additions"] == 3
+    assert result["totalAdditions"] == 1 + 0 + 0 + 3
+    assert result["totalDeletions"] == 0 + 1 + 1
+    assert files["staged.txt"]["diff"].startswith("diff --git a/staged.txt b/staged.txt\n")
+    assert "+staged" in files["staged.txt"]["diff"]
+    assert "+u3" in files["untracked.txt"]["diff"]
+
+
+async def test_scope_staged_and_unstaged(git_rt, changed_repo):
+    staged = by_path(
+        await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo), "scope": "staged"})
+    )
+    assert list(staged) == ["staged.txt"]
+    unstaged = by_path(
+        await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo), "scope": "unstaged"})
+    )
+    assert list(unstaged) == ["gone.txt", "unstaged.txt", "untracked.txt"]
+
+
+async def test_include_patches_false_gives_counts_without_bodies(git_rt, changed_repo):
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo), "includePatches": False})
+    assert all(f["diff"] == "" for f in result["files"])
+    assert by_path(result)["untracked.txt"]["additions"] == 3
+
+
+async def test_path_narrows_patches_to_one_file(git_rt, changed_repo):
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo), "path": "unstaged.txt"})
+    files = by_path(result)
+    assert files["unstaged.txt"]["diff"].startswith("diff --git a/unstaged.txt")
+    assert "-two" in files["unstaged.txt"]["diff"]
+    assert all(f["diff"] == "" for p, f in files.items() if p != "unstaged.txt")
+    assert len(files) == 4  # the summary still lists every file
+
+
+async def test_huge_untracked_file_keeps_exact_counts_and_a_capped_preview(git_rt, make_repo):
+    repo = make_repo()
+    (repo / "big.txt").write_text("".join(f"line {i}\n" for i in range(250_000)))
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(repo)})
+    big = by_path(result)["big.txt"]
+    assert big["additions"] == 250_000
+    assert "Large untracked file omitted from preview." in big["diff"]
+    assert len(big["diff"]) < 1000
+
+
+async def test_untracked_file_without_final_newline_counts_its_last_line(git_rt, make_repo):
+    repo = make_repo()
+    (repo / "partial.txt").write_text("a\nb")
+    files = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))
+    assert files["partial.txt"]["additions"] == 2
+    assert files["partial.txt"]["diff"].endswith("+b\n\\ No newline at end of file\n")
+
+
+async def test_binary_files_are_flagged(git_rt, make_repo, sh):
+    repo = make_repo()
+    (repo / "tracked.bin").write_bytes(b"\0\1\2binary")
+    sh(repo, "add", "tracked.bin")
+    (repo / "untracked.bin").write_bytes(b"\0\0\0more")
+    files = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))
+    assert files["tracked.bin"]["binary"] is True
+    assert files["tracked.bin"]["status"] == "added"
+    assert files["untracked.bin"]["binary"] is True
+    assert (files["untracked.bin"]["additions"], files["untracked.bin"]["deletions"]) == (0, 0)
+
+
+async def test_repository_without_commits_diffs_against_the_empty_tree(git_rt, make_repo, sh):
+    repo = make_repo(files={"a.txt": "1\n2\n"}, commit=False)
+    sh(repo, "add", "a.txt")
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(repo), "scope": "staged"})
+    (entry,) = result["files"]
+    assert entry["path"] == "a.txt"
+    assert entry["status"] == "added"
+    assert entry["additions"] == 2
+
+
+async def test_rename_is_reported_with_its_original_path(git_rt, make_repo, sh):
+    repo = make_repo(files={"before.txt": "a reasonably long line so rename detection works\n"})
+    sh(repo, "mv", "before.txt", "after.txt")
+    result = await call_ok(git_rt, "git_diff", {"cwd": str(repo), "scope": "staged"})
+    (entry,) = result["files"]
+    assert entry["path"] == "after.txt"
+    assert entry["status"] == "renamed"
+    assert entry["originalPath"] == "before.txt"
+    assert "rename to after.txt" in entry["diff"]
+
+
+async def test_paths_with_spaces_and_unicode_keep_their_patches(git_rt, make_repo):
+    repo = make_repo(files={"dir with space/ünï cödé.txt": "a\n", 'quote"d.txt': "q\n"})
+    (repo / "dir with space" / "ünï cödé.txt").write_text("b\n")
+    (repo / 'quote"d.txt').write_text("r\n")
+    files = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))
+    assert "+b" in files["dir with space/ünï cödé.txt"]["diff"]
+    assert "+r" in files['quote"d.txt']["diff"]
+
+
+async def test_untracked_symlink_is_counted_not_followed(git_rt, make_repo, tmp_path):
+    repo = make_repo()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s1\ns2\ns3\n")
+    (repo / "link").symlink_to(secret)
+    entry = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))["link"]
+    assert entry["additions"] == 1
+    assert "s1" not in entry["diff"]
+    assert str(secret) in entry["diff"]
