@@ -166,21 +166,32 @@ def find_members(targets: Sequence[Target]) -> dict[str, list[psutil.Process]]:
     return {tid: list(found.values()) for tid, found in members.items()}
 
 
-def _signal_all(procs: Iterable[psutil.Process], sig: signal.Signals) -> None:
+def _signal_all(
+    procs: Iterable[psutil.Process], sig: signal.Signals, skip_group: int | None
+) -> None:
     for proc in procs:
         # psutil refuses to signal a pid that was reused since it saw the process.
         with contextlib.suppress(psutil.Error, OSError):
+            if skip_group is not None and os.getpgid(proc.pid) == skip_group:
+                continue  # got it from killpg already; a second SIGINT/SIGTERM is not the same
             proc.send_signal(sig)
 
 
-def _signal_group(pgid: int | None, create_time: float | None, sig: signal.Signals) -> None:
+def _signal_group(pgid: int | None, create_time: float | None, sig: signal.Signals) -> int | None:
     """Signal the leader's whole group, only while the leader is provably ours (so the group
-    number is too); also reaches members forked after the scan."""
+    number is too); also reaches members forked after the scan. Returns the group signalled."""
     if pgid is None:
-        return
+        return None
     with contextlib.suppress(psutil.Error, OSError):
         if identity_matches(psutil.Process(pgid), create_time) and pgid not in _protected_pids():
             os.killpg(pgid, sig)
+            return pgid
+    return None
+
+
+def _signal_target(target: Target, procs: Iterable[psutil.Process], sig: signal.Signals) -> None:
+    group = _signal_group(target.pid, target.create_time, sig)
+    _signal_all(procs, sig, group)
 
 
 async def terminate(
@@ -197,8 +208,7 @@ async def terminate(
     found = await anyio.to_thread.run_sync(find_members, list(targets))
     outcomes = {t.id: Outcome(t.id, found=sorted(p.pid for p in found[t.id])) for t in targets}
     for t in targets:
-        _signal_group(t.pid, t.create_time, t.sig)
-        _signal_all(found[t.id], t.sig)
+        _signal_target(t, found[t.id], t.sig)
     pending = {t.id: [p for p in found[t.id] if _alive(p)] for t in targets}
     try:
         if grace_s > 0:
@@ -207,14 +217,12 @@ async def terminate(
         if leftovers:
             for t in targets:
                 if leftovers.get(t.id):
-                    _signal_group(t.pid, t.create_time, signal.SIGKILL)
-                    _signal_all(leftovers[t.id], signal.SIGKILL)
+                    _signal_target(t, leftovers[t.id], signal.SIGKILL)
                     outcomes[t.id].killed = sorted(p.pid for p in leftovers[t.id])
             pending = await _wait_gone(leftovers, kill_wait_s)
     except BaseException:
         for t in targets:
-            _signal_group(t.pid, t.create_time, signal.SIGKILL)
-            _signal_all(pending.get(t.id, ()), signal.SIGKILL)
+            _signal_target(t, pending.get(t.id, ()), signal.SIGKILL)
         raise
     for tid, procs in pending.items():
         outcomes[tid].survivors = sorted(p.pid for p in procs if _alive(p))

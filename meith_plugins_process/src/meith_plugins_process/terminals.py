@@ -219,7 +219,9 @@ class TerminalManager:
         self, *, cwd: str, shell: str, cols: int, rows: int, env: Mapping[str, str] | None
     ) -> Terminal:
         term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows)
-        child_env = self.sup.child_env(term.id, extra=env, defaults={"TERM": "xterm-256color"})
+        # TERM describes the terminal the output is rendered by, not the runtime's own.
+        extra = {"TERM": "xterm-256color", **(env or {})}
+        child_env = self.sup.child_env(term.id, extra=extra)
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()
         try:

@@ -1,0 +1,55 @@
+"""Helpers for the process tests: polling instead of sleeps, and "is this pid really gone"."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import psutil
+
+T = TypeVar("T")
+
+PY = sys.executable
+DEADLINE_S = 20.0
+
+
+def gone(pid: int | None) -> bool:
+    """True when `pid` no longer runs. A zombie counts as gone: it has exited, and PID 1 in
+    some containers (this one included) never reaps the orphans it inherits."""
+    if pid is None:
+        return True
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T] | T], what: str, deadline_s: float = DEADLINE_S
+) -> T:
+    """Poll `check` until it returns something truthy (a generous deadline, not a timing test)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value) or isinstance(value, Awaitable):
+            value = await value  # type: ignore[misc]
+        if value:
+            return value  # type: ignore[return-value]
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def descendants(pid: int) -> list[int]:
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def ok(result: Any) -> Any:
+    assert result.ok, result.to_wire()
+    return result.content

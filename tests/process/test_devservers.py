@@ -1,0 +1,449 @@
+"""Dev servers on real processes: ports, logs, stop, errors, the shell rule, readiness."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from meith_core import CancelToken
+from tests.process.conftest import Proc
+from tests.process.support import PY, descendants, eventually, gone, ok
+
+pytestmark = pytest.mark.anyio
+
+HTTP_SERVER = [PY, "-m", "http.server", "0", "--bind", "127.0.0.1"]
+
+
+async def start(
+    p: Proc, cwd: Path | str, command: str, args: list[str] | None = None, **extra
+) -> dict:
+    payload = {"cwd": str(cwd), "command": command, **extra}
+    if args is not None:
+        payload["args"] = args
+    return ok(await p.rt.call("start_dev_server", payload))
+
+
+async def logs(p: Proc, pid: str) -> list[dict]:
+    return ok(await p.rt.call("get_process_logs", {"processId": pid}))["logs"]
+
+
+async def has_log(p: Proc, pid: str, text: str) -> list[dict]:
+    async def check() -> list[dict] | None:
+        entries = await logs(p, pid)
+        return entries if any(text in e["text"] for e in entries) else None
+
+    return await eventually(check, f"log line containing {text!r}")
+
+
+async def record(p: Proc, dev_id: str) -> dict:
+    return next(s for s in ok(await p.rt.call("list_dev_servers", {})) if s["id"] == dev_id)
+
+
+async def test_a_real_http_server_is_started_its_port_detected_and_awaited(
+    proc: Proc, tmp_path
+) -> None:
+    dev = await start(proc, tmp_path, HTTP_SERVER[0], HTTP_SERVER[1:], name="static")
+    assert dev["id"].startswith("dev_")
+    assert dev["status"] == "running"
+    assert dev["name"] == "static"
+    assert dev["args"] == HTTP_SERVER[1:]
+    assert dev["cwd"] == str(tmp_path)
+    events: list[dict] = []
+    ready = await proc.rt.call(
+        "wait_for_dev_server", {"devServerId": dev["id"]}, on_event=events.append
+    )
+    server = ok(ready)
+    port = server["port"]
+    assert isinstance(port, int)
+    assert port > 0
+    assert any(
+        e["kind"] == "progress" and f"port {port} accepts connections" in e.get("message", "")
+        for e in events
+    )
+    # The announced port is the one the process really listens on.
+    listening = {
+        c.laddr.port
+        for c in psutil.Process(dev["pid"]).net_connections("tcp")
+        if c.status == "LISTEN"
+    }
+    assert listening == {port}
+    # Readiness by URL too; the server logs the probe's request on stderr.
+    url = f"http://127.0.0.1:{port}/"
+    ok(
+        await proc.rt.call(
+            "wait_for_dev_server", {"devServerId": dev["id"], "url": url, "timeoutMs": 20000}
+        )
+    )
+    entries = await has_log(proc, dev["id"], '"GET / HTTP/1.1" 200')
+    assert entries[0]["stream"] == "stdout"
+    assert f"port {port}" in entries[0]["text"]
+    assert any(e["stream"] == "stderr" for e in entries)
+    assert [e["seq"] for e in entries] == list(range(len(entries)))
+    tree = ok(await proc.rt.call("get_process_tree", {}))["processes"]
+    mine = next(t for t in tree if t["id"] == dev["id"])
+    assert mine["kind"] == "dev-server"
+    assert mine["ports"] == [port]
+    assert mine["tree"]["pid"] == dev["pid"]
+    assert mine["tree"]["ports"] == [port]
+    assert "http.server" in mine["tree"]["command"]
+
+
+async def test_port_comes_from_the_listening_socket_when_nothing_is_printed(
+    proc: Proc, tmp_path
+) -> None:
+    code = "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); time.sleep(300)"
+    dev = await start(proc, tmp_path, PY, ["-c", code])
+    server = ok(
+        await proc.rt.call("wait_for_dev_server", {"devServerId": dev["id"], "timeoutMs": 20000})
+    )
+    listening = {
+        c.laddr.port
+        for c in psutil.Process(dev["pid"]).net_connections("tcp")
+        if c.status == "LISTEN"
+    }
+    assert {server["port"]} == listening
+    assert (await record(proc, dev["id"]))["port"] == server["port"]
+
+
+async def test_stop_ends_the_process_group_and_descendants_that_left_it(
+    proc: Proc, tmp_path
+) -> None:
+    dev = await start(proc, tmp_path, "sleep 300 & setsid sleep 301 & echo spawned; wait")
+    await has_log(proc, dev["id"], "spawned")
+    kids = await eventually(
+        lambda: len(descendants(dev["pid"])) >= 2 and descendants(dev["pid"]), "children"
+    )
+    res = await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]})
+    assert ok(res) == {"devServerId": dev["id"], "stopped": True}
+    assert gone(dev["pid"])
+    assert all(gone(k) for k in kids)
+    after = await record(proc, dev["id"])
+    assert after["status"] == "stopped"
+    assert after["signal"] == "SIGTERM"
+    assert after["exitCode"] is None
+    texts = [e["text"] for e in await logs(proc, dev["id"])]
+    assert "stopping (SIGTERM)" in texts
+    await eventually(
+        lambda: any(t.startswith("exited with code null (signal SIGTERM)") for t in texts) or None,
+        "exit line",
+    )
+    # Stopping again is reported, not an error.
+    again = await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]})
+    assert again.ok
+    assert again.content["stopped"] is False
+    assert "not running" in again.diagnostics[0].message
+
+
+async def test_stop_escalates_to_sigkill_when_sigterm_is_ignored(proc: Proc, tmp_path) -> None:
+    code = "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('armed'); time.sleep(300)"
+    dev = await start(proc, tmp_path, PY, ["-c", code])
+    ok(
+        await proc.rt.call(
+            "wait_for_dev_server", {"devServerId": dev["id"], "logPattern": "^armed$"}
+        )
+    )
+    assert ok(await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]}))["stopped"] is True
+    assert gone(dev["pid"])
+    after = await record(proc, dev["id"])
+    assert after["status"] == "stopped"
+    assert after["signal"] == "SIGKILL"
+
+
+async def test_stop_with_another_signal(proc: Proc, tmp_path) -> None:
+    code = "import signal,sys,time; signal.signal(signal.SIGINT, lambda *a: sys.exit(5)); print('armed'); time.sleep(300)"
+    dev = await start(proc, tmp_path, PY, ["-c", code])
+    ok(await proc.rt.call("wait_for_dev_server", {"devServerId": dev["id"], "logPattern": "armed"}))
+    assert ok(
+        await proc.rt.call("stop_dev_server", {"devServerId": dev["id"], "signal": "SIGINT"})
+    )["stopped"]
+    after = await record(proc, dev["id"])
+    assert (after["status"], after["exitCode"], after["signal"]) == ("stopped", 5, None)
+    res = await proc.rt.call("stop_dev_server", {"devServerId": dev["id"], "signal": "SIGNOPE"})
+    assert res.error.code == "VALIDATION_ERROR"
+
+
+async def test_exit_code_streams_and_system_line(proc: Proc, tmp_path) -> None:
+    dev = await start(proc, tmp_path, "echo out; echo err >&2; printf 'no newline'; exit 3")
+    entries = await has_log(proc, dev["id"], "exited with code 3")
+    by_stream = {(e["stream"], e["text"]) for e in entries}
+    assert {
+        ("stdout", "out"),
+        ("stderr", "err"),
+        ("stdout", "no newline"),
+        ("system", "exited with code 3"),
+    } <= by_stream
+    assert entries[-1]["stream"] == "system"
+    assert [e["seq"] for e in entries] == list(range(len(entries)))
+    assert all(isinstance(e["ts"], int) for e in entries)
+    after = await record(proc, dev["id"])
+    assert (after["status"], after["exitCode"], after["signal"]) == ("exited", 3, None)
+    limited = ok(await proc.rt.call("get_process_logs", {"processId": dev["id"], "limit": 1}))[
+        "logs"
+    ]
+    assert limited == [entries[-1]]
+
+
+async def test_a_command_that_does_not_exist_is_errored_not_hung(proc: Proc, tmp_path) -> None:
+    via_shell = await start(proc, tmp_path, "no-such-command-meith --flag")
+    entries = await has_log(proc, via_shell["id"], "command not found")
+    assert entries[-1] == {
+        **entries[-1],
+        "stream": "system",
+        "text": "exited with code 127: command not found",
+    }
+    assert (await record(proc, via_shell["id"]))["status"] == "errored"
+    res = await proc.rt.call(
+        "start_dev_server",
+        {"cwd": str(tmp_path), "command": "no-such-command-meith", "args": ["x"]},
+    )
+    assert res.ok
+    assert res.content["status"] == "errored"
+    assert res.content["pid"] is None
+    assert "failed to spawn" in res.diagnostics[0].message
+    spawn_log = (await logs(proc, res.content["id"]))[0]
+    assert spawn_log["stream"] == "system"
+    assert spawn_log["text"].startswith("failed to spawn: ")
+    res = await proc.rt.call("start_dev_server", {"cwd": str(tmp_path / "nope"), "command": "true"})
+    assert res.error.code == "VALIDATION_ERROR"
+
+
+async def test_command_with_args_runs_without_a_shell(proc: Proc, tmp_path) -> None:
+    literal = "$HOME; echo injected"
+    dev = await start(proc, tmp_path, "printf", ["[%s]\\n", literal])
+    entries = await has_log(proc, dev["id"], "exited with code 0")
+    assert entries[0]["text"] == f"[{literal}]"
+    assert not any(e["text"] == "injected" for e in entries)
+    shell = await start(proc, tmp_path, "echo $((6*7)) && echo second")
+    entries = await has_log(proc, shell["id"], "exited with code 0")
+    assert [e["text"] for e in entries[:2]] == ["42", "second"]
+
+
+async def test_a_duplicate_start_returns_the_running_server(proc: Proc, tmp_path) -> None:
+    first = await start(proc, tmp_path, "sleep 300")
+    res = await proc.rt.call("start_dev_server", {"cwd": str(tmp_path), "command": "sleep 300"})
+    assert res.ok
+    assert res.content["id"] == first["id"]
+    assert res.diagnostics
+    assert "already running" in res.diagnostics[0].message
+    assert len(ok(await proc.rt.call("list_dev_servers", {}))) == 1
+    ok(await proc.rt.call("stop_dev_server", {"devServerId": first["id"]}))
+    third = await start(proc, tmp_path, "sleep 300")
+    assert third["id"] != first["id"]
+
+
+async def test_children_get_the_runtime_environment(proc: Proc, tmp_path) -> None:
+    dev = await start(
+        proc,
+        tmp_path,
+        'echo "home=$MEITH_HOME id=$MEITH_PROCESS_ID sock=${MEITH_SOCKET:-none} x=$EXTRA"',
+        env={"EXTRA": "yes"},
+    )
+    entries = await has_log(proc, dev["id"], "home=")
+    assert entries[0]["text"] == f"home={proc.rt.home.root} id={dev['id']} sock=none x=yes"
+
+
+async def test_unknown_ids_fail_with_the_original_messages(proc: Proc) -> None:
+    for tool, args in [
+        ("stop_dev_server", {"devServerId": "dev_nope"}),
+        ("wait_for_dev_server", {"devServerId": "dev_nope"}),
+        ("attach_process_logs", {"devServerId": "dev_nope"}),
+    ]:
+        res = await proc.rt.call(tool, args)
+        assert (res.error.code, res.error.message) == (
+            "TOOL_FAILED",
+            "Unknown dev server: dev_nope",
+        )
+    res = await proc.rt.call("get_process_logs", {"processId": "dev_nope"})
+    assert (res.error.code, res.error.message) == ("TOOL_FAILED", "Unknown process: dev_nope")
+
+
+async def test_wait_fails_clearly_when_the_server_exits_first(proc: Proc, tmp_path) -> None:
+    dev = await start(proc, tmp_path, "echo booting; sleep 0.3; echo crashed >&2; exit 4")
+    res = await proc.rt.call("wait_for_dev_server", {"devServerId": dev["id"], "timeoutMs": 20000})
+    assert res.error.code == "TOOL_FAILED"
+    assert "exited (exit code 4) before it was ready" in res.error.message
+    assert res.error.details["devServer"]["status"] == "exited"
+    assert "crashed" in [e["text"] for e in res.error.details["logs"]]
+
+
+async def test_wait_fails_clearly_at_its_deadline(proc: Proc, tmp_path) -> None:
+    dev = await start(proc, tmp_path, "echo starting; sleep 300")
+    events: list[dict] = []
+    res = await proc.rt.call(
+        "wait_for_dev_server",
+        {"devServerId": dev["id"], "logPattern": "compiled", "timeoutMs": 300},
+        on_event=events.append,
+    )
+    assert res.error.code == "TIMEOUT"
+    assert "not ready after 300 ms" in res.error.message
+    assert "/compiled/" in res.error.message
+    assert events
+    assert events[0]["kind"] == "progress"
+
+
+async def test_wait_for_a_log_line(proc: Proc, tmp_path) -> None:
+    dev = await start(proc, tmp_path, "sleep 0.3; echo 'compiled successfully in 12ms'; sleep 300")
+    server = ok(
+        await proc.rt.call(
+            "wait_for_dev_server", {"devServerId": dev["id"], "logPattern": r"compiled \w+"}
+        )
+    )
+    assert server["id"] == dev["id"]
+    assert server["status"] == "running"
+
+
+async def test_attach_replays_then_streams_with_levels_and_prefixes_until_cancelled(
+    proc: Proc, tmp_path
+) -> None:
+    trigger = tmp_path / "go"
+    script = f"echo one; echo two >&2; while [ ! -e {trigger} ]; do sleep 0.05; done; echo three; sleep 300"
+    dev = await start(proc, tmp_path, script)
+    await has_log(proc, dev["id"], "two")
+    events: list[dict] = []
+    cancel = CancelToken()
+    task_result: dict = {}
+
+    async def attach() -> None:
+        res = await proc.rt.call(
+            "attach_process_logs", {"devServerId": dev["id"]}, on_event=events.append, cancel=cancel
+        )
+        task_result["res"] = res
+
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach)
+        await eventually(lambda: len(events) >= 2, "replayed lines")
+        trigger.touch()
+        await eventually(lambda: len(events) >= 3, "the live line")
+        cancel.cancel()
+    res = task_result["res"]
+    assert ok(res) == {"devServerId": dev["id"], "attached": True}
+    assert events == [
+        {"kind": "log", "level": "info", "message": "one"},
+        {"kind": "log", "level": "warn", "message": "[stderr] two"},
+        {"kind": "log", "level": "info", "message": "three"},
+    ]
+    # By cwd: the newest server in that directory.
+    events.clear()
+    cancel = CancelToken()
+
+    async def attach_cwd() -> None:
+        task_result["cwd"] = await proc.rt.call(
+            "attach_process_logs", {"cwd": str(tmp_path)}, on_event=events.append, cancel=cancel
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach_cwd)
+        await eventually(lambda: len(events) >= 3, "the replay")
+        ok(await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]}))
+        await eventually(
+            lambda: any("exited with code" in e["message"] for e in events), "the exit line"
+        )
+        cancel.cancel()
+    assert ok(task_result["cwd"])["devServerId"] == dev["id"]
+    assert events[3] == {"kind": "log", "level": "info", "message": "[system] stopping (SIGTERM)"}
+    res = await proc.rt.call("attach_process_logs", {"cwd": str(tmp_path / "elsewhere")})
+    assert res.error.code in ("TOOL_FAILED", "VALIDATION_ERROR")
+    (tmp_path / "empty").mkdir()
+    res = await proc.rt.call("attach_process_logs", {"cwd": str(tmp_path / "empty")})
+    assert res.error.message == f"No dev server running in {tmp_path / 'empty'}"
+
+
+async def test_attach_without_replay_sends_only_new_lines(proc: Proc, tmp_path) -> None:
+    import anyio
+
+    trigger = tmp_path / "go"
+    dev = await start(
+        proc,
+        tmp_path,
+        f"echo old; while [ ! -e {trigger} ]; do sleep 0.05; done; echo new; sleep 300",
+    )
+    await has_log(proc, dev["id"], "old")
+    buffer = proc.plugin.dev_servers.servers[dev["id"]].logs
+    events: list[dict] = []
+    cancel = CancelToken()
+
+    async def attach() -> None:
+        await proc.rt.call(
+            "attach_process_logs",
+            {"devServerId": dev["id"], "replay": False},
+            on_event=events.append,
+            cancel=cancel,
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach)
+        await eventually(lambda: len(buffer._subscribers) == 1, "the subscription")
+        trigger.touch()
+        await eventually(lambda: events, "the new line")
+        cancel.cancel()
+    assert events == [{"kind": "log", "level": "info", "message": "new"}]
+    assert buffer._subscribers == []
+
+
+async def test_ten_attached_clients_each_get_every_line_in_order(proc: Proc, tmp_path) -> None:
+    import anyio
+
+    lines = 20_000
+    trigger = tmp_path / "go"
+    code = (
+        "import os,sys,time\n"
+        "print('ready', flush=True)\n"
+        f"while not os.path.exists({str(trigger)!r}): time.sleep(0.02)\n"
+        f"sys.stdout.write(''.join(f'line {{i}}\\n' for i in range({lines})))\n"
+        "print('done', flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    dev = await start(proc, tmp_path, PY, ["-c", code])
+    await has_log(proc, dev["id"], "ready")
+    clients = 10
+    received: list[list[str]] = [[] for _ in range(clients)]
+    cancel = CancelToken()
+    results: list = [None] * clients
+
+    async def attach(i: int) -> None:
+        results[i] = await proc.rt.call(
+            "attach_process_logs",
+            {"devServerId": dev["id"]},
+            on_event=lambda e, i=i: received[i].append(e["message"]),
+            cancel=cancel,
+        )
+
+    async with anyio.create_task_group() as tg:
+        for i in range(clients):
+            tg.start_soon(attach, i)
+        # Replay and subscription are atomic: a client that has replayed "ready" is subscribed.
+        await eventually(lambda: all(r[:1] == ["ready"] for r in received), "every client attached")
+        trigger.touch()
+        await eventually(
+            lambda: all(r and r[-1] == "done" for r in received), "every line everywhere"
+        )
+        cancel.cancel()
+    expected = ["ready", *(f"line {i}" for i in range(lines)), "done"]
+    for i in range(clients):
+        assert received[i] == expected, f"client {i}"
+        assert ok(results[i]) == {"devServerId": dev["id"], "attached": True}
+
+
+async def test_get_process_tree_lists_terminals_and_servers_with_children(
+    proc: Proc, tmp_path
+) -> None:
+    dev = await start(proc, tmp_path, "sleep 300 & sleep 301 & wait")
+    term = ok(await proc.rt.call("create_terminal", {"shell": "/bin/sh"}))
+    await eventually(lambda: len(descendants(dev["pid"])) >= 2, "children")
+    tree = ok(await proc.rt.call("get_process_tree", {}))["processes"]
+    by_id = {t["id"]: t for t in tree}
+    assert by_id[term["id"]]["kind"] == "terminal"
+    assert by_id[term["id"]]["tree"]["pid"] == term["pid"]
+    node = by_id[dev["id"]]["tree"]
+    assert node["pid"] == dev["pid"]
+    assert node["ppid"] == os.getpid()
+    assert sorted(c["command"] for c in node["children"]) == ["sleep 300", "sleep 301"]
+    assert all(c["ppid"] == dev["pid"] for c in node["children"])
+    ok(await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]}))
+    tree = ok(await proc.rt.call("get_process_tree", {}))["processes"]
+    assert next(t for t in tree if t["id"] == dev["id"])["tree"] is None
