@@ -51,7 +51,8 @@ _SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
-    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]+):[^/\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
+    # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
 )
 # A quick gate so ordinary strings skip the pattern list entirely.
 _MAYBE_SECRET: Final = re.compile(
@@ -60,13 +61,45 @@ _MAYBE_SECRET: Final = re.compile(
     re.IGNORECASE,
 )
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
+#: Bounds the work on one summary: a value shared many times (a DAG, or a cycle) would
+#: otherwise be expanded up to MAX_OBJECT_KEYS ** MAX_DEPTH times. Far more than 2000
+#: characters of summary can show.
+MAX_NODES: Final = 2000
+
+
+def _char_class(c: str) -> int:
+    if "a" <= c <= "z":
+        return 0
+    if "A" <= c <= "Z":
+        return 1
+    if "0" <= c <= "9":
+        return 2
+    return -1
+
+
+def _looks_random(text: str) -> bool:
+    """Random base62/base64 switches between lower case, upper case and digits at about 60%
+    of adjacent pairs, and only about a quarter of its letter pairs are two lower-case
+    letters; names of things (paths, URLs, branches, CamelCase identifiers, timestamps) are
+    runs of words: few switches, mostly lower-case letter pairs."""
+    pairs = switches = letter_pairs = lower_pairs = 0
+    prev = -1
+    for c in text:
+        cls = _char_class(c)
+        if cls >= 0 and prev >= 0:
+            pairs += 1
+            switches += cls != prev
+            letter_pairs += cls < 2 and prev < 2
+            lower_pairs += cls == prev == 0
+        prev = cls
+    return pairs > 0 and switches >= 0.3 * pairs and lower_pairs <= 0.6 * letter_pairs
 
 
 def _looks_like_token(text: str) -> bool:
     """A long, high-entropy, space-free string: an API key or password we have no pattern for.
 
-    Entropy keeps hex digests (about 4 bits/char) and paths (repeated letters, short
-    segments) out, while random base62/base64 strings score near 5 bits/char.
+    Entropy and three character classes keep hex digests (git SHAs, UUIDs) out; the
+    randomness test keeps paths and other names of things out.
     """
     if len(text) < 32 or not _TOKEN_CHARS.fullmatch(text):
         return False
@@ -84,7 +117,11 @@ def _looks_like_token(text: str) -> bool:
             any(c.isdigit() for c in text),
         )
     )
-    return entropy >= 4.3 and classes >= 3
+    return entropy >= 4.0 and classes >= 3 and _looks_random(text)
+
+
+def _token_or_keep(match: re.Match[str]) -> str:
+    return REDACTED if _looks_like_token(match.group()) else match.group()
 
 
 def _clean(text: str) -> str:
@@ -105,8 +142,10 @@ def redact_string(text: str, key: str = "") -> str:
     if _MAYBE_SECRET.search(text):
         for pattern, replacement in _SECRET_PATTERNS:
             text = pattern.sub(replacement, text)
-    if _looks_like_token(text):
-        return REDACTED
+    if len(text) >= 32:
+        # Whole string or embedded (a command line, a header value): each long run of token
+        # characters is judged on its own.
+        text = _TOKEN_CHARS.sub(_token_or_keep, text)
     text = _clean(text)
     if len(text) > MAX_STRING_CHARS:
         return f"{text[:MAX_STRING_CHARS]}...[truncated {len(text)} chars]"
@@ -115,10 +154,20 @@ def redact_string(text: str, key: str = "") -> str:
 
 def redact(value: Any, key: str = "", depth: int = 0) -> Any:
     """A JSON-safe copy of `value` with secrets removed and sizes bounded."""
+    return _redact(value, key, depth, [MAX_NODES])
+
+
+def _redact(value: Any, key: str, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "[...]"
     if key and SECRET_KEY_RE.search(key):
         return REDACTED
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        # Beyond this, int -> str is refused by Python (and nobody reads such a number).
+        return value if abs(value) < 10**300 else f"[integer of {value.bit_length()} bits]"
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
@@ -135,21 +184,24 @@ def redact(value: Any, key: str = "", depth: int = 0) -> Any:
             return "[UNSERIALIZABLE]"
         for k, v in items[:MAX_OBJECT_KEYS]:
             name = _clean(str(k))[:MAX_STRING_CHARS]
-            out[name] = redact(v, name, depth + 1)
+            out[name] = _redact(v, name, depth + 1, budget)
         if len(items) > MAX_OBJECT_KEYS:
             out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"
         return out
     if isinstance(value, list | tuple | set | frozenset):
-        seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
+        try:
+            seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
+        except Exception:
+            return "[UNSERIALIZABLE]"
         # Items inherit the parent key, so `tokens: [...]` items are redacted too.
-        red = [redact(v, key, depth + 1) for v in seq[:MAX_ARRAY_ITEMS]]
+        red = [_redact(v, key, depth + 1, budget) for v in seq[:MAX_ARRAY_ITEMS]]
         if len(seq) > MAX_ARRAY_ITEMS:
             red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
         return red
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         try:
-            return redact(dump(mode="json"), key, depth)
+            return _redact(dump(mode="json"), key, depth, budget)
         except Exception:
             return "[UNSERIALIZABLE]"
     try:
