@@ -40,12 +40,15 @@ def _transport_exit(exc: TransportError) -> int:
     )
 
 
-def run_call(tokens: list[str], ctx: Any) -> int:
+def run_call(tokens: list[str], ctx: Any) -> int | None:
+    """Run `meith call`; None means "show typer's help instead" (only without a context)."""
     try:
         line = parse_call_line(tokens)
         opts = line.options
         if line.tool is None:
             if opts.get("help") or not tokens:
+                if ctx is None:
+                    return None
                 sys.stdout.write(ctx.get_help() + "\n")
                 return EXIT_OK
             raise UsageError(
@@ -158,6 +161,28 @@ def _tool_help(client: Client, name: str) -> int:
             "\n--cwd also sets the working directory the runtime sees; it defaults to here.\n"
         )
     return EXIT_OK
+
+
+def run_tools_argv(argv: list[str]) -> int:
+    """`meith tools [--json] [--socket PATH] [--instance PID|LABEL]` without typer."""
+    opts: dict[str, Any] = {"json": False, "socket": None, "instance": None}
+    i = 0
+    while i < len(argv):
+        name, eq, inline = argv[i].partition("=")
+        i += 1
+        if name == "--json" and not eq:
+            opts["json"] = True
+        elif name in ("--socket", "--instance"):
+            if not eq:
+                if i >= len(argv):
+                    return fail(f"{name} needs a value", EXIT_USAGE)
+                inline, i = argv[i], i + 1
+            opts[name[2:]] = inline
+        else:
+            return fail(
+                f'unexpected argument {argv[i - 1]!r} (see "meith tools --help")', EXIT_USAGE
+            )
+    return run_tools(opts["json"], opts["socket"], opts["instance"])
 
 
 def run_tools(as_json: bool, socket_path: str | None, instance: str | None) -> int:

@@ -126,7 +126,7 @@ def call(
     """
     from meith_core.cli.call import run_call
 
-    raise typer.Exit(run_call(list(tokens or []), ctx))
+    raise typer.Exit(run_call(list(tokens or []), ctx) or 0)
 
 
 @app.command(epilog=_examples("meith tools --json | jq '.[].name'"))
@@ -350,7 +350,3 @@ def settings_set(
     from meith_core.cli.admin import run_settings_set
 
     raise typer.Exit(run_settings_set(key, value))
-
-
-def run() -> None:
-    app()

@@ -1,0 +1,451 @@
+"""The `meith` CLI end to end: output, exit codes, Ctrl-C, help and the admin commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness import MEITH
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One probe runtime for the read-only CLI tests of this module."""
+    from tests.harness import MeithServer
+    from tests.server.probe_plugin import install_probe
+
+    base = tmp_path_factory.mktemp("cli")
+    probe_dir = base / "probe"
+    probe_dir.mkdir()
+    site = install_probe(base / "site")
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p
+        ),
+        "PROBE_DIR": str(probe_dir),
+    }
+    srv = MeithServer(base / "home", env=env)
+    srv.cli_env.update(env)
+    srv.approve("probe")
+    yield srv
+    srv.stop()
+
+
+def test_string_content_prints_raw_and_other_content_as_indented_json(shared) -> None:
+    proc = shared.cli("call", "probe_echo", "--value", "hello")
+    assert (proc.returncode, proc.stdout) == (0, "hello\n")
+    proc = shared.cli("call", "probe_echo", "--value-json", '{"a": [1, 2]}')
+    assert proc.stdout == json.dumps({"a": [1, 2]}, indent=2) + "\n"
+
+
+def test_empty_content_prints_ok_unless_quiet(shared) -> None:
+    assert shared.cli("call", "probe_echo").stdout == "ok\n"
+    assert shared.cli("call", "probe_echo", "--quiet").stdout == ""
+
+
+def test_json_prints_the_raw_envelope(shared) -> None:
+    proc = shared.cli("call", "probe_echo", "--value", "7", "--json")
+    assert json.loads(proc.stdout) == {"ok": True, "content": 7}
+
+
+def test_repeated_flags_reach_the_tool_as_an_array(shared) -> None:
+    assert json.loads(
+        shared.cli("call", "probe_echo", "--value", "a", "--value", "b", "--json").stdout
+    )["content"] == ["a", "b"]
+
+
+def test_stdin_provides_base_arguments_and_flags_override(shared) -> None:
+    proc = shared.cli(
+        "call", "probe_echo", "--stdin", "--json", input='{"value": "from-stdin", "repeat": 2}'
+    )
+    assert json.loads(proc.stdout)["content"] == ["from-stdin", "from-stdin"]
+    proc = shared.cli(
+        "call",
+        "probe_echo",
+        "--stdin",
+        "--value",
+        "flag",
+        "--json",
+        input='{"value": "from-stdin"}',
+    )
+    assert json.loads(proc.stdout)["content"] == "flag"
+
+
+def test_partial_text_streams_to_stdout_progress_and_artifacts_to_stderr_logs_only_verbose(
+    shared,
+) -> None:
+    proc = shared.cli("call", "probe_stream", "--count", "3")
+    assert proc.stdout == "part0;part1;part2;done\n"
+    assert "… step 0 33%" in proc.stderr
+    assert "artifact text/plain: note.txt" in proc.stderr
+    assert "log 0" not in proc.stderr
+    verbose = shared.cli("call", "probe_stream", "--count", "2", "--verbose")
+    assert "  [info] log 1" in verbose.stderr
+
+
+def test_cwd_option_sets_the_working_directory_the_runtime_sees(shared, tmp_path) -> None:
+    content = json.loads(
+        shared.cli("call", "probe_whoami", "--cwd", str(tmp_path), "--json").stdout
+    )["content"]
+    assert content["cwd"] == str(tmp_path)
+    here = json.loads(shared.cli("call", "probe_whoami", "--json", cwd=str(tmp_path)).stdout)[
+        "content"
+    ]
+    assert here["cwd"] == str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stderr"),
+    [
+        (["call", "probe_fail"], 1, "error (TOOL_FAILED): probe failure"),
+        (["call", "probe_sleep", "--seconds", "soon"], 2, "error (VALIDATION_ERROR): "),
+        (["call", "no_such_tool"], 2, "error (UNKNOWN_TOOL): Unknown tool: no_such_tool"),
+        (["call", "probe_write"], 4, "error (PERMISSION_DENIED): "),
+        (
+            ["call", "probe_sleep", "--timeout", "300"],
+            5,
+            'error (TIMEOUT): Tool "probe_sleep" timed out after 300ms',
+        ),
+        (["call", "probe_echo", "--timeout", "soon"], 2, "--timeout must be a positive integer"),
+        (["call", "probe_echo", "stray"], 2, "unexpected argument 'stray'"),
+        (
+            ["call", "probe_echo", "--socket", "/nonexistent/s.sock"],
+            3,
+            "No meith runtime is listening at /nonexistent/s.sock",
+        ),
+    ],
+)
+def test_exit_codes_and_error_lines(shared, args, code, stderr) -> None:
+    proc = shared.cli(*args)
+    assert proc.returncode == code, proc.stderr
+    assert stderr in proc.stderr
+
+
+def test_ctrl_c_cancels_the_call_and_exits_130(shared) -> None:
+    marker = shared.cli_env["PROBE_DIR"] + "/interrupted"
+    proc = subprocess.Popen(
+        [MEITH, "call", "probe_sleep", "--marker", "interrupted"],
+        env=shared.cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert _wait_for(
+        lambda: '"inFlight": 2' in shared.cli("call", "app_health").stdout or False, 30
+    )
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["cancelled"] is True  # the runtime's answer arrived before exit
+    assert Path(marker).exists()
+
+
+def test_call_tool_help_shows_parameters_and_capabilities(shared) -> None:
+    proc = shared.cli("call", "probe_sleep", "--help")
+    assert proc.returncode == 0
+    assert "meith call probe_sleep — Sleep until cancelled" in proc.stdout
+    assert "Capabilities: read-only" in proc.stdout
+    assert "--seconds <number> (default: 60.0)" in proc.stdout
+    assert "--marker <string>" in proc.stdout
+
+
+def test_call_help_without_a_tool_shows_usage_with_examples(shared) -> None:
+    proc = shared.cli("call", "--help")
+    assert proc.returncode == 0
+    assert "Examples:" in proc.stdout
+    assert "meith call app_health" in proc.stdout
+
+
+def test_tools_lists_names_capabilities_and_summaries(shared) -> None:
+    proc = shared.cli("tools")
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("probe_write "))
+    assert "writes-files" in line
+    assert "A privileged tool" in line
+    tools = json.loads(shared.cli("tools", "--json").stdout)
+    assert {"name", "description", "inputSchema", "capabilities", "plugin", "timeoutMs"} <= set(
+        tools[0]
+    )
+
+
+def test_devlogs_without_the_process_plugin_reports_the_unknown_tool_cleanly(meith_server) -> None:
+    srv = meith_server(plugins="core")
+    proc = srv.cli("devlogs", "--quiet")
+    assert proc.returncode == 2
+    assert "error (UNKNOWN_TOOL): Unknown tool: attach_process_logs" in proc.stderr
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    commands = [
+        [],
+        ["serve"],
+        ["call"],
+        ["tools"],
+        ["devlogs"],
+        ["instances"],
+        ["stop"],
+        ["plugins"],
+        ["plugins", "approve"],
+        ["plugins", "revoke"],
+        ["grants", "list"],
+        ["grants", "add"],
+        ["grants", "revoke"],
+        ["audit"],
+        ["settings", "get"],
+        ["settings", "set"],
+    ]
+    for command in commands:
+        proc = subprocess.run(
+            [MEITH, *command, "--help"], capture_output=True, text=True, timeout=30
+        )
+        assert proc.returncode == 0, (command, proc.stderr)
+        if command:
+            assert "Example" in proc.stdout, command
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["tools", "--socket", "/nonexistent.sock"],
+        ["call", "app_health", "--socket", "/nonexistent.sock"],
+    ],
+)
+def test_the_client_path_imports_no_plugin_playwright_or_server_module(argv) -> None:
+    code = (
+        "import sys\n"
+        "from meith_core.cli import run\n"
+        f"sys.argv = ['meith', *{argv!r}]\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core.runtime', 'meith_core.registry', 'meith_core.permissions', "
+        "'meith_core.plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
+        "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+def test_instances_and_stop(meith_server) -> None:
+    a = meith_server(extra_args=("--label", "alpha"))
+    b = meith_server(home=a.home.root, extra_args=("--label", "beta"))
+    listing = json.loads(a.cli("instances", "--json").stdout)
+    assert {r["label"] for r in listing} == {"alpha", "beta"}
+    table = a.cli("instances").stdout
+    assert "PID" in table
+    assert "alpha" in table
+    ambiguous = a.cli("stop")
+    assert ambiguous.returncode == 2
+    assert "Several instances are running" in ambiguous.stderr
+    stopped = a.cli("stop", "beta", "--json")
+    assert json.loads(stopped.stdout) == {"stopped": [b.pid], "stillRunning": []}
+    assert b.proc.wait(timeout=10) == 0
+    assert a.cli("stop", "--all").returncode == 0
+    assert a.proc.wait(timeout=10) == 0
+    assert a.cli("instances").stdout.strip() == "No running meith instances."
+
+
+def test_plugins_approve_and_revoke_take_effect_without_a_restart(probe_server) -> None:
+    srv = probe_server()
+    listing = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}
+    probe = listing["probe"]
+    assert probe["status"] == "loaded"
+    assert probe["approval"]["valid"] is True
+    assert set(probe["approval"]["capabilities"]) == {"read-only", "writes-files"}
+    assert listing["core"]["approval"]["implicit"] is True
+    srv.grant("writes-files", tool="probe_write")
+    assert srv.call("probe_write", {"name": "w1"})["ok"] is True
+    assert srv.cli("plugins", "revoke", "probe").returncode == 0
+    denied = srv.call("probe_write", {"name": "w2"})
+    assert denied["error"]["code"] == "PERMISSION_DENIED"
+    assert "meith plugins approve probe" in denied["error"]["message"]
+    srv.approve("probe", "read-only")  # a partial approval: writes-files still refused
+    assert srv.call("probe_write", {"name": "w3"})["error"]["code"] == "PERMISSION_DENIED"
+    assert srv.call("probe_echo", {"value": 1})["ok"] is True
+    srv.approve("probe")
+    assert srv.call("probe_write", {"name": "w4"})["ok"] is True
+    human = srv.cli("plugins").stdout
+    assert "probe  (meith-probe-plugin 0.1.0)  loaded" in human
+
+
+def test_a_changed_plugin_shows_its_approval_void(probe_server, probe_env) -> None:
+    srv = probe_server()
+    site = Path(probe_env["PYTHONPATH"].split(os.pathsep)[0])
+    metadata = site / "meith_probe_plugin-0.1.0.dist-info" / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: 0.1.0", "Version: 0.2.0"))
+    probe = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}["probe"]
+    assert probe["approval"]["valid"] is False
+    assert "VOID" in srv.cli("plugins").stdout
+
+
+def test_grants_add_list_revoke_and_the_runtime_follows(probe_server, tmp_path) -> None:
+    srv = probe_server()
+    add = srv.cli(
+        "grants",
+        "add",
+        "--capability",
+        "writes-files",
+        "--tool",
+        "probe_write",
+        "--cwd",
+        str(tmp_path),
+        "--expires",
+        "1h",
+        "--json",
+    )
+    grant = json.loads(add.stdout)
+    assert grant["cwdPrefix"] == str(tmp_path)
+    assert grant["expiresAt"] > time.time() * 1000
+    listed = srv.cli("grants", "list").stdout
+    assert grant["id"] in listed
+    assert srv.call("probe_write", {"name": "in"}, "--cwd", str(tmp_path))["ok"] is True
+    assert (
+        srv.call("probe_write", {"name": "out"}, "--cwd", "/")["error"]["code"]
+        == "PERMISSION_DENIED"
+    )
+    assert srv.cli("grants", "revoke", grant["id"]).returncode == 0
+    assert (
+        srv.call("probe_write", {"name": "again"}, "--cwd", str(tmp_path))["error"]["code"]
+        == "PERMISSION_DENIED"
+    )
+    bad = srv.cli("grants", "add", "--capability", "read-only")
+    assert bad.returncode == 2
+    assert "need no grant" in bad.stderr
+
+
+def test_audit_table_filters_and_json(probe_server) -> None:
+    srv = probe_server()
+    srv.call("probe_echo", {"value": "x", "token": "Bearer abcdefghijklmnopqrstuvwxyz123456"})
+    srv.call("probe_write", {"name": "nope"})
+    table = srv.cli("audit").stdout
+    assert "TIME (UTC)" in table
+    assert "probe_write" in table
+    denied = [
+        json.loads(line) for line in srv.cli("audit", "--denied", "--json").stdout.splitlines()
+    ]
+    assert denied
+    assert all(r["decision"] == "deny" for r in denied)
+    only_echo = [
+        json.loads(line)
+        for line in srv.cli(
+            "audit", "--tool", "probe_echo", "--json", "-n", "1"
+        ).stdout.splitlines()
+    ]
+    assert len(only_echo) == 1
+    assert "abcdefghijklmnopqrstuvwxyz" not in srv.home.audit_path.read_text()
+
+
+def test_audit_follow_prints_new_entries(probe_server) -> None:
+    srv = probe_server()
+    follow = subprocess.Popen(
+        [MEITH, "audit", "--follow", "--json", "-n", "0"],
+        env=srv.cli_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        srv.call("probe_echo", {"value": "followed"})
+        assert follow.stdout is not None
+        ready, _, _ = select.select([follow.stdout], [], [], 20)
+        assert ready
+        record = json.loads(follow.stdout.readline())
+        assert record["toolName"] == "probe_echo"
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(timeout=10)
+
+
+def test_settings_get_and_set_with_dotted_keys(meith_server) -> None:
+    srv = meith_server()
+    assert srv.cli("settings", "set", "editor.theme", "dark").returncode == 0
+    assert srv.cli("settings", "set", "editor.size", "14").returncode == 0
+    assert srv.cli("settings", "get", "editor.theme").stdout == "dark\n"
+    assert json.loads(srv.cli("settings", "get", "editor").stdout) == {"theme": "dark", "size": 14}
+    assert srv.cli("settings", "set", "editor", "null").returncode == 0
+    assert srv.cli("settings", "get", "editor").returncode == 1
+    assert srv.call("get_app_settings")["content"] == {"settings": {}}
+
+
+def test_serve_prompt_asks_on_its_terminal_and_the_answer_decides(probe_env, tmp_path) -> None:
+    """`--approvals prompt`: the serve terminal (a real PTY) asks; allow once, then deny."""
+    from tests.harness import base_env
+
+    home = tmp_path / "home"
+    sock = str(Path(__import__("tempfile").mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
+    env = base_env(home, probe_env)
+    subprocess.run([MEITH, "plugins", "approve", "probe"], env=env, check=True, capture_output=True)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(
+            MEITH,
+            [MEITH, "serve", "--socket", sock, "--approvals", "prompt", "--log-format", "json"],
+            env,
+        )
+    screen = b""
+
+    def read_until(needle: bytes, timeout: float = 30) -> bytes:
+        nonlocal screen
+        deadline = time.monotonic() + timeout
+        while needle not in screen and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+        assert needle in screen, screen.decode(errors="replace")
+        return screen
+
+    try:
+        read_until(b"listening on")
+        cli_env = {**env, "MEITH_SOCKET": sock}
+        call = subprocess.Popen(
+            [MEITH, "call", "probe_write", "--name", "prompted", "--json"],
+            env=cli_env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        text = read_until(b"Allow? [o]nce").decode()
+        assert "tool          probe_write  (plugin probe)" in text
+        assert "capabilities  writes-files" in text
+        os.write(fd, b"o\n")
+        out, _ = call.communicate(timeout=30)
+        assert json.loads(out)["ok"] is True
+        screen = b""
+        call = subprocess.Popen(
+            [MEITH, "call", "probe_write", "--name", "refused", "--json"],
+            env=cli_env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        read_until(b"Allow? [o]nce")
+        os.write(fd, b"d\n")
+        out, _ = call.communicate(timeout=30)
+        assert json.loads(out)["error"]["code"] == "PERMISSION_DENIED"
+        audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+        reasons = [r["reason"] for r in audit if r["toolName"] == "probe_write"]
+        assert reasons == ["approved once at prompt", "denied at prompt"]
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        os.close(fd)
