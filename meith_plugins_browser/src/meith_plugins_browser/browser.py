@@ -110,6 +110,7 @@ class BrowserHost:
         self._browser: Browser | None = None
         self._context: BrowserContext | None = None
         self._browser_pid: int | None = None
+        self._browser_session: CDPSession | None = None
         self._lost = False
         self._closing = False
         self._launch_lock = anyio.Lock()
@@ -182,10 +183,11 @@ class BrowserHost:
                     accept_downloads=False,
                 )
                 await context.add_init_script(POPUP_GUARD)
+                # Kept open: Chromium drops permission overrides when the session that set
+                # them detaches.
                 session = await browser.new_browser_cdp_session()
                 await self._deny_permissions(session)
                 self._browser_pid = await _browser_pid(session)
-                await session.detach()
             except BaseException:
                 with contextlib.suppress(Exception):
                     await browser.close()
@@ -201,6 +203,7 @@ class BrowserHost:
         browser.on("disconnected", self._on_disconnected)
         context.on("page", self._on_context_page)
         self._pw, self._browser, self._context = pw, browser, context
+        self._browser_session = session
         self._lost = False
         self.found = found
         self.launches += 1
@@ -366,6 +369,7 @@ class BrowserHost:
         pw, self._pw = self._pw, None
         self._browser = self._context = None
         self._browser_pid = None
+        self._browser_session = None
         if pw is not None:
             with anyio.move_on_after(STOP_DRIVER_BUDGET_S * 3), contextlib.suppress(Exception):
                 await pw.stop()
@@ -375,6 +379,7 @@ class BrowserHost:
         self._closing = True
         browser, pw, pid = self._browser, self._pw, self._browser_pid
         self._browser = self._context = None
+        self._browser_session = None
         self._pw = None
         for tab in self.tabs:
             self.tabs.remove(tab, "the runtime shut down")

@@ -58,6 +58,32 @@ POPUP_GUARD: Final = """
   };
   window.addEventListener('click', onClick, true);
   window.addEventListener('auxclick', onClick, true);
+  // A link that is not in the document never reaches the window's listeners.
+  const detachedLink = (node) => node && node.nodeType === 1 && !node.isConnected
+    && (node.localName === 'a' || node.localName === 'area') && node.hasAttribute('href');
+  const detachedOpens = (node) => detachedLink(node)
+    && opensWindow(node.hasAttribute('target') ? node.getAttribute('target') : baseTarget());
+  try {
+    const click = HTMLElement.prototype.click;
+    Object.defineProperty(HTMLElement.prototype, 'click', {
+      value: function () {
+        if (detachedOpens(this)) { report('link', this.href); return; }
+        return click.call(this);
+      },
+      writable: false, configurable: false,
+    });
+    const dispatch = EventTarget.prototype.dispatchEvent;
+    Object.defineProperty(EventTarget.prototype, 'dispatchEvent', {
+      value: function (event) {
+        if (event && (event.type === 'click' || event.type === 'auxclick') && detachedOpens(this)) {
+          report('link', this.href);
+          return false;
+        }
+        return dispatch.call(this, event);
+      },
+      writable: false, configurable: false,
+    });
+  } catch (e) {}
   const formTarget = (form, submitter) => {
     if (submitter && submitter.hasAttribute && submitter.hasAttribute('formtarget')) return submitter.getAttribute('formtarget');
     if (form.hasAttribute('target')) return form.getAttribute('target');

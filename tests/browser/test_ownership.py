@@ -1,0 +1,120 @@
+"""Tab claims and ownership, in-process with real sessions (the socket side is in the e2e tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from meith_core import CallerInfo, CallerKind
+from tests.browser.conftest import Browsing
+
+pytestmark = [pytest.mark.anyio, pytest.mark.browser]
+
+
+def agent(browsing: Browsing) -> CallerInfo:
+    session = browsing.rt.open_session("agent")
+    browsing.rt.grant(session, ["controls-browser"])
+    return session
+
+
+async def test_agents_must_claim_before_controlling(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    a = agent(browsing)
+    denied = await browsing.fails(
+        "PERMISSION_DENIED", "navigate", {"tabId": tid, "url": "about:blank"}, a
+    )
+    assert denied["message"] == f"Tab {tid} must be claimed via browser_use_start before control"
+    assert denied["details"] == {"tabId": tid, "reason": "claim_required"}
+    claimed = await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    assert claimed["ownerId"] == a.session_id
+    # Claiming again is idempotent; now the agent controls the tab.
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    moved = await browsing.ok("navigate", {"tabId": tid, "url": browsing.site.url("/next.html")}, a)
+    assert moved["ownerId"] == a.session_id
+    assert moved["title"] == "Next"
+
+
+async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    a, b = agent(browsing), agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    cli = browsing.rt.open_session("cli")
+    browsing.rt.grant(cli, ["controls-browser"])
+    guarded = [
+        ("navigate", {"url": "about:blank"}),
+        ("go_back", {}),
+        ("go_forward", {}),
+        ("refresh", {}),
+        ("scroll_page", {"deltaY": 10}),
+        ("send_keys", {"keys": "Enter"}),
+        ("click_element", {"elementId": "el-0"}),
+        ("type_text", {"elementId": "el-0", "text": "x"}),
+        ("cdp_command", {"method": "Runtime.evaluate", "params": {"expression": "1"}}),
+        ("close_browser_tab", {}),
+        ("browser_use_start", {}),
+        ("browser_use_end", {}),
+        ("browser_use_end", {"force": True}),
+    ]
+    for intruder in (b, cli):
+        for tool, extra in guarded:
+            denied = await browsing.fails(
+                "PERMISSION_DENIED", tool, {"tabId": tid, **extra}, intruder
+            )
+            assert denied["message"] == f"Tab {tid} is currently controlled by owner {a.session_id}"
+            assert denied["details"] == {"tabId": tid, "ownerId": a.session_id}
+    tab = next(t for t in (await browsing.ok("get_tabs"))["browserTabs"] if t["id"] == tid)
+    assert tab["ownerId"] == a.session_id
+    assert tab["url"] == browsing.site.url("/index.html")
+    # Reading is not guarded: anyone with the capability may look.
+    for tool in ("get_browser_state", "take_screenshot", "get_console_logs", "focus_browser_tab"):
+        await browsing.ok(tool, {"tabId": tid}, b)
+
+
+async def test_arguments_cannot_name_an_owner(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    a, b = agent(browsing), agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    err = await browsing.fails(
+        "VALIDATION_ERROR",
+        "navigate",
+        {"tabId": tid, "url": "about:blank", "owner": a.session_id},
+        b,
+    )
+    assert "owner" in err["message"]
+
+
+async def test_owner_releases_and_only_internal_can_force(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    a, b = agent(browsing), agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    released = await browsing.ok("browser_use_end", {"tabId": tid}, a)
+    assert released["ownerId"] is None
+    # Releasing an unclaimed tab is allowed.
+    assert (await browsing.ok("browser_use_end", {"tabId": tid}, b))["ownerId"] is None
+    await browsing.ok("browser_use_start", {"tabId": tid}, b)
+    forced = await browsing.ok("browser_use_end", {"tabId": tid, "force": True})  # internal
+    assert forced["ownerId"] is None
+
+
+async def test_interactive_callers_control_unclaimed_tabs(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    cli = browsing.rt.open_session("cli")
+    browsing.rt.grant(cli, ["controls-browser"])
+    await browsing.ok("scroll_page", {"tabId": tid, "deltaY": 50}, cli)
+    renderer = CallerInfo(caller=CallerKind.RENDERER)
+    await browsing.ok("scroll_page", {"tabId": tid, "deltaY": 50}, renderer)
+    claimed = await browsing.ok("browser_use_start", {"tabId": tid}, cli)
+    assert claimed["ownerId"] == cli.session_id
+
+
+async def test_a_session_ending_releases_its_claims(browsing: Browsing) -> None:
+    one = (await browsing.open())["id"]
+    two = (await browsing.open())["id"]
+    a, b = agent(browsing), agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": one}, a)
+    await browsing.ok("browser_use_start", {"tabId": two}, b)
+    await browsing.rt.close_session(a)
+    tabs = {t["id"]: t for t in (await browsing.ok("get_tabs"))["browserTabs"]}
+    assert tabs[one]["ownerId"] is None
+    assert tabs[two]["ownerId"] == b.session_id
+    # The ended session's grants went with it.
+    await browsing.fails("PERMISSION_DENIED", "browser_use_start", {"tabId": one}, a)
