@@ -1,0 +1,61 @@
+"""Fixtures of the core tests.
+
+- `fixture_plugins_target` (session): builds `tests/fixtures/meith_fixture_plugins` and installs
+  it with its entry points into a temporary `--target` directory, once per test session. It is
+  never installed into the dev venv: every other test would discover its broken plugins.
+- `fixture_plugins`: puts that directory on `sys.path` (and `PYTHONPATH` for subprocesses) for
+  one test, and takes it away again afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURE_PACKAGE = Path(__file__).parents[1] / "fixtures" / "meith_fixture_plugins"
+FIXTURE_MODULE = "meith_fixture_plugins"
+
+
+def _install_command(target: Path) -> list[str]:
+    uv = shutil.which("uv")
+    if uv is not None:
+        command = [uv, "pip", "install", "--python", sys.executable]
+    else:
+        command = [sys.executable, "-m", "pip", "install"]
+    return [*command, "--quiet", "--no-deps", "--target", str(target), str(FIXTURE_PACKAGE)]
+
+
+@pytest.fixture(scope="session")
+def fixture_plugins_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("fixture-plugins")
+    done = subprocess.run(
+        _install_command(target), capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        pytest.fail(f"installing the fixture plugin package failed:\n{done.stdout}{done.stderr}")
+    assert (target / FIXTURE_MODULE).is_dir()
+    return target
+
+
+@pytest.fixture
+def fixture_plugins(
+    fixture_plugins_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """The fixture plugins are installed (discoverable) for the duration of one test."""
+    monkeypatch.syspath_prepend(str(fixture_plugins_target))
+    pythonpath = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(p for p in (str(fixture_plugins_target), pythonpath) if p),
+    )
+    try:
+        yield fixture_plugins_target
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] == FIXTURE_MODULE]:
+            del sys.modules[name]
