@@ -5,13 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
-import anyio
 import anyio.to_thread
 
-from meith_plugins_git.process import Completed
+from meith_plugins_git.process import Completed, gather
 from meith_plugins_git.repo import Repo
 from meith_plugins_git.runner import READ_ONLY
 
@@ -309,26 +308,24 @@ async def read_diff(
         command, operands = ["diff", "--cached"], [repo.base]
     else:
         command, operands = ["diff"], []
-    results: dict[str, Completed] = {}
-
-    async def run(
-        name: str, cmd: list[str], options: list[str], ops: list[str], paths: list[str]
-    ) -> None:
-        results[name] = await repo.run(cmd, options, operands=ops, paths=paths, profile=READ_ONLY)
-
     want_untracked = scope in ("all", "unstaged")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            run, "summary", command, [*DIFF_OPTIONS, "--raw", "--numstat", "-z"], operands, []
-        )
-        if include_patches:
-            tg.start_soon(
-                run, "patch", command, [*DIFF_OPTIONS, "--patch"], operands, [path] if path else []
-            )
-        if want_untracked:
-            tg.start_soon(
-                run, "untracked", ["ls-files"], ["--others", "--exclude-standard", "-z"], [], []
-            )
+
+    def step(
+        cmd: list[str], options: list[str], ops: list[str], paths: list[str]
+    ) -> Callable[[], Awaitable[Completed]]:
+        return lambda: repo.run(cmd, options, operands=ops, paths=paths, profile=READ_ONLY)
+
+    steps = [step(command, [*DIFF_OPTIONS, "--raw", "--numstat", "-z"], operands, [])]
+    if include_patches:
+        steps.append(step(command, [*DIFF_OPTIONS, "--patch"], operands, [path] if path else []))
+    if want_untracked:
+        steps.append(step(["ls-files"], ["--others", "--exclude-standard", "-z"], [], []))
+    done = await gather(*steps)
+    results = {"summary": done[0]}
+    if include_patches:
+        results["patch"] = done[1]
+    if want_untracked:
+        results["untracked"] = done[-1]
 
     files = parse_raw_numstat(results["summary"].stdout)
     if include_patches:

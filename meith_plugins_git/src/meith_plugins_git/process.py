@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from meith_core import CancelToken, ErrorCode, ToolError
+
+T = TypeVar("T")
 
 #: How long a child may take to exit after SIGTERM before it is killed.
 TERM_GRACE_S: Final = 2.0
@@ -93,6 +95,7 @@ async def run_program(
     remove_callback = cancel.add_callback(stop) if cancel is not None else (lambda: None)
     out = bytearray()
     err = bytearray()
+    overflow = False
     try:
         async with anyio.create_task_group() as tg:
             if stdin is not None:
@@ -102,8 +105,14 @@ async def run_program(
             async for chunk in proc.stdout:
                 out += chunk
                 if len(out) > max_stdout:
+                    # Raised after the task group: an error raised inside would come out
+                    # wrapped in an ExceptionGroup.
+                    overflow = True
                     stop()
-                    raise OutputTooLarge(program, max_stdout)
+                    tg.cancel_scope.cancel()
+                    break
+        if overflow:
+            raise OutputTooLarge(program, max_stdout)
         returncode = await proc.wait()
     finally:
         remove_callback()
@@ -118,6 +127,40 @@ async def run_program(
     if cancel is not None and cancel.is_set():
         raise ToolError(ErrorCode.CANCELLED, f"{program} was stopped: the call was cancelled")
     return Completed(returncode, bytes(out), bytes(err))
+
+
+async def gather(*funcs: Callable[[], Awaitable[T]]) -> list[T]:
+    """Run `funcs` concurrently; the first failure is raised as itself (not as a group)."""
+    results: list[T | None] = [None] * len(funcs)
+
+    async def one(i: int, func: Callable[[], Awaitable[T]]) -> None:
+        results[i] = await func()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, func in enumerate(funcs):
+                tg.start_soon(one, i, func)
+    except BaseExceptionGroup as group:
+        raise _first_error(group) from None
+    return results  # type: ignore[return-value]
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    for preferred in (ToolError, Exception):
+        for leaf in leaves:
+            if isinstance(leaf, preferred):
+                return leaf
+    return leaves[0] if leaves else group
 
 
 async def _feed(proc: Process, data: bytes) -> None:

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import anyio
-
 from meith_core import CancelToken, ErrorCode, ToolContext, ToolError, is_within
-from meith_plugins_git.process import Completed
+from meith_plugins_git.process import Completed, gather
 from meith_plugins_git.repoconfig import ConfigEntry, neutralising_overrides, parse_config_list
 from meith_plugins_git.runner import BASE_CONFIG, MAX_OUTPUT_BYTES, Git, GitFailed, Profile
 
@@ -165,28 +163,25 @@ def start_directory(ctx: ToolContext, cwd: str) -> str:
 async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     """The repository around `cwd`, or None when `cwd` is not inside a work tree."""
     start = start_directory(ctx, cwd)
-    results: dict[str, Completed] = {}
-
-    async def run(name: str, command: list[str], options: list[str], ok: tuple[int, ...]) -> None:
-        results[name] = await git.run(
-            command,
-            options,
-            cwd=start,
-            profile=_DISCOVERY,
-            ok_codes=ok,
-            cancel=ctx.cancel_token,
-            max_output=8 * 1024 * 1024,
-        )
-
     config_options = ["--list", "--null", "--includes"]
     with_scope = git.at_least(2, 26)
     if with_scope:
         config_options.append("--show-scope")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            run,
+
+    def step(command: str, options: list[str]) -> Callable[[], Awaitable[Completed]]:
+        return lambda: git.run(
+            [command],
+            options,
+            cwd=start,
+            profile=_DISCOVERY,
+            ok_codes=(0, 1, 128),
+            cancel=ctx.cancel_token,
+            max_output=8 * 1024 * 1024,
+        )
+
+    found, config = await gather(
+        step(
             "rev-parse",
-            ["rev-parse"],
             [
                 "--show-toplevel",
                 "--absolute-git-dir",
@@ -195,11 +190,9 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
                 "--quiet",
                 "HEAD",
             ],
-            (0, 1, 128),
-        )
-        tg.start_soon(run, "config", ["config"], config_options, (0, 1, 128))
-
-    found = results["rev-parse"]
+        ),
+        step("config", config_options),
+    )
     if found.returncode == 128:
         err = found.stderr_text
         if any(text in err for text in _NOT_REPO_MESSAGES):
@@ -211,7 +204,6 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     head = lines[3].strip() if found.returncode == 0 and len(lines) > 3 and lines[3] else None
     root, git_dir, common_dir = _real_paths(start, lines[0], lines[1], lines[2])
 
-    config = results["config"]
     if config.returncode != 0:
         raise GitFailed("config", config)
     entries = parse_config_list(config.stdout, with_scope=with_scope)

@@ -1,0 +1,245 @@
+"""The one argv builder and runner: argv shape, environment, version gate, process control."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import anyio
+import pytest
+
+from meith_core import CancelToken, ToolError
+from meith_plugins_git.plugin import Plugin
+from meith_plugins_git.process import OutputTooLarge, run_program
+from meith_plugins_git.runner import (
+    READ_ONLY,
+    WRITE,
+    WRITE_WITH_HOOKS,
+    Git,
+    GitUnavailable,
+    hardened_environment,
+    parse_version,
+)
+from tests.git.support import call_ok
+
+
+@pytest.fixture
+def git(git_home):
+    g = Git.locate()
+    yield g
+    g.close()
+
+
+def test_git_path_is_absolute_and_resolved_once(git):
+    assert os.path.isabs(git.path)
+    assert git.version >= (2, 24, 0)
+
+
+def test_caller_values_go_after_end_of_options_and_paths_after_double_dash(git):
+    argv = git.argv(
+        ["diff"], ["--numstat"], operands=["--output=x"], paths=["-p"], profile=READ_ONLY
+    )
+    assert argv[0] == git.path
+    sub = argv.index("diff")
+    assert argv[sub:] == ["diff", "--numstat", "--end-of-options", "--output=x", "--", "-p"]
+    assert "--literal-pathspecs" in argv[:sub]
+    assert "--no-pager" in argv[:sub]
+
+
+def test_every_command_carries_the_neutralising_config(git):
+    argv = git.argv(["status"], profile=READ_ONLY)
+    settings = {argv[i + 1] for i, a in enumerate(argv) if a == "-c"}
+    for expected in (
+        "core.fsmonitor=false",
+        "core.pager=cat",
+        "diff.external=",
+        "credential.helper=",
+        "protocol.allow=never",
+        "maintenance.auto=false",
+        "gc.auto=0",
+        f"core.hooksPath={git.no_hooks_dir}",
+    ):
+        assert expected in settings
+    assert os.listdir(git.no_hooks_dir) == []
+
+
+def test_hooks_run_only_in_the_profile_that_allows_them(git):
+    for profile, hooks_off in ((READ_ONLY, True), (WRITE, True), (WRITE_WITH_HOOKS, False)):
+        argv = git.argv(["commit"], profile=profile)
+        assert (f"core.hooksPath={git.no_hooks_dir}" in argv) is hooks_off
+
+
+def test_optional_locks_are_off_for_read_only_commands(git):
+    assert git.environment(READ_ONLY)["GIT_OPTIONAL_LOCKS"] == "0"
+    assert "GIT_OPTIONAL_LOCKS" not in git.environment(WRITE)
+
+
+def test_nul_bytes_never_reach_argv(git):
+    with pytest.raises(ToolError) as err:
+        git.argv(["log"], paths=["a\0b"], profile=READ_ONLY)
+    assert err.value.code == "VALIDATION_ERROR"
+
+
+def test_commands_without_end_of_options_refuse_dashed_operands(git):
+    with pytest.raises(ToolError) as err:
+        git.argv(
+            ["check-ref-format"],
+            ["--branch"],
+            operands=["-x"],
+            profile=READ_ONLY,
+            end_of_options=False,
+        )
+    assert err.value.code == "VALIDATION_ERROR"
+
+
+def test_the_environment_drops_inherited_git_variables():
+    env = hardened_environment(
+        {
+            "PATH": "/usr/bin",
+            "HOME": "/h",
+            "GIT_DIR": "/elsewhere",
+            "GIT_EXTERNAL_DIFF": "evil",
+            "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='evil'",
+            "GIT_SSH_COMMAND": "evil",
+            "GIT_CEILING_DIRECTORIES": "/c",
+            "LC_ALL": "de_DE.UTF-8",
+        }
+    )
+    assert not {"GIT_DIR", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_SSH_COMMAND"} & set(
+        env
+    )
+    assert env["GIT_CEILING_DIRECTORIES"] == "/c"
+    assert env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_NO_LAZY_FETCH"] == "1"
+    assert env["LC_MESSAGES"] == "C"
+    assert "LC_ALL" not in env
+    assert env["LANG"] == "de_DE.UTF-8"
+
+
+@pytest.mark.anyio
+async def test_inherited_git_dir_and_external_diff_do_not_redirect_the_tools(
+    runtime, git_home, make_repo, tmp_path, monkeypatch
+):
+    repo = make_repo(files={"a.txt": "a\n"})
+    other = make_repo("other")
+    canary = tmp_path / "CANARY"
+    script = tmp_path / "ext.sh"
+    script.write_text(f"#!/bin/sh\ntouch '{canary}'\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", str(script))
+    runtime.load_plugin("git", Plugin)
+    (repo / "a.txt").write_text("b\n")
+    diff = await call_ok(runtime, "git_diff", {"cwd": str(repo)})
+    assert diff["root"] == str(repo)
+    assert [f["path"] for f in diff["files"]] == ["a.txt"]
+    assert not canary.exists()
+
+
+def test_version_parsing():
+    assert parse_version("git version 2.39.5\n") == (2, 39, 5)
+    assert parse_version("git version 2.24.0.windows.1") == (2, 24, 0)
+    assert parse_version("git version 2.45") == (2, 45, 0)
+    with pytest.raises(GitUnavailable):
+        parse_version("not git")
+
+
+@pytest.mark.anyio
+async def test_git_older_than_2_24_makes_the_plugin_refuse_to_load(runtime, tmp_path, monkeypatch):
+    # No git < 2.24 is installed here: a stand-in that reports 2.23 plays it.
+    fake_bin = tmp_path / "old-git"
+    fake_bin.mkdir()
+    (fake_bin / "git").write_text("#!/bin/sh\necho 'git version 2.23.4'\n")
+    (fake_bin / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake_bin))
+    record = runtime.load_plugin("git", Plugin)
+    assert record.status == "failed"
+    assert "older than 2.24" in record.reason
+    assert "git_status" not in {t["name"] for t in runtime.describe()}
+
+
+@pytest.mark.anyio
+async def test_missing_git_makes_the_plugin_refuse_to_load(runtime, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    record = runtime.load_plugin("git", Plugin)
+    assert record.status == "failed"
+    assert "not found" in record.reason
+
+
+# -- the process runner -----------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _wait_for(predicate, what: str) -> None:
+    with anyio.fail_after(30, shield=False):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_output_beyond_the_limit_stops_the_child(tmp_path):
+    with pytest.raises(OutputTooLarge):
+        await run_program(
+            [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+            cwd=None,
+            env=dict(os.environ),
+            max_stdout=1024 * 1024,
+        )
+
+
+@pytest.mark.anyio
+async def test_cancel_token_kills_the_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    token = CancelToken()
+    script = f"sleep 60 & echo $! > '{pid_file}'; wait"
+
+    async def cancel_when_started() -> None:
+        await _wait_for(pid_file.exists, "the grandchild to start")
+        await anyio.sleep(0.05)
+        token.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_when_started)
+        with pytest.raises(ToolError) as err:
+            await run_program(
+                ["/bin/sh", "-c", script],
+                cwd=None,
+                env=dict(os.environ),
+                max_stdout=1024,
+                cancel=token,
+            )
+    assert err.value.code == "CANCELLED"
+    grandchild = int(pid_file.read_text())
+    await _wait_for(lambda: not _alive(grandchild), "the grandchild to die")
+
+
+@pytest.mark.anyio
+async def test_task_cancellation_reaps_the_child_before_propagating(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    script = f"echo $$ > '{pid_file}'; trap '' TERM; sleep 60"
+
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            await run_program(
+                ["/bin/sh", "-c", script], cwd=None, env=dict(os.environ), max_stdout=1024
+            )
+
+        tg.start_soon(run)
+        await _wait_for(pid_file.exists, "the child to start")
+        tg.cancel_scope.cancel()
+    # The child ignored SIGTERM: it was SIGKILLed after the grace period, and reaped.
+    assert not _alive(int(pid_file.read_text()))
+
+
+def test_signals_used_exist():
+    assert signal.SIGTERM
+    assert signal.SIGKILL
