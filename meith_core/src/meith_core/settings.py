@@ -67,6 +67,12 @@ class SettingsStore:
         if not isinstance(patch, Mapping):
             raise SettingsError("settings must be a JSON object")
         merged = self.load()
+        if not merged and self.path.exists() and not isinstance(read_json(self.path), dict):
+            # Readers treat a broken file as empty; a write must not replace what the user
+            # wrote by hand with just this patch.
+            raise SettingsError(
+                f"{self.path} is not valid JSON (or not an object); fix or remove it first"
+            )
         for key, value in patch.items():
             if value is None:
                 merged.pop(key, None)

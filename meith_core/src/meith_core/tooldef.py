@@ -92,7 +92,7 @@ class ToolDefinition:
         # An object with `async def __call__` is async too; run in a thread it would only
         # return an un-awaited coroutine.
         return inspect.iscoroutinefunction(self.func) or inspect.iscoroutinefunction(
-            getattr(self.func, "__call__", None)
+            getattr(self.func, "__call__", None)  # noqa: B004 - the method itself, not callability
         )
 
     @property

@@ -43,9 +43,92 @@ class UsageError(ValueError):
 @dataclass
 class CallLine:
     tool: str | None = None
-    arguments: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
+    #: `--key value` flags as typed: raw strings (True for a bare flag), in order.
+    flags: dict[str, list[str | bool]] = field(default_factory=dict)
+    #: Arguments given as JSON (`--arg-json`, `--key-json`, `--args`, `--`): taken as they are.
+    explicit: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments without the tool's schema: values coerced by their look."""
+        return self.resolve(None)
+
+    def resolve(self, input_schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The arguments, each flag coerced to the type the tool's schema declares for it.
+
+        A single value for an array parameter becomes a one-element array; a string
+        parameter keeps `123` or `true` as text. Without a schema (or for a key the schema
+        does not know) the value is coerced by its look: true/false, numbers, else text.
+        """
+        props: dict[str, Any] = (input_schema or {}).get("properties") or {}
+        out: dict[str, Any] = {}
+        for key, values in self.flags.items():
+            out[key] = coerce_for(props.get(key), values)
+        return {**out, **self.explicit} if self.explicit else out
+
+
+def _kinds(schema: dict[str, Any] | None) -> set[str]:
+    """The JSON types a (sub)schema admits; empty when it does not say."""
+    if not schema:
+        return set()
+    if "anyOf" in schema or "oneOf" in schema:
+        kinds: set[str] = set()
+        for sub in schema.get("anyOf") or schema.get("oneOf") or []:
+            kinds |= _kinds(sub)
+        return kinds
+    if "enum" in schema:
+        return {
+            type(v).__name__.replace("str", "string").replace("bool", "boolean")
+            for v in schema["enum"]
+        }
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return set(kind)
+    return {kind} if isinstance(kind, str) else set()
+
+
+def _array_items(schema: dict[str, Any]) -> dict[str, Any] | None:
+    if schema.get("type") == "array":
+        items = schema.get("items")
+        return items if isinstance(items, dict) else None
+    for sub in schema.get("anyOf") or schema.get("oneOf") or []:
+        if isinstance(sub, dict) and sub.get("type") == "array":
+            return _array_items(sub)
+    return None
+
+
+def coerce_one(schema: dict[str, Any] | None, value: str | bool) -> Any:
+    if value is True:  # a bare flag
+        return True
+    assert isinstance(value, str)
+    kinds = _kinds(schema)
+    if not kinds:
+        return coerce(value)
+    if value == "null" and "null" in kinds:
+        return None
+    if kinds & {"integer", "number"} and _NUMBER.fullmatch(value):
+        return coerce(value)
+    if "boolean" in kinds and value in ("true", "false"):
+        return value == "true"
+    if "string" in kinds:
+        return value
+    if kinds & {"object", "array"} and value[:1] in ("{", "["):
+        return _parse_json(value, "a JSON value")
+    return coerce(value)
+
+
+def coerce_for(schema: dict[str, Any] | None, values: list[str | bool]) -> Any:
+    """Coerce the value(s) of one flag for the parameter's schema."""
+    if schema is not None and "array" in _kinds(schema):
+        items = _array_items(schema)
+        if len(values) == 1 and isinstance(values[0], str) and values[0][:1] == "[":
+            return _parse_json(values[0], "an array")
+        return [coerce_one(items, v) for v in values]
+    if len(values) == 1:
+        return coerce_one(schema, values[0])
+    return [coerce_one(schema, v) for v in values]  # repeated flags accumulate
 
 
 def coerce(value: str) -> Any:
@@ -85,13 +168,13 @@ def _value(tokens: list[str], i: int, eq: str, inline: str) -> tuple[str | None,
 
 def parse_call_line(tokens: list[str]) -> CallLine:
     line = CallLine()
-    flags: dict[str, list[Any]] = {}
+    flags = line.flags
     json_flags: dict[str, Any] = {}
     arg_json: dict[str, Any] = {}
     passthrough: list[str] | None = None
     explicit_args: list[str] | None = None
 
-    def put(key: str, value: Any) -> None:
+    def put(key: str, value: str | bool) -> None:
         flags.setdefault(key, []).append(value)  # repeated keys accumulate, in order
 
     i = 0
@@ -142,17 +225,16 @@ def parse_call_line(tokens: list[str]) -> CallLine:
             json_flags[camel(name[:-5])] = _parse_json(value, f"--{name}")
             continue
         value, i = _value(tokens, i, eq, inline)
-        put(camel(name), True if value is None else coerce(value))
+        put(camel(name), True if value is None else value)
 
-    line.arguments = {
-        **arg_json,
-        **json_flags,
-        **{k: v[0] if len(v) == 1 else v for k, v in flags.items()},
-    }
+    # --arg-json is the base; --key-json and flags override it (flags are applied in resolve).
+    for key in flags:
+        arg_json.pop(key, None)
+    line.explicit = {**arg_json, **json_flags}
     if explicit_args is not None:
-        line.arguments["args"] = explicit_args
-    elif passthrough:
-        line.arguments.setdefault("args", passthrough)
+        line.explicit["args"] = explicit_args
+    elif passthrough and "args" not in flags:
+        line.explicit.setdefault("args", passthrough)
     return line
 
 

@@ -65,9 +65,7 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
             cwd = os.path.abspath(os.path.expanduser(str(cwd)))
             if not os.path.isdir(cwd):
                 raise UsageError(f"--cwd {cwd}: no such directory")
-        arguments = line.arguments
-        if opts.get("stdin") and not opts.get("help"):
-            arguments = {**_read_stdin_object(), **arguments}
+        base = _read_stdin_object() if opts.get("stdin") and not opts.get("help") else {}
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
 
@@ -78,6 +76,15 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
     with client:
         if opts.get("help"):
             return _tool_help(client, line.tool)
+        try:
+            # Flags are typed by the tool's own schema (one small round trip).
+            descriptor = client.describe(line.tool) if line.flags else None
+            schema = descriptor["inputSchema"] if descriptor else None
+            arguments = {**base, **line.resolve(schema)}
+        except UsageError as exc:
+            return fail(str(exc), EXIT_USAGE)
+        except TransportError as exc:
+            return _transport_exit(exc)
         printer = EventPrinter(
             verbose=bool(opts.get("verbose")),
             quiet=bool(opts.get("quiet")),
@@ -127,10 +134,9 @@ def _type_of(schema: dict[str, Any]) -> str:
 
 def _tool_help(client: Client, name: str) -> int:
     try:
-        tools = client.list_tools()
+        tool = client.describe(name)
     except TransportError as exc:
         return _transport_exit(exc)
-    tool = next((t for t in tools if t.get("name") == name), None)
     if tool is None:
         return fail(f'Unknown tool: {name}. List the tools with "meith tools".', EXIT_USAGE)
     out = sys.stdout

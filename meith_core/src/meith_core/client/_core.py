@@ -112,8 +112,11 @@ def cancel_frame(request_id: str) -> dict[str, Any]:
     return {"type": "cancel_tool_call", "protocol": PROTOCOL_VERSION, "requestId": request_id}
 
 
-def list_tools_frame(info: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "list_tools", "protocol": PROTOCOL_VERSION, "clientInfo": info}
+def list_tools_frame(info: dict[str, Any], names: list[str] | None = None) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "list_tools", "protocol": PROTOCOL_VERSION, "clientInfo": info}
+    if names is not None:
+        frame["names"] = names
+    return frame
 
 
 def error_from_frame(frame: dict[str, Any], path: str) -> TransportError:

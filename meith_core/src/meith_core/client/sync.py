@@ -108,8 +108,11 @@ class Client:
 
     # -- API ----------------------------------------------------------------------------
 
-    def list_tools(self, timeout: float = 30.0) -> list[dict[str, Any]]:
-        self._send(list_tools_frame(self._info))
+    def list_tools(
+        self, timeout: float = 30.0, *, names: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Tool descriptors; `names` asks for just those (older runtimes send all)."""
+        self._send(list_tools_frame(self._info, names))
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -120,7 +123,9 @@ class Client:
                 ) from None
             if frame.get("type") == "tools_list":
                 tools = frame.get("tools")
-                return tools if isinstance(tools, list) else []
+                if not isinstance(tools, list):
+                    return []
+                return tools if names is None else [t for t in tools if t.get("name") in names]
             if frame.get("type") == "error" and "requestId" not in frame:
                 raise error_from_frame(frame, self.socket_path)
 
@@ -201,6 +206,11 @@ class Client:
         return ToolResult.model_validate(
             self.call_raw(name, arguments, timeout_ms=timeout_ms, on_event=on_event)
         )
+
+    def describe(self, name: str) -> dict[str, Any] | None:
+        """One tool's descriptor, or None when the runtime has no such tool."""
+        found = self.list_tools(names=[name])
+        return found[0] if found else None
 
     def cancel(self, request_id: str) -> None:
         self._send(cancel_frame(request_id))

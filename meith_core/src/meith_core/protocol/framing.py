@@ -169,11 +169,22 @@ def dumps_bytes(value: Any) -> bytes:
     """Compact UTF-8 JSON as meith writes it. Lone surrogates (undecodable file names) fall
     back to `\\u` escapes instead of failing to encode. Raises ValueError/TypeError for values
     that are not JSON (NaN, cycles, objects)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_mapping
+    )
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_mapping).encode(
+            "ascii"
+        )
+
+
+def _mapping(value: Any) -> Any:
+    # Read-only mappings (`ctx.settings` sections are MappingProxyType) are JSON objects too.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:

@@ -43,6 +43,8 @@ class ClientInfo(BaseModel):
 class ListTools(_Message):
     type: Literal["list_tools"]
     clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+    #: meith extension: only these tools (a client that needs one schema need not fetch all).
+    names: list[Annotated[str, Field(max_length=200)]] | None = Field(default=None, max_length=200)
 
 
 class ToolCall(_Message):

@@ -170,7 +170,7 @@ class Connection(asyncio.Protocol):
             if token is not None:  # only this connection's own calls; unknown ids are ignored
                 token.cancel("cancelled by the client")
         elif isinstance(parsed, ListTools):
-            self._send(self.server.tools_list_frame())
+            self._send(self.server.tools_list_frame(parsed.names))
 
     def _caller(self, info: ClientInfo) -> CallerInfo | str:
         claimed: str | None = None
@@ -344,8 +344,13 @@ class SocketServer:
         self._server = await loop.create_unix_server(lambda: Connection(self), sock=self.bound.sock)
         self._watchdog = loop.create_task(self._watch_partial_frames())
 
-    def tools_list_frame(self) -> bytes:
+    def tools_list_frame(self, names: list[str] | None = None) -> bytes:
         tools = self.runtime.registry.describe()
+        if names is not None:
+            wanted = set(names)
+            subset = [t for t in tools if t["name"] in wanted]
+            frame = {"type": "tools_list", "protocol": PROTOCOL_VERSION, "tools": subset}
+            return dumps_bytes(frame) + b"\n"
         if self._tools_frame is None or self._tools_frame[0] != id(tools):
             frame = {"type": "tools_list", "protocol": PROTOCOL_VERSION, "tools": tools}
             self._tools_frame = (id(tools), dumps_bytes(frame) + b"\n")

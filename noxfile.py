@@ -1,0 +1,64 @@
+"""Sessions: `nox` runs lint, typecheck, tests and isolated; `nox -s bench` runs benchmarks."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import nox
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "typecheck", "tests", "isolated"]
+nox.options.error_on_missing_interpreters = True
+
+PACKAGES = [
+    "./meith_core",
+    "./meith_plugins_git",
+    "./meith_plugins_process",
+    "./meith_plugins_browser",
+]
+TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole tree."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on meith_core (configuration in pyproject.toml)."""
+    session.install("./meith_core", "mypy>=1.10")
+    session.run("mypy", "--strict")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """pytest over every package (installed from the tree, not editable: packaging is tested too)."""
+    session.install(*PACKAGES, *TEST_DEPS)
+    # pytest exits 5 when nothing was collected, which fails the session: CI can never pass
+    # by running no tests.
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(venv_backend="venv")
+def isolated(session: nox.Session) -> None:
+    """A fresh venv with only meith-core and the git plugin, installed by pip: git is
+    discovered, the process and browser plugins are absent, nothing else is needed."""
+    session.run("python", "-m", "pip", "install", "-q", "./meith_core", "./meith_plugins_git")
+    session.run("python", "tests/isolated_check.py")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Every bench/bench_*.py: meith against a baseline measured in the same run."""
+    session.install(*PACKAGES, "mcp>=1.2", "psutil", "playwright")
+    scripts = sorted(glob.glob("bench/bench_*.py"))
+    if session.posargs:
+        scripts = [s for s in scripts if any(p in s for p in session.posargs)]
+    os.makedirs("bench/results", exist_ok=True)
+    for script in scripts:
+        session.run("python", script)
