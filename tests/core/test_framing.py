@@ -276,3 +276,14 @@ def test_encode_escapes_lone_surrogates_instead_of_failing() -> None:
 def test_encode_refuses_values_that_are_not_json() -> None:
     with pytest.raises(ValueError):
         encode_frame({"type": "x", "n": float("nan")})
+
+
+def test_read_only_mappings_encode_as_objects() -> None:
+    import types
+
+    frozen = types.MappingProxyType({"a": types.MappingProxyType({"b": (1, 2)})})
+    assert json.loads(encode_frame({"type": "x", "settings": frozen})) == {
+        "type": "x",
+        "settings": {"a": {"b": [1, 2]}},
+        "protocol": 1,
+    }
