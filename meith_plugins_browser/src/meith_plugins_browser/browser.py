@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 import signal
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -46,6 +47,9 @@ CLOSE_BUDGET_S: Final = 0.9
 STOP_DRIVER_BUDGET_S: Final = 0.3
 
 CRASHED: Final = "the browser exited unexpectedly"
+SELF_CLOSED: Final = "the page was closed (by the page or over CDP)"
+#: A page that closed this long before its browser died closed because of it.
+RECENT_CLOSE_S: Final = 2.0
 
 #: Every permission a page can ask for, denied for the whole context (names Chromium does not
 #: know are skipped).
@@ -118,6 +122,7 @@ class BrowserHost:
         self._open_lock = anyio.Lock()
         self._own_pages: set[Page] = set()
         self._notices: list[str] = []
+        self._recent_closes: list[tuple[str, float]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- state --------------------------------------------------------------------------
@@ -279,8 +284,16 @@ class BrowserHost:
 
         def on_close(_page: Any) -> None:
             self._own_pages.discard(page)
-            reason = CRASHED if (self._lost or not self.running) else "the page closed itself"
-            self.tabs.remove(tab, reason)
+            if self.tabs.find(tab.id) is None:
+                return  # closed by the host
+            if self._lost or not self.running:
+                self.tabs.remove(tab, CRASHED)
+                return
+            # When the browser dies, its pages report closing just before it does; the
+            # disconnect handler corrects the reason of the ones that closed a moment ago.
+            self.tabs.remove(tab, SELF_CLOSED)
+            self._recent_closes.append((tab.id, time.monotonic()))
+            del self._recent_closes[:-100]
 
         def on_crash(_page: Any) -> None:
             self.tabs.remove(tab, "the page crashed")
@@ -354,7 +367,14 @@ class BrowserHost:
         if browser is not self._browser or self._closing:
             return
         self._lost = True
-        lost = [tab.id for tab in self.tabs]
+        now = time.monotonic()
+        lost = [
+            tab_id
+            for tab_id, when in self._recent_closes
+            if now - when < RECENT_CLOSE_S and self.tabs.relabel(tab_id, SELF_CLOSED, CRASHED)
+        ]
+        self._recent_closes.clear()
+        lost += [tab.id for tab in self.tabs]
         for tab in self.tabs:
             self.tabs.remove(tab, CRASHED)
         self._own_pages.clear()

@@ -145,6 +145,13 @@ class TabStore:
             if rest:
                 self.activate(rest[-1])
 
+    def relabel(self, tab_id: str, old: str, new: str) -> bool:
+        """Change why a closed tab went away, if it went away for `old`."""
+        if self._closed.get(tab_id) != old:
+            return False
+        self._closed[tab_id] = new
+        return True
+
     def release_owner(self, owner_id: str) -> list[Tab]:
         released = [t for t in self._tabs.values() if t.owner_id == owner_id]
         for tab in released:
