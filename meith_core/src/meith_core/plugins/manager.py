@@ -105,6 +105,8 @@ class PluginManager:
             by_name.setdefault(ep.name, []).append(ep)
         # The built-in `core` first, then the rest in a stable order.
         for name in sorted(by_name, key=lambda n: (n != "core", n)):
+            if name in self.records:
+                continue  # loaded already by the host itself (the built-in `core` plugin)
             eps = by_name[name]
             ep = eps[0]
             dist = getattr(ep, "dist", None)

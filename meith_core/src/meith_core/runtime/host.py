@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from meith_core._version import __version__
 from meith_core.audit.log import AuditLog
 from meith_core.caller import CallerInfo, CallerKind
 from meith_core.cancel import CancelToken
@@ -28,7 +29,7 @@ from meith_core.ids import new_session_id
 from meith_core.permissions.approvals import PluginApprovals
 from meith_core.permissions.grants import Grant, StandingGrants
 from meith_core.permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
-from meith_core.plugins.manager import PluginManager, PluginRecord
+from meith_core.plugins.manager import PluginManager, PluginRecord, _env_set
 from meith_core.registry import ToolRegistry
 from meith_core.results import ToolResult
 from meith_core.settings import SettingsStore
@@ -70,6 +71,7 @@ class Runtime:
         self.registry = ToolRegistry(
             permissions=self.permissions, audit=self.audit, home=self.home, settings=self.settings
         )
+        #: False: only the built-in `core` plugin, no installed ones.
         self._load_plugins = load_plugins
         self._plugin_allow = plugin_allow
         self._plugin_deny = plugin_deny
@@ -88,6 +90,18 @@ class Runtime:
         """
         if not self._discovered:
             self._discovered = True
+            deny = self._plugin_deny or _env_set("MEITH_DISABLE_PLUGINS") or set()
+            if "core" not in deny:
+                # Part of meith_core: always present, loaded like any other plugin.
+                from meith_core.builtin.plugin import CorePlugin
+
+                self.plugins.load_object(
+                    "core",
+                    CorePlugin,
+                    self.registry.register_many,
+                    distribution="meith-core",
+                    version=__version__,
+                )
             if self._load_plugins:
                 self.plugins.discover(
                     self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
