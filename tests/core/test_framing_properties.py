@@ -13,7 +13,7 @@ from meith_core.protocol import Frame, FrameError, NdjsonFramer, encode_frame
 _settings = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Generating nested JSON is the slow part; fewer, richer examples.
 _json_settings = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 json_scalars = (
