@@ -210,6 +210,22 @@ async def test_a_no_timeout_tool_runs_until_cancelled(runtime: Runtime) -> None:
     assert results[0].content == {"attached": True}
 
 
+@pytest.mark.anyio
+async def test_a_call_timeout_of_no_timeout_lets_the_tool_run_until_cancelled(
+    runtime: Runtime,
+) -> None:
+    started = anyio.Event()
+
+    async def waits(ctx: ToolContext, args: NoArgs) -> str:
+        started.set()
+        await ctx.wait_cancelled()
+        return "stopped"
+
+    runtime.register(make_tool(waits, timeout_ms=10))
+    result = await _call_and_cancel(runtime, "waits", started, timeout_ms=NO_TIMEOUT)
+    assert result.content == "stopped"  # not a TIMEOUT after 10 ms
+
+
 # -- cancellation -----------------------------------------------------------------------
 
 

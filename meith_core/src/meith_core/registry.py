@@ -36,7 +36,7 @@ from meith_core.permissions.service import Decision, PermissionService
 from meith_core.protocol.framing import dumps_bytes
 from meith_core.results import ToolResult, error_result
 from meith_core.settings import SettingsStore
-from meith_core.tooldef import ToolDefinition
+from meith_core.tooldef import NO_TIMEOUT, ToolDefinition
 
 #: After a cancel, how long a cooperative tool may take to return its own result
 #: (a log stream answering `{attached: true}`) before the registry answers CANCELLED.
@@ -310,6 +310,8 @@ class ToolRegistry:
 
         if timeout_ms is None:
             timeout_ms = defn.effective_timeout_ms
+        elif timeout_ms == NO_TIMEOUT:
+            timeout_ms = None  # as for a tool's own timeout_ms: run until cancelled
         token = CancelToken()
         unlink = token.link(cancel) if cancel is not None else (lambda: None)
         ctx = ToolContext(
