@@ -50,20 +50,60 @@ def status_word(x: str, y: str) -> str:
     return _WORDS.get(code, "modified")
 
 
-def _file(path: str, x: str, y: str, original: str | None = None) -> dict[str, Any]:
-    untracked = x == "?"
-    entry: dict[str, Any] = {"path": path}
-    if original is not None:
-        entry["originalPath"] = original
-    entry.update(
-        status=status_word(x, y),
-        indexStatus=x,
-        worktreeStatus=y,
-        staged=not untracked and x != " ",
-        unstaged=not untracked and y != " ",
-        untracked=untracked,
-    )
-    return entry
+XyFields = tuple[str, str, str, bool, bool, bool]
+
+#: XY (porcelain v2 bytes, "." for unmodified) -> (status, indexStatus, worktreeStatus,
+#: staged, unstaged, untracked).
+_XY_FIELDS: dict[bytes, XyFields] = {}
+
+
+def _xy_fields(xy: bytes) -> XyFields:
+    fields = _XY_FIELDS.get(xy)
+    if fields is None:
+        text = xy.decode("ascii", "replace").replace(".", " ")
+        x, y = (text + "  ")[:2]
+        untracked = x == "?"
+        fields = (
+            status_word(x, y),
+            x,
+            y,
+            not untracked and x != " ",
+            not untracked and y != " ",
+            untracked,
+        )
+        _XY_FIELDS[xy] = fields
+    return fields
+
+
+def _file(path: str, xy: bytes, original: str | None = None) -> dict[str, Any]:
+    # A dict literal: this runs once per changed file (tens of thousands on big repos).
+    status, x, y, staged, unstaged, untracked = _xy_fields(xy)
+    if original is None:
+        return {
+            "path": path,
+            "status": status,
+            "indexStatus": x,
+            "worktreeStatus": y,
+            "staged": staged,
+            "unstaged": unstaged,
+            "untracked": untracked,
+        }
+    return {
+        "path": path,
+        "originalPath": original,
+        "status": status,
+        "indexStatus": x,
+        "worktreeStatus": y,
+        "staged": staged,
+        "unstaged": unstaged,
+        "untracked": untracked,
+    }
+
+
+def _ordinary_path_offset(rec: bytes) -> int:
+    """Where the path starts in a `1 ...` record: its fields before the path have a fixed width
+    for a given object format, so this is found once per parse."""
+    return len(b" ".join(rec.split(b" ", 8)[:8])) + 1
 
 
 def parse_porcelain_v2(data: bytes, root: str) -> dict[str, Any]:
@@ -73,6 +113,7 @@ def parse_porcelain_v2(data: bytes, root: str) -> dict[str, Any]:
     head: str | None = None
     files: list[dict[str, Any]] = []
     records = data.split(b"\0")
+    offset = 0
     i = 0
     n = len(records)
     while i < n:
@@ -82,21 +123,19 @@ def parse_porcelain_v2(data: bytes, root: str) -> dict[str, Any]:
             continue
         kind = rec[:2]
         if kind == b"1 ":
-            parts = rec.split(b" ", 8)
-            xy = parts[1].decode("ascii", "replace").replace(".", " ")
-            files.append(_file(_decode(parts[8]), xy[0], xy[1]))
+            if rec[offset - 1 : offset] != b" " or offset == 0:
+                offset = _ordinary_path_offset(rec)
+            files.append(_file(rec[offset:].decode("utf-8", "replace"), rec[2:4]))
         elif kind == b"2 ":
             parts = rec.split(b" ", 9)
-            xy = parts[1].decode("ascii", "replace").replace(".", " ")
             original = _decode(records[i]) if i < n else None
             i += 1
-            files.append(_file(_decode(parts[9]), xy[0], xy[1], original))
+            files.append(_file(_decode(parts[9]), parts[1], original))
         elif kind == b"u ":
             parts = rec.split(b" ", 10)
-            xy = parts[1].decode("ascii", "replace").replace(".", " ")
-            files.append(_file(_decode(parts[10]), xy[0], xy[1]))
+            files.append(_file(_decode(parts[10]), parts[1]))
         elif kind == b"? ":
-            files.append(_file(_decode(rec[2:]), "?", "?"))
+            files.append(_file(_decode(rec[2:]), b"??"))
         elif kind == b"# ":
             key, _, value = _decode(rec[2:]).partition(" ")
             if key == "branch.oid":

@@ -1,0 +1,252 @@
+"""git_status and git_diff (includePatches false) through meith, against raw git, same run.
+
+A generated repository: 20,000 files in 200 directories, committed, then 2,000 of them
+modified. Measured in the same run, interleaved, medians of the repetitions:
+
+- raw git:   the commands the tools need, as a user would run them (subprocess from Python):
+             status: `git status --porcelain=v2 --branch -z`
+             diff:   `git diff --raw --numstat -z HEAD` then `git ls-files --others
+                     --exclude-standard -z`
+- socket:    the tool through a real `meith serve` (git plugin only) over its Unix socket with
+             the Python client, full pipeline (validation, permissions, audit); the result is
+             parsed JSON on the client side.
+- in-process: `Runtime.call(...)` in this process (no socket), for the plugin's own cost.
+
+The tools run more than the raw commands: discovery (`git rev-parse`, in parallel with
+`git config --list` for the hardening) before every call, and they parse the output into
+GitStatusResult / GitDiffResult.
+
+    python bench/bench_git.py [--quick] [--files N] [--modified M] [--reps R]
+
+Writes bench/results/git.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "git.json"
+BIN = Path(sys.executable).parent
+MEITH = str(BIN / "meith") if (BIN / "meith").exists() else (shutil.which("meith") or "meith")
+TARGET_RATIO = 1.3
+
+
+def git_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEITH_"))}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+def make_repo(work: Path, files: int, modified: int) -> Path:
+    home = work / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    repo = work / "repo"
+    repo.mkdir()
+    env = git_env(home)
+    subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    per_dir = 100
+    for i in range(files):
+        d = repo / f"dir{i // per_dir:03d}"
+        if i % per_dir == 0:
+            d.mkdir()
+        (d / f"file{i:05d}.txt").write_text("".join(f"line {j} of file {i}\n" for j in range(20)))
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "generated"], cwd=repo, env=env, check=True)
+    step = files // modified
+    for i in range(0, files, step)[:modified]:
+        path = repo / f"dir{i // per_dir:03d}" / f"file{i:05d}.txt"
+        path.write_text(path.read_text().replace("line 3 ", "line three ") + "appended\n")
+    # Warm the index stat data the way a user's own `git status` would.
+    subprocess.run(["git", "status", "-s"], cwd=repo, env=env, check=True, capture_output=True)
+    return repo
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+class Server:
+    def __init__(self, work: Path, user_home: Path) -> None:
+        self.home = work / "meith-home"
+        self.home.mkdir(mode=0o700)
+        self.socket = str(work / "s.sock")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEITH_"))}
+        env.update(
+            MEITH_HOME=str(self.home),
+            MEITH_PLUGINS="git",
+            HOME=str(user_home),
+            PYTHONUNBUFFERED="1",
+        )
+        self.log = open(work / "serve.out", "w+b")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [MEITH, "serve", "--socket", self.socket, "--approvals", "deny"],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while b"listening on" not in Path(self.log.name).read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(Path(self.log.name).read_text())
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 files, 5 repetitions")
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--modified", type=int, default=2_000)
+    parser.add_argument("--reps", type=int, default=15)
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.files, opts.modified, opts.reps = 2_000, 200, 5
+
+    from meith_core.client import Client
+
+    work = Path(tempfile.mkdtemp(prefix="meith-bench-git-"))
+    try:
+        t0 = time.perf_counter()
+        repo = make_repo(work, opts.files, opts.modified)
+        print(
+            f"generated {opts.files} files, {opts.modified} modified in {time.perf_counter() - t0:.1f}s"
+        )
+        env = git_env(work / "home")
+        server = Server(work, work / "home")
+        client = Client(server.socket, cwd=str(repo))
+        try:
+            figures = asyncio.run(measure(repo, env, client, opts))
+        finally:
+            client.close()
+            server.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report(figures, opts)
+
+
+def raw_status(repo: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        ["git", "status", "--porcelain=v2", "--branch", "-z"],
+        cwd=repo, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def raw_diff(repo: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        ["git", "diff", "--raw", "--numstat", "-z", "HEAD"],
+        cwd=repo, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=repo, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+async def measure(
+    repo: Path, env: dict[str, str], client: Any, opts: argparse.Namespace
+) -> dict[str, Any]:
+    from meith_core.home import MeithHome
+    from meith_core.runtime.host import Runtime
+    from meith_plugins_git.plugin import Plugin
+
+    home = MeithHome(Path(tempfile.mkdtemp(prefix="meith-bench-home-"))).ensure()
+    os.environ["HOME"] = env["HOME"]
+    runtime = Runtime(home, load_plugins=False, cwd=str(repo))
+    await runtime.start()
+    runtime.load_plugin("git", Plugin)
+    args = {"status": {"cwd": str(repo)}, "diff": {"cwd": str(repo), "includePatches": False}}
+    tools = {"status": "git_status", "diff": "git_diff"}
+    expected = {"status": opts.modified, "diff": opts.modified}
+
+    def via_socket(kind: str) -> None:
+        res = client.call_raw(tools[kind], args[kind])
+        assert res["ok"], res
+        assert len(res["content"]["files"]) == expected[kind], len(res["content"]["files"])
+
+    async def in_process(kind: str) -> float:
+        t0 = time.perf_counter()
+        res = await runtime.call(tools[kind], args[kind])
+        elapsed = time.perf_counter() - t0
+        assert res.ok, res.error
+        assert len(res.content["files"]) == expected[kind]
+        return elapsed
+
+    samples: dict[str, dict[str, list[float]]] = {
+        k: {"raw": [], "socket": [], "inprocess": []} for k in tools
+    }
+    raws = {"status": lambda: raw_status(repo, env), "diff": lambda: raw_diff(repo, env)}
+    for kind in tools:  # warm-up: caches, first imports, the server's first call
+        raws[kind]()
+        via_socket(kind)
+        await in_process(kind)
+    for _ in range(opts.reps):
+        for kind in tools:
+            samples[kind]["raw"].append(timed(raws[kind]))
+            samples[kind]["socket"].append(timed(lambda k=kind: via_socket(k)))
+            samples[kind]["inprocess"].append(await in_process(kind))
+    await runtime.aclose()
+    shutil.rmtree(home.root, ignore_errors=True)
+    return {
+        kind: {name: statistics.median(values) for name, values in by.items()} | {"samples": by}
+        for kind, by in samples.items()
+    }
+
+
+def report(figures: dict[str, Any], opts: argparse.Namespace) -> None:
+    rows = []
+    print(f"\n{opts.files} files, {opts.modified} modified, median of {opts.reps} (ms)")
+    print(f"{'tool':<28}{'raw git':>10}{'socket':>10}{'ratio':>8}{'in-proc':>10}{'ratio':>8}")
+    out: dict[str, Any] = {
+        "files": opts.files,
+        "modified": opts.modified,
+        "reps": opts.reps,
+        "targetRatio": TARGET_RATIO,
+        "results": {},
+    }
+    for kind, name in (("status", "git_status"), ("diff", "git_diff (no patches)")):
+        f = figures[kind]
+        socket_ratio = f["socket"] / f["raw"]
+        inproc_ratio = f["inprocess"] / f["raw"]
+        rows.append((name, f["raw"], f["socket"], socket_ratio, f["inprocess"], inproc_ratio))
+        print(
+            f"{name:<28}{f['raw'] * 1000:>10.1f}{f['socket'] * 1000:>10.1f}{socket_ratio:>7.2f}x"
+            f"{f['inprocess'] * 1000:>10.1f}{inproc_ratio:>7.2f}x"
+        )
+        out["results"][kind] = {
+            "rawMs": round(f["raw"] * 1000, 2),
+            "socketMs": round(f["socket"] * 1000, 2),
+            "socketRatio": round(socket_ratio, 3),
+            "inProcessMs": round(f["inprocess"] * 1000, 2),
+            "inProcessRatio": round(inproc_ratio, 3),
+            "withinTarget": socket_ratio <= TARGET_RATIO,
+        }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
