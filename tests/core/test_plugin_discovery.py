@@ -212,5 +212,26 @@ def test_discovery_in_a_fresh_process_honours_the_environment(
     assert records["fixture_tools_error"] == ["disabled", "not listed in MEITH_PLUGINS"]
 
 
+def test_an_installed_plugin_may_not_take_an_id_reserved_for_the_host(
+    fixture_plugins: Path,
+) -> None:
+    records = _discover(allow={"app", "core", "fixture_good"})
+    for pid in ("app", "core"):
+        assert records[pid].status == "failed"
+        assert records[pid].reason == f"plugin id {pid!r} is reserved for the host"
+
+
+@pytest.mark.anyio
+async def test_an_impostor_app_plugin_gets_no_free_pass(
+    fixture_plugins: Path, meith_home: MeithHome
+) -> None:
+    async with Runtime(meith_home, plugin_allow={"app", "core"}) as rt:
+        assert rt.plugins.records["core"].distribution == "meith-core"  # the host's own
+        assert rt.plugins.records["app"].status == "failed"
+        assert "impostor_write" not in rt.registry
+        result = await rt.call("impostor_write")
+        assert result.error.code is ErrorCode.UNKNOWN_TOOL
+
+
 def test_the_entry_point_group_is_meith_plugins() -> None:
     assert ENTRY_POINT_GROUP == "meith.plugins"

@@ -20,6 +20,7 @@ import pluggy
 
 from meith_core.capabilities import Capability, parse_capabilities
 from meith_core.permissions.approvals import plugin_fingerprint
+from meith_core.permissions.service import HOST_PROVIDERS
 from meith_core.plugins import hookspecs
 from meith_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 from meith_core.tooldef import ToolDefinition
@@ -118,6 +119,11 @@ class PluginManager:
                 entry_point=ep.value,
             )
             self.records[name] = record
+            if name in HOST_PROVIDERS:
+                # These ids pass the provider gate unapproved: only the host may use them.
+                record.status = "failed"
+                record.reason = f"plugin id {name!r} is reserved for the host"
+                continue
             if len({e.value for e in eps}) > 1:
                 record.status = "failed"
                 record.reason = "plugin id is provided by more than one entry point: " + ", ".join(
@@ -127,7 +133,7 @@ class PluginManager:
             if name in deny:
                 record.reason = "disabled by MEITH_DISABLE_PLUGINS"
                 continue
-            if allow is not None and name not in allow and name != "core":
+            if allow is not None and name not in allow:
                 record.reason = "not listed in MEITH_PLUGINS"
                 continue
             try:
