@@ -395,3 +395,32 @@ async def test_every_audited_decision_carries_a_reason(files: Runtime) -> None:
         "deny",
         "allow",
     ]
+
+
+@pytest.mark.anyio
+async def test_tools_without_a_privileged_capability_are_allowed_for_every_caller(
+    runtime: Runtime,
+) -> None:
+    async def fetch(ctx: ToolContext, args: NoArgs) -> str:
+        """Reads something over the network."""
+        return "fetched"
+
+    # From a plugin nobody approved, declaring accesses-network: not privileged.
+    runtime.load_plugin("net", plugin_class(make_tool(fetch, "accesses-network")))
+    runtime.load_plugin("ghost", plugin_class(_relay()))
+    callers: list[Any] = [
+        runtime.open_session("cli"),
+        runtime.open_session("agent"),
+        CallerInfo(CallerKind.AGENT),  # even without a session
+        CallerInfo(CallerKind.PLUGIN, session_id="socket:x"),  # an unbound plugin claim
+        CallerKind.RENDERER,
+        CallerKind.INTERNAL,
+    ]
+    for caller in callers:
+        result = await runtime.call("fetch", caller=caller)
+        assert result.content == "fetched", caller
+    assert (await runtime.call("relay", {"text": "fetch"})).content["ok"] is True
+    records = [r for r in runtime.audit.read() if r["toolName"] == "fetch"]
+    assert len(records) == len(callers) + 1
+    assert {r["reason"] for r in records} == {"no privileged capability"}
+    assert {r["decision"] for r in records} == {"allow"}

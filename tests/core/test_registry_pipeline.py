@@ -532,3 +532,16 @@ async def test_tool_calls_nested_too_deep_fail_instead_of_looping(runtime: Runti
         innermost = innermost["inner"]["content"]
     assert innermost["inner"]["error"]["code"] == "TOOL_FAILED"
     assert "nested" in innermost["inner"]["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_sync_tools_calling_tools_in_a_loop_also_stop_at_the_nesting_limit(
+    runtime: Runtime,
+) -> None:
+    def loop_sync(ctx: ToolContext, args: NoArgs) -> Any:
+        inner = ctx.call_tool_blocking("loop_sync")
+        return {"depth": (inner.content or {}).get("depth", 0) + 1}
+
+    runtime.register(make_tool(loop_sync))
+    result = await runtime.call("loop_sync")
+    assert result.content == {"depth": MAX_NESTED_CALLS}
