@@ -221,19 +221,17 @@ class BrowserHost:
 
     async def _deny_permissions(self, session: CDPSession) -> None:
         ids = (await session.send("Target.getBrowserContexts")).get("browserContextIds", [])
-        for context_id in ids:
-            for descriptor in DENIED_PERMISSIONS:
-                try:
-                    await session.send(
-                        "Browser.setPermission",
-                        {
-                            "permission": descriptor,
-                            "setting": "denied",
-                            "browserContextId": context_id,
-                        },
-                    )
-                except Exception as exc:  # a permission this Chromium does not know
-                    _log.debug("permission not denied", permission=descriptor, error=str(exc))
+
+        async def deny(context_id: str, descriptor: dict[str, Any]) -> None:
+            try:
+                await session.send(
+                    "Browser.setPermission",
+                    {"permission": descriptor, "setting": "denied", "browserContextId": context_id},
+                )
+            except Exception as exc:  # a permission this Chromium does not know
+                _log.debug("permission not denied", permission=descriptor, error=str(exc))
+
+        await asyncio.gather(*(deny(c, d) for c in ids for d in DENIED_PERMISSIONS))
 
     # -- pages --------------------------------------------------------------------------
 

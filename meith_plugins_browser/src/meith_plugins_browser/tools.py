@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 Diagnostics = list[dict[str, str]]
 
+OPEN_TIMEOUT_MS = 60_000
 #: Tries of a history move while Playwright re-attaches to a page after a failed load.
 _DETACHED_RETRIES = 30
 #: How long a title read may take before the cached title is used.
@@ -62,7 +63,8 @@ class BrowserTools:
         return [
             tool(self.get_tabs, capabilities=[ro]),
             tool(self.get_active_tab, capabilities=[ro]),
-            tool(self.open_browser_tab, capabilities=[c]),
+            # The first call starts Playwright and Chromium too: give it room on a busy machine.
+            tool(self.open_browser_tab, capabilities=[c], timeout_ms=OPEN_TIMEOUT_MS),
             tool(self.navigate, capabilities=[c]),
             tool(self.go_back, capabilities=[c]),
             tool(self.go_forward, capabilities=[c]),
