@@ -204,3 +204,14 @@ async def test_compare_rejects_unknown_and_option_like_refs(git_rt, make_repo):
         git_rt, "git_checkpoint_compare", {"cwd": str(repo), "left": "--output=x"}
     )
     assert code == "VALIDATION_ERROR"
+
+
+async def test_metadata_entries_that_name_another_ref_are_ignored(git_rt, make_repo, sh):
+    repo = make_repo()
+    meta = await call_ok(git_rt, "git_checkpoint_create", {"cwd": str(repo)})
+    path = repo / ".git" / "meith" / "checkpoints.json"
+    entries = json.loads(path.read_text())
+    forged = dict(entries[0], id="abc-00000000")  # still names the real checkpoint's ref
+    path.write_text(json.dumps([forged, *entries]))
+    listed = await call_ok(git_rt, "git_checkpoint_list", {"cwd": str(repo)})
+    assert [c["id"] for c in listed] == [meta["id"]]

@@ -32,6 +32,7 @@ from meith_plugins_git.validate import check_revision
 
 CHECKPOINT_REF_PREFIX: Final = "refs/meith/checkpoints"
 CHECKPOINT_ID_RE: Final = re.compile(r"^[0-9a-z]{1,16}-[0-9a-z]{8}$")
+MAX_METADATA_BYTES: Final = 16 * 1024 * 1024
 _ALPHABET: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 #: Checkpoint commits are plumbing: a fixed identity, so they work without user.name/email.
 CHECKPOINT_IDENTITY: Final = {
@@ -67,8 +68,9 @@ def metadata_path(repo: Repo) -> str:
 def read_metadata(repo: Repo) -> list[dict[str, Any]]:
     """Newest first; a missing or corrupt file is an empty list."""
     try:
-        with open(metadata_path(repo), encoding="utf-8") as fh:
-            data = json.load(fh)
+        with open(metadata_path(repo), "rb") as fh:
+            raw = fh.read(MAX_METADATA_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_METADATA_BYTES else None
     except (OSError, ValueError):
         return []
     if not isinstance(data, list):
@@ -79,6 +81,8 @@ def read_metadata(repo: Repo) -> list[dict[str, Any]]:
         if isinstance(e, dict)
         and isinstance(e.get("id"), str)
         and CHECKPOINT_ID_RE.fullmatch(e["id"])
+        # The file lives in the repository: an entry must name its own ref.
+        and e.get("ref") == f"{CHECKPOINT_REF_PREFIX}/{e['id']}"
     ]
 
 

@@ -193,13 +193,32 @@ def split_patch(text: str) -> dict[str, str]:
 # -- untracked files --------------------------------------------------------------------
 
 
-def untracked_summary(root: str, path: str, want_patch: bool) -> dict[str, Any]:
+def _open_dir_beneath(root: str, parts: list[str]) -> int:
+    """A descriptor of `root/parts...`, opened one component at a time with O_NOFOLLOW: a
+    directory swapped for a symbolic link after git listed the file cannot lead outside."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for part in parts:
+            if part in ("", ".", ".."):
+                raise OSError(errno.EINVAL, f"unexpected path component {part!r}")
+            inner = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def untracked_summary(
+    root: str, path: str, want_patch: bool, cancelled: Callable[[], bool] = lambda: False
+) -> dict[str, Any]:
     """Counts (exact) and a preview (capped) of an untracked file, without git.
 
-    Reads with O_NOFOLLOW: a symbolic link is counted as git records it (its target text,
-    one line), never followed.
+    Never follows a symbolic link: a link is counted as git records it (its target text, one
+    line), and every directory on the way is opened without following links.
     """
-    full = os.path.join(root, path)
     entry: dict[str, Any] = {
         "path": path,
         "status": "untracked",
@@ -208,38 +227,50 @@ def untracked_summary(root: str, path: str, want_patch: bool) -> dict[str, Any]:
         "binary": False,
         "diff": "",
     }
+    parts = path.split("/")
+    name = parts[-1]
     try:
-        st = os.lstat(full)
+        dir_fd = _open_dir_beneath(root, parts[:-1])
     except OSError:
         return entry
-    header = f"diff --git a/{path} b/{path}\n"
-    if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(full)
-        entry["additions"] = 1
-        if want_patch:
-            entry["diff"] = (
-                f"{header}new file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
-                f"+{target}\n\\ No newline at end of file\n"
-            )
-        return entry
-    if not stat.S_ISREG(st.st_mode):
-        return entry
-    mode = "100755" if st.st_mode & 0o111 else "100644"
-    header += f"new file mode {mode}\n"
     try:
-        fd = os.open(
-            full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        )
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOENT, errno.EACCES):
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
             return entry
-        raise
+        header = f"diff --git a/{path} b/{path}\n"
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(name, dir_fd=dir_fd)
+            entry["additions"] = 1
+            if want_patch:
+                entry["diff"] = (
+                    f"{header}new file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
+                    f"+{target}\n\\ No newline at end of file\n"
+                )
+            return entry
+        if not stat.S_ISREG(st.st_mode):
+            return entry
+        mode = "100755" if st.st_mode & 0o111 else "100644"
+        header += f"new file mode {mode}\n"
+        try:
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+            )
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOENT, errno.EACCES, errno.ENXIO):
+                return entry
+            raise
+    finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return entry
     lines = 0
     last = b"\n"
     head = bytearray()
     binary = False
     with os.fdopen(fd, "rb") as fh:
-        while True:
+        while not cancelled():
             block = fh.read(1024 * 1024)
             if not block:
                 break
@@ -287,7 +318,7 @@ def summarise_untracked(
     for path in paths:
         if cancelled():
             break
-        out.append(untracked_summary(root, path, patch_for(path)))
+        out.append(untracked_summary(root, path, patch_for(path), cancelled))
     return out
 
 

@@ -16,6 +16,8 @@ Hardening in one place is hardening everywhere:
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
 import shutil
@@ -123,6 +125,14 @@ def hardened_environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def _remove_dir(path: str) -> None:
+    try:
+        os.chmod(path, stat.S_IRWXU)
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def _check_arg(value: str) -> None:
     if "\0" in value:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "arguments must not contain NUL bytes")
@@ -135,9 +145,23 @@ class Git:
         self.path = path
         self.version = version
         self._env = dict(env)
-        # An empty, read-only directory: with core.hooksPath here, git finds no hooks.
-        self.no_hooks_dir = tempfile.mkdtemp(prefix="meith-git-nohooks-")
-        os.chmod(self.no_hooks_dir, stat.S_IRUSR | stat.S_IXUSR)
+        self._no_hooks_dir: str | None = None
+        self._cleanup: Callable[[], None] = lambda: None
+
+    @property
+    def no_hooks_dir(self) -> str:
+        """An empty, read-only directory: with core.hooksPath there, git finds no hooks.
+
+        Made on first use (listing the plugin's tools must not leave directories behind),
+        removed at shutdown or, failing that, at interpreter exit.
+        """
+        if self._no_hooks_dir is None:
+            path = tempfile.mkdtemp(prefix="meith-git-nohooks-")
+            os.chmod(path, stat.S_IRUSR | stat.S_IXUSR)
+            self._no_hooks_dir = path
+            self._cleanup = functools.partial(_remove_dir, path)
+            atexit.register(self._cleanup)
+        return self._no_hooks_dir
 
     @classmethod
     def locate(cls, environ: Mapping[str, str] | None = None) -> Git:
@@ -165,11 +189,10 @@ class Git:
         return cls(path, version, env)
 
     def close(self) -> None:
-        try:
-            os.chmod(self.no_hooks_dir, stat.S_IRWXU)
-            os.rmdir(self.no_hooks_dir)
-        except OSError:
-            pass
+        if self._no_hooks_dir is not None:
+            _remove_dir(self._no_hooks_dir)
+            atexit.unregister(self._cleanup)
+            self._no_hooks_dir = None
 
     def at_least(self, major: int, minor: int) -> bool:
         return self.version[:2] >= (major, minor)

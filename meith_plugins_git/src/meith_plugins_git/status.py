@@ -61,7 +61,7 @@ def _xy_fields(xy: bytes) -> XyFields:
     fields = _XY_FIELDS.get(xy)
     if fields is None:
         text = xy.decode("ascii", "replace").replace(".", " ")
-        x, y = (text + "  ")[:2]
+        x, y = text[0:1] or " ", text[1:2] or " "
         untracked = x == "?"
         fields = (
             status_word(x, y),
