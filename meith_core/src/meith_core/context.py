@@ -8,7 +8,7 @@ import math
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from meith_core.caller import CallerInfo
 from meith_core.cancel import CancelToken
@@ -22,6 +22,25 @@ if TYPE_CHECKING:
     from meith_core.results import ToolResult
 
 EventSink = Callable[[EventDict], None]
+
+
+class FlowControlledSink(Protocol):
+    """An event sink that knows when its reader falls behind (the socket server's is one).
+
+    `congested` is True while the caller has more of this call's events queued than it keeps
+    up with; `wait_flowing()` returns once it has caught up. A streaming tool uses these (via
+    `ToolContext.events_congested` / `wait_events_flowing`) to slow its source down instead of
+    queueing without bound.
+    """
+
+    @property
+    def congested(self) -> bool: ...
+
+    async def wait_flowing(self) -> None: ...
+
+    def __call__(self, event: EventDict) -> None: ...
+
+
 NestedCall = Callable[
     [CallerInfo, str, dict[str, Any], int | None, CancelToken], Awaitable["ToolResult"]
 ]
@@ -60,6 +79,8 @@ class ToolContext:
         self.grant_scope = grant_scope
         self._cancel = cancel
         self._emit = emit
+        # Duck-typed (cheaper than a runtime-checkable Protocol on every call).
+        self._flow = cast(FlowControlledSink, emit) if hasattr(emit, "wait_flowing") else None
         self._settings = settings
         self._nested_call = nested_call
         self._logger_factory = logger
@@ -140,6 +161,17 @@ class ToolContext:
         if data is not None:
             event["dataBase64"] = base64.b64encode(data).decode("ascii")
         self._send(event)
+
+    @property
+    def events_congested(self) -> bool:
+        """True while the caller is not keeping up with this call's events (a socket client
+        reading slower than the tool emits). Always False in-process."""
+        return self._flow is not None and self._flow.congested
+
+    async def wait_events_flowing(self) -> None:
+        """Return once the caller has caught up with this call's events (at once if it has)."""
+        if self._flow is not None and self._flow.congested:
+            await self._flow.wait_flowing()
 
     def _send(self, event: EventDict) -> None:
         if self._closed or self._emit is None:

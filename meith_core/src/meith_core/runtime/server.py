@@ -46,6 +46,11 @@ PARTIAL_FRAME_TIMEOUT_S: Final = 30.0
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
 MAX_CONNECTIONS: Final = 4096
 _PROTO: Final = f',"protocol":{PROTOCOL_VERSION}'.encode()
+#: Outbound bytes above which a connection counts as congested for flow-controlled streams
+#: (`ToolContext.events_congested`), and below which it flows again. Far below
+#: MAX_OUTBOUND_BYTES: a stream that honours it never gets its client disconnected.
+FLOW_HIGH_WATER: Final = 1024 * 1024
+FLOW_LOW_WATER: Final = 256 * 1024
 
 
 def _error_frame(
@@ -78,6 +83,9 @@ class Connection(asyncio.Protocol):
         self.in_flight: dict[str, CancelToken] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.partial_since: float | None = None
+        #: Set while the transport's write buffer is below the high-water mark.
+        self.writable = asyncio.Event()
+        self.writable.set()
 
     @property
     def is_open(self) -> bool:
@@ -88,6 +96,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        transport.set_write_buffer_limits(high=FLOW_HIGH_WATER, low=FLOW_LOW_WATER)
         sock = transport.get_extra_info("socket")
         try:
             pid, uid, _gid = peer_credentials(sock)
@@ -129,9 +138,16 @@ class Connection(asyncio.Protocol):
                 self._send(_error_frame(None, f"Malformed frame ignored: {event.reason}"))
         return False  # close our side too
 
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
     def connection_lost(self, exc: Exception | None) -> None:
         was_open = not self.closed
         self.closed = True
+        self.writable.set()  # nobody waits on a closed connection
         for token in list(self.in_flight.values()):
             token.cancel("client disconnected")
         if self in self.server.connections:
@@ -242,10 +258,7 @@ class Connection(asyncio.Protocol):
         prefix = (
             b'{"type":"tool_event"' + _PROTO + b',"requestId":' + dumps_bytes(rid) + b',"event":'
         )
-
-        def emit(event: EventDict) -> None:
-            self._send(prefix + dumps_bytes(event) + b"}\n")
-
+        emit = _CallEvents(self, prefix)
         try:
             result = await self.server.runtime.registry.call(
                 caller,
@@ -310,6 +323,27 @@ class Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
+
+
+class _CallEvents:
+    """The event sink of one call: `tool_event` frames on its connection, flow-controlled
+    (see `meith_core.context.FlowControlledSink`)."""
+
+    __slots__ = ("conn", "prefix")
+
+    def __init__(self, conn: Connection, prefix: bytes) -> None:
+        self.conn = conn
+        self.prefix = prefix
+
+    def __call__(self, event: EventDict) -> None:
+        self.conn._send(self.prefix + dumps_bytes(event) + b"}\n")
+
+    @property
+    def congested(self) -> bool:
+        return not self.conn.writable.is_set()
+
+    async def wait_flowing(self) -> None:
+        await self.conn.writable.wait()
 
 
 class SocketServer:
