@@ -239,3 +239,57 @@ def test_sigkill_of_meith_serve_then_restart_ends_the_survivors(
     assert "left running" in logged or "did not shut down" in logged
     assert content(again.call("list_dev_servers")) == []
     assert sys.platform.startswith("linux") or sys.platform == "darwin"
+
+
+def test_a_client_that_reads_slowly_holds_the_dev_server_back_and_loses_nothing(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    # 300,000 lines are ~35 MB of event frames. A client not reading for a moment would, without
+    # flow control, make the runtime queue them until its 16 MiB outbound bound disconnected it.
+    lines = 300_000
+    trigger = tmp_path / "go"
+    code = (
+        "import os,sys,time\n"
+        "print('ready', flush=True)\n"
+        f"while not os.path.exists({str(trigger)!r}): time.sleep(0.01)\n"
+        f"for s in range(0, {lines}, 1000):\n"
+        "    sys.stdout.write(''.join(f'line {i:07d}\\n' for i in range(s, s + 1000)))\n"
+        "print('END', flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    srv = serve(meith_server)
+    dev = content(
+        srv.call("start_dev_server", {"cwd": str(tmp_path), "command": PY, "args": ["-c", code]})
+    )
+    client = subprocess.Popen(
+        [MEITH, "devlogs", "--id", dev["id"], "--quiet"], env=srv.cli_env, stdout=subprocess.PIPE
+    )
+    assert client.stdout is not None
+    try:
+        assert client.stdout.readline() == b"ready\n"
+        trigger.touch()
+        # The client reads nothing now. The runtime stops reading the dev server's output: the
+        # newest line it has stops advancing, well before the end.
+        last = [-1, 0]
+
+        def held() -> bool:
+            logs = content(srv.call("get_process_logs", {"processId": dev["id"], "limit": 1}))[
+                "logs"
+            ]
+            assert logs[-1]["text"] != "END", "the whole burst was queued for a client not reading"
+            seq = logs[-1]["seq"]
+            last[1] = last[1] + 1 if seq == last[0] else 0
+            last[0] = seq
+            return last[1] >= 2
+
+        poll(held, "the dev server's output to be held", deadline_s=4.0)
+        expected = 0
+        for raw in client.stdout:
+            if raw == b"END\n":
+                break
+            assert int(raw[5:12]) == expected, raw[:40]
+            expected += 1
+        assert expected == lines
+    finally:
+        client.terminate()
+        client.wait(timeout=DEADLINE_S)

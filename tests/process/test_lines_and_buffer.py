@@ -114,3 +114,8 @@ def test_port_patterns_of_the_original() -> None:
     assert port_in_lines(["port 99999"]) is None
     assert port_in_chunk(["nothing", "PORT: 8080"]) == 8080
     assert port_in_chunk([]) is None
+
+
+def test_long_complete_lines_are_cut_too() -> None:
+    lines = feed_all([b"a" * 25 + b"\nshort\n"], max_line=10)
+    assert lines == ["a" * 10, "a" * 10, "a" * 5, "short"]

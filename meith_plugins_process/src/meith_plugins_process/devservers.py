@@ -37,6 +37,10 @@ EXIT_LINGER_S: Final = 0.25
 #: Exit statuses with which `/bin/sh -c` reports that the command itself could not run.
 _SHELL_FAILURES: Final = {126: "command not executable", 127: "command not found"}
 _STREAMS: Final = {1: "stdout", 2: "stderr"}
+#: Output is searched for an announced port only in its first lines (servers announce early;
+#: later, the listening sockets of the process tree tell): a chatty server that never names a
+#: port must not pay a regex scan per chunk forever.
+SNIFF_LINES: Final = 2000
 
 
 def signal_name(returncode: int | None) -> str | None:
@@ -81,6 +85,8 @@ class DevServer:
         self._transport: asyncio.SubprocessTransport | None = None
         self._finalized = False
         self._linger: asyncio.TimerHandle | None = None
+        #: Attached callers that cannot keep up: while any, its pipes are not read.
+        self._output_holds: set[object] = set()
 
     # -- the record ---------------------------------------------------------------------
 
@@ -116,12 +122,37 @@ class DevServer:
     def same_as(self, cwd: str, command: str, args: list[str]) -> bool:
         return self.cwd == cwd and self.command == command and self.args == args
 
+    # -- flow control -------------------------------------------------------------------
+
+    def pause_output(self, holder: object) -> None:
+        """Stop reading its output (it blocks writing once the pipe is full) until every
+        holder resumed it."""
+        if not self._output_holds:
+            self._set_reading(False)
+        self._output_holds.add(holder)
+
+    def resume_output(self, holder: object) -> None:
+        self._output_holds.discard(holder)
+        if not self._output_holds:
+            self._set_reading(True)
+
+    def _set_reading(self, on: bool) -> None:
+        if self._transport is None:
+            return
+        for fd in self._open_pipes:
+            pipe = self._transport.get_pipe_transport(fd)
+            if isinstance(pipe, asyncio.ReadTransport) and not pipe.is_closing():
+                if on:
+                    pipe.resume_reading()
+                else:
+                    pipe.pause_reading()
+
     # -- process events (on the event loop) ---------------------------------------------
 
     def _on_output(self, fd: int, data: bytes) -> None:
         lines = self._splitters[fd].feed(data)
         if lines:
-            if self.port is None:
+            if self.port is None and self.logs.next_seq < SNIFF_LINES:
                 self.port = port_in_chunk(lines)
             self.logs.append(_STREAMS[fd], lines)
 
@@ -130,7 +161,7 @@ class DevServer:
             return
         rest = self._splitters[fd].flush()
         if rest:
-            if self.port is None:
+            if self.port is None and self.logs.next_seq < SNIFF_LINES:
                 self.port = port_in_chunk(rest)
             self.logs.append(_STREAMS[fd], rest)
         self._open_pipes.discard(fd)

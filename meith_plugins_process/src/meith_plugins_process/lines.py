@@ -35,12 +35,19 @@ class LineSplitter:
             text = text.replace("\r\n", "\n")
         lines = text.split("\n")
         carry = lines.pop()
+        if lines and max(map(len, lines)) > self._max:
+            lines = [piece for line in lines for piece in self._cut(line)]
         if len(carry) > self._max:
             cut = len(carry) - len(carry) % self._max
             lines.extend(carry[i : i + self._max] for i in range(0, cut, self._max))
             carry = carry[cut:]
         self._carry = carry
         return lines
+
+    def _cut(self, line: str) -> list[str]:
+        if len(line) <= self._max:
+            return [line]
+        return [line[i : i + self._max] for i in range(0, len(line), self._max)]
 
     def flush(self) -> list[str]:
         """The unterminated last line (the stream ended), if any."""

@@ -36,7 +36,9 @@ class LogBuffer:
     """At most `max_entries` entries and about `max_chars` characters; `seq` never repeats."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_chars: int = MAX_CHARS) -> None:
-        self._entries: deque[Entry] = deque()
+        # maxlen: the count bound costs nothing per line (the deque drops the oldest in C).
+        self._entries: deque[Entry] = deque(maxlen=max_entries)
+        #: Characters appended since the size was last measured (an upper bound of the size).
         self._chars = 0
         self._max_entries = max_entries
         self._max_chars = max_chars
@@ -70,7 +72,7 @@ class LogBuffer:
         self.next_seq = seq + n
         self._entries.extend(batch)
         self._chars += sum(map(len, lines))
-        if len(self._entries) > self._max_entries or self._chars > self._max_chars:
+        if self._chars > self._max_chars:
             self._trim()
         if self._subscribers:
             for sub in tuple(self._subscribers):
@@ -81,11 +83,13 @@ class LogBuffer:
                     self.unsubscribe(sub)
 
     def _trim(self) -> None:
+        # Rare: measured only once the appended text could exceed the budget (for ordinary
+        # lines, every few megabytes), then dropped from the old end until it fits.
         entries = self._entries
-        while len(entries) > self._max_entries or (
-            self._chars > self._max_chars and len(entries) > 1
-        ):
-            self._chars -= len(entries.popleft()[2])
+        chars = sum(len(e[2]) for e in entries)
+        while chars > self._max_chars and len(entries) > 1:
+            chars -= len(entries.popleft()[2])
+        self._chars = chars
 
     def since(self, seq: int = 0, limit: int | None = None) -> list[Entry]:
         """Entries with seq >= `seq` (oldest first); with `limit`, only the newest `limit`."""

@@ -20,6 +20,7 @@ from meith_core import (
 )
 from meith_core.paths import is_within
 from meith_core.results import ToolResult
+from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.devservers import DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.logbuffer import Entry, entry_dict
@@ -71,13 +72,6 @@ def _check_scope(ctx: ToolContext, cwd: str) -> None:
             f"cwd {cwd} is outside the directory this grant is limited to ({ctx.grant_scope})",
             {"reason": "outside grant scope", "grantScope": ctx.grant_scope},
         )
-
-
-def _log_level_and_prefix(stream: str) -> tuple[str, str]:
-    # The original's attach format: stderr as warn, stream prefix except stdout and pty.
-    level = "warn" if stream == "stderr" else "info"
-    prefix = "" if stream in ("stdout", "pty") else f"[{stream}] "
-    return level, prefix
 
 
 def build_tools(p: Plugin) -> list[ToolDefinition]:
@@ -256,34 +250,18 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             if found is None:
                 raise ToolError(ErrorCode.TOOL_FAILED, f"No dev server running in {cwd}")
             server = found
-        log = ctx.log
-
-        def forward(batch: list[Entry]) -> None:
-            # One batch = one stream: level and prefix are decided once per batch.
-            level, prefix = _log_level_and_prefix(batch[0][1])
-            if prefix:
-                for entry in batch:
-                    log(level, prefix + entry[2])
-            else:
-                for entry in batch:
-                    log(level, entry[2])
-
+        forwarder = LogForwarder(ctx, server)
         # Replay and subscribe with no await in between: no line is missed or sent twice.
         if args.replay:
-            backlog = server.logs.since(0)
-            start = 0
-            while start < len(backlog):
-                stream = backlog[start][1]
-                end = start
-                while end < len(backlog) and backlog[end][1] == stream:
-                    end += 1
-                forward(backlog[start:end])
-                start = end
-        unsubscribe = server.logs.subscribe(forward)
+            forwarder.replay(server.logs.since(0))
+        unsubscribe = server.logs.subscribe(forwarder)
+        drain = asyncio.ensure_future(forwarder.run())
         try:
             await ctx.wait_cancelled()
         finally:
             unsubscribe()
+            drain.cancel()
+            forwarder.release()
         return {"devServerId": server.id, "attached": True}
 
     return [

@@ -1,0 +1,149 @@
+"""A caller that reads slower than a dev server writes: the dev server is slowed down instead
+of the runtime queueing without bound; a caller that stops reading only lags, and is told."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+
+from meith_core import CancelToken
+from meith_plugins_process import attach
+from tests.process.conftest import Proc
+from tests.process.support import PY, eventually, ok
+
+pytestmark = pytest.mark.anyio
+
+LINES = 200_000  # ~9 MB: far more than a pipe (64 KiB) and the backlog can hold
+
+
+class SlowCaller:
+    """An event sink with flow control, as the socket server's is; congestion is set by hand."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.congested = False
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    def block(self) -> None:
+        self.congested = True
+        self._flowing.clear()
+
+    def unblock(self) -> None:
+        self.congested = False
+        self._flowing.set()
+
+    async def wait_flowing(self) -> None:
+        await self._flowing.wait()
+
+    @property
+    def messages(self) -> list[str]:
+        return [e["message"] for e in self.events]
+
+
+def generator(tmp_path) -> list[str]:
+    trigger = tmp_path / "go"
+    code = (
+        "import os,sys,time\n"
+        "print('ready', flush=True)\n"
+        f"while not os.path.exists({str(trigger)!r}): time.sleep(0.01)\n"
+        f"for s in range(0, {LINES}, 1000):\n"
+        "    sys.stdout.write(''.join(f'line {i}\\n' for i in range(s, s + 1000)))\n"
+        "print('END', flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    return [PY, "-c", code]
+
+
+async def test_a_congested_caller_pauses_the_dev_server_and_gets_every_line(
+    proc: Proc, tmp_path
+) -> None:
+    argv = generator(tmp_path)
+    dev = ok(
+        await proc.rt.call(
+            "start_dev_server", {"cwd": str(tmp_path), "command": argv[0], "args": argv[1:]}
+        )
+    )
+    server = proc.plugin.dev_servers.servers[dev["id"]]
+    caller = SlowCaller()
+    cancel = CancelToken()
+    result: dict[str, Any] = {}
+
+    async def attach_logs() -> None:
+        result["res"] = await proc.rt.call(
+            "attach_process_logs", {"devServerId": dev["id"]}, on_event=caller, cancel=cancel
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach_logs)
+        await eventually(lambda: "ready" in caller.messages, "the replay")
+        caller.block()
+        (tmp_path / "go").touch()
+        # The forwarder holds the dev server's output: its pipes are no longer read...
+        await eventually(lambda: server._output_holds, "the hold")
+        pipe = server._transport.get_pipe_transport(1)
+        assert not pipe.is_reading()
+        # ...so the generator cannot finish: 9 MB do not fit in a pipe and a bounded backlog.
+        await asyncio.sleep(0.2)
+        assert not any(e[2] == "END" for e in server.logs.since(0))
+        caller.unblock()
+        await eventually(lambda: caller.messages[-1:] == ["END"], "every line", deadline_s=60)
+        cancel.cancel()
+    assert caller.messages == ["ready", *(f"line {i}" for i in range(LINES)), "END"]
+    assert ok(result["res"]) == {"devServerId": dev["id"], "attached": True}
+    assert not server._output_holds
+    assert pipe.is_reading()
+
+
+async def test_a_caller_that_stops_reading_only_holds_the_dev_server_briefly(
+    proc: Proc, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(attach, "STALL_S", 0.3)
+    argv = generator(tmp_path)
+    dev = ok(
+        await proc.rt.call(
+            "start_dev_server", {"cwd": str(tmp_path), "command": argv[0], "args": argv[1:]}
+        )
+    )
+    server = proc.plugin.dev_servers.servers[dev["id"]]
+    stuck, fine = SlowCaller(), SlowCaller()
+    cancel = CancelToken()
+
+    async def attach_logs(caller: SlowCaller) -> None:
+        await proc.rt.call(
+            "attach_process_logs", {"devServerId": dev["id"]}, on_event=caller, cancel=cancel
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach_logs, stuck)
+        tg.start_soon(attach_logs, fine)
+        await eventually(
+            lambda: "ready" in stuck.messages and "ready" in fine.messages, "both attached"
+        )
+        stuck.block()
+        (tmp_path / "go").touch()
+        # After the stall period the dev server runs on: the other client gets everything.
+        await eventually(
+            lambda: fine.messages[-1:] == ["END"], "the other client's lines", deadline_s=60
+        )
+        assert not server._output_holds
+        stuck.unblock()
+        await eventually(
+            lambda: stuck.messages[-1:] == ["END"], "the lagging client's tail", deadline_s=60
+        )
+        cancel.cancel()
+    assert fine.messages == ["ready", *(f"line {i}" for i in range(LINES)), "END"]
+    skipped = [m for m in stuck.messages if m.startswith("[system] skipped ")]
+    assert len(skipped) == 1
+    count = int(skipped[0].split()[2])
+    lines = [m for m in stuck.messages if m.startswith("line ")]
+    # What it got is in order, what it missed is counted, and its backlog stayed bounded.
+    assert [int(m.split()[1]) for m in lines] == sorted(int(m.split()[1]) for m in lines)
+    assert len(lines) + count == LINES
+    assert count > 0
