@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -221,3 +222,34 @@ async def test_shutdown_closes_the_browser(runtime: Runtime, site: Site) -> None
     await runtime.aclose()
     assert not plugin.host.running
     await poll(lambda: process_gone(pid))
+
+
+@pytest.mark.browser
+async def test_without_a_usable_sandbox_the_browser_runs_without_it_and_says_so(
+    runtime: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs a machine where Chromium's sandbox fails: here, running as root")
+    # As root Chromium refuses its sandbox: the "auto" setting must fall back, with a warning.
+    monkeypatch.setattr("meith_plugins_browser.browser.use_sandbox", lambda setting: True)
+    plugin = load(runtime)
+    opened = await runtime.call("open_browser_tab", {"url": site.url()})
+    assert opened.ok, opened.to_wire()
+    assert opened.diagnostics is not None
+    assert "sandbox is not available" in opened.diagnostics[0].message
+    assert plugin.host.running
+    # Asked for explicitly, a sandbox that cannot work is an error.
+    await runtime.aclose()
+    rt = Runtime(runtime.home, load_plugins=False)
+    await rt.start()
+    try:
+        rt.load_plugin("browser", Plugin)
+        rt.approve_plugin("browser")
+        rt.settings.merge({"browser": {"sandbox": True}})
+        monkeypatch.undo()
+        failed = await rt.call("open_browser_tab", {"url": site.url()})
+        assert failed.error is not None
+        assert failed.error.code == "TOOL_FAILED"
+        assert "failed to start" in failed.error.message
+    finally:
+        await rt.aclose()

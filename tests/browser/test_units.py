@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
 from meith_plugins_browser.artifacts import png_size, write_artifact
-from meith_plugins_browser.browser import playwright_message
+from meith_plugins_browser.browser import playwright_message, use_sandbox
 from meith_plugins_browser.cdp import check_cdp
 from meith_plugins_browser.elements import ElementIds
 from meith_plugins_browser.executable import (
@@ -113,6 +113,15 @@ def test_no_browser_says_how_to_install_one(tmp_path: Path) -> None:
     with pytest.raises(BrowserNotFoundError) as err:
         find_browser(env={ENV_VAR: str(tmp_path)}, playwright_path=None, which=lambda _n: None)
     assert "not an executable file" in str(err.value)
+
+
+def test_the_sandbox_is_on_unless_root_or_set_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert use_sandbox(True) is True
+    assert use_sandbox(False) is False
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert use_sandbox(None) is False
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert use_sandbox(None) is True
 
 
 def test_launch_switches_keep_the_browser_off_the_network() -> None:

@@ -103,6 +103,14 @@ def playwright_message(exc: BaseException) -> str:
     return line[:500]
 
 
+def use_sandbox(setting: bool | None) -> bool:
+    """Chromium's own sandbox: on unless set off, or running as root (where it cannot work)."""
+    if setting is not None:
+        return setting
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is None or geteuid() != 0
+
+
 class BrowserHost:
     """The browser of one runtime and the tabs in it."""
 
@@ -168,20 +176,33 @@ class BrowserHost:
                 found = find_browser(playwright_path=own)
             except BrowserNotFoundError as exc:
                 raise ToolError(ErrorCode.TOOL_FAILED, str(exc)) from None
-            try:
-                browser = await pw.chromium.launch(
-                    executable_path=found.path,
-                    headless=settings.headless,
-                    args=list(LAUNCH_ARGS),
-                    ignore_default_args=list(IGNORED_DEFAULT_ARGS),
-                    timeout=LAUNCH_TIMEOUT_MS,
-                )
-            except PlaywrightError as exc:
-                raise ToolError(
-                    ErrorCode.TOOL_FAILED,
-                    f"Chromium at {found.path} failed to start: {playwright_message(exc)}",
-                    {"executable": found.path, "source": found.source},
-                ) from None
+            sandbox = use_sandbox(settings.sandbox)
+            while True:
+                try:
+                    browser = await pw.chromium.launch(
+                        executable_path=found.path,
+                        headless=settings.headless,
+                        chromium_sandbox=sandbox,
+                        args=list(LAUNCH_ARGS),
+                        ignore_default_args=list(IGNORED_DEFAULT_ARGS),
+                        timeout=LAUNCH_TIMEOUT_MS,
+                    )
+                    break
+                except PlaywrightError as exc:
+                    if sandbox and settings.sandbox is None:
+                        # "auto": the machine cannot sandbox (e.g. no user namespaces).
+                        sandbox = False
+                        self._notices.append(
+                            "Chromium's sandbox is not available on this machine; the browser "
+                            "runs without it (set browser.sandbox to silence this)."
+                        )
+                        _log.warning("chromium sandbox unavailable", error=playwright_message(exc))
+                        continue
+                    raise ToolError(
+                        ErrorCode.TOOL_FAILED,
+                        f"Chromium at {found.path} failed to start: {playwright_message(exc)}",
+                        {"executable": found.path, "source": found.source},
+                    ) from None
             try:
                 context = await browser.new_context(
                     viewport={"width": settings.viewport.width, "height": settings.viewport.height},
@@ -217,6 +238,7 @@ class BrowserHost:
             executable=found.path,
             version=browser.version,
             headless=settings.headless,
+            sandbox=sandbox,
         )
 
     async def _deny_permissions(self, session: CDPSession) -> None:

@@ -58,6 +58,13 @@ class BrowserSettings(BaseModel):
         description="How long click/type wait for an element to be visible and enabled.",
     )
     viewport: Viewport = Field(default_factory=Viewport)
+    sandbox: bool | None = Field(
+        None,
+        description=(
+            "Chromium's renderer sandbox. Unset: on, except as root (and off, with a warning, "
+            "where the machine cannot provide it)."
+        ),
+    )
     cdpUnrestricted: bool = Field(
         False,
         description=(
