@@ -243,3 +243,13 @@ async def test_task_cancellation_reaps_the_child_before_propagating(tmp_path):
 def test_signals_used_exist():
     assert signal.SIGTERM
     assert signal.SIGKILL
+
+
+def test_relative_path_entries_are_not_searched_for_git(tmp_path, monkeypatch):
+    planted = tmp_path / "git"
+    planted.write_text("#!/bin/sh\necho 'git version 9.9.9'\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    g = Git.locate({"PATH": f".{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(tmp_path)})
+    assert g.path != str(planted)
+    assert g.version != (9, 9, 9)

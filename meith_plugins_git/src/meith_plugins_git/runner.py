@@ -167,7 +167,12 @@ class Git:
     def locate(cls, environ: Mapping[str, str] | None = None) -> Git:
         """Find git on PATH and check its version, or raise GitUnavailable."""
         environ = dict(os.environ if environ is None else environ)
-        found = shutil.which("git", path=environ.get("PATH"))
+        # Only absolute PATH entries: "." (or any relative entry) would let the directory the
+        # runtime happens to start in supply its own `git`.
+        search = os.pathsep.join(
+            p for p in environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(p)
+        )
+        found = shutil.which("git", path=search)
         if found is None:
             raise GitUnavailable("git was not found on PATH")
         path = os.path.abspath(found)
