@@ -4,8 +4,6 @@ Same typer settings as `meith` (no rich markup, no completion install), so the c
 isolates what meith's commands add on top of typer itself.
 """
 
-from __future__ import annotations
-
 import typer
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None)

@@ -17,6 +17,8 @@ One run, everything interleaved, medians of repetitions:
 then a table with PASS/MISS against the issue's targets, and JSON in bench/results/core.json.
 
     python bench/bench_core.py [--quick] [--mcp-64] [--no-breakdown]
+    python bench/bench_core.py --profile     (diagnosis instead: `meith serve` under cProfile,
+                                              and the pipeline with parts patched out)
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import argparse
 import asyncio
 import contextlib
 import importlib.metadata
+import importlib.util
 import json
+import math
 import os
 import platform
 import resource
@@ -42,7 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped,unused-ignore]
+try:
+    import psutil  # type: ignore[import-untyped,unused-ignore]
+except ImportError:
+    sys.exit("bench_core.py needs psutil and mcp; `nox -s bench -- core` installs and runs it")
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "results" / "core.json"
@@ -98,7 +105,7 @@ def percentile(samples: Sequence[float], q: float) -> float:
     ordered = sorted(samples)
     if not ordered:
         return float("nan")
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
     return ordered[rank]
 
 
@@ -559,7 +566,8 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         sessions = await open_mcp_sessions(stack, peer_sessions)
         results["peerStartupS"] = round(time.perf_counter() - t0, 2)
-        peer_children = [c for c in psutil.Process().children() if c.pid != setup.serve.pid]
+        ours = {p.pid for p in setup.procs}
+        peer_children = [c for c in psutil.Process().children() if c.pid not in ours]
         rss_idle = serve_proc.memory_info().rss
 
         # 1. sequential latency
@@ -998,6 +1006,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile_run(calls=1000 if args.quick else 3000)
         return 0
     plan = Plan.quick() if args.quick else Plan()
+    if importlib.util.find_spec("mcp") is None:
+        _print("bench_core.py needs the `mcp` package; `nox -s bench -- core` installs and runs it")
+        return 2
     started = time.perf_counter()
     results: dict[str, Any] = {"environment": environment(), "plan": plan.__dict__}
     with servers() as setup:
