@@ -68,57 +68,31 @@ class Repo:
     ) -> Completed:
         """Run git in the work tree root with this repository's neutralising settings."""
         started = time.time()
+        # A writer on the real index may leave index.lock behind if it has to be killed.
+        on_kill = None
+        if profile.optional_locks and not (env and "GIT_INDEX_FILE" in env):
+            on_kill = lambda: self._remove_index_lock_since(started)  # noqa: E731
         try:
-            return await self._run(
+            return await self.git.run(
                 command,
                 options,
-                profile,
-                operands,
-                paths,
-                stdin,
-                env,
-                max_output,
-                ok_codes,
-                end_of_options,
-                started,
+                cwd=self.root,
+                profile=profile,
+                operands=operands,
+                paths=paths,
+                config=self.config,
+                stdin=stdin,
+                env=env,
+                max_output=max_output,
+                ok_codes=ok_codes,
+                end_of_options=end_of_options,
+                cancel=self.cancel,
+                on_kill=on_kill,
             )
         except GitFailed as exc:
             if "index.lock': File exists" in exc.result.stderr_text:
                 raise (self.index_lock_error() or exc) from None
             raise
-
-    async def _run(
-        self,
-        command: Sequence[str],
-        options: Sequence[str],
-        profile: Profile,
-        operands: Sequence[str],
-        paths: Sequence[str] | None,
-        stdin: bytes | None,
-        env: Mapping[str, str] | None,
-        max_output: int,
-        ok_codes: Sequence[int],
-        end_of_options: bool,
-        started: float,
-    ) -> Completed:
-        return await self.git.run(
-            command,
-            options,
-            cwd=self.root,
-            profile=profile,
-            operands=operands,
-            paths=paths,
-            config=self.config,
-            stdin=stdin,
-            env=env,
-            max_output=max_output,
-            ok_codes=ok_codes,
-            end_of_options=end_of_options,
-            cancel=self.cancel,
-            on_kill=(lambda: self._remove_index_lock_since(started))
-            if profile.optional_locks
-            else None,
-        )
 
     def _remove_index_lock_since(self, started: float) -> None:
         """After a writer had to be stopped: git removes its index.lock on SIGTERM but not on
