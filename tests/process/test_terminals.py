@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+import psutil
 import pytest
 
 from tests.process.conftest import Proc
@@ -175,3 +176,24 @@ async def test_missing_cwd_falls_back_to_home_with_a_warning(proc: Proc, tmp_pat
     assert res.ok
     assert res.content["cwd"] == os.path.expanduser("~")
     assert "not a directory" in res.diagnostics[0].message
+
+
+async def test_ctrl_c_interrupts_the_foreground_job(proc: Proc) -> None:
+    tid = ok(await proc.rt.call("create_terminal", {"shell": "/bin/bash"}))["id"]
+    ok(
+        await proc.rt.call(
+            "write_terminal", {"terminalId": tid, "data": "sleep 300; echo after-$((1+1))\r"}
+        )
+    )
+    pid = proc.plugin.terminals.terminals[tid].pid
+    await eventually(
+        lambda: ["sleep", "300"] in [c.cmdline() for c in psutil.Process(pid).children()],
+        "sleep to run",
+    )
+    ok(await proc.rt.call("write_terminal", {"terminalId": tid, "data": "\x03"}))
+    # The PTY is the controlling terminal: ^C sends SIGINT to the foreground job, which ends
+    # the whole command line (the `echo` does not run); the shell itself survives.
+    ok(await proc.rt.call("write_terminal", {"terminalId": tid, "data": "echo alive-$((2+3))\r"}))
+    buf = await output_contains(proc, tid, "alive-5")
+    assert "after-2" not in buf
+    assert ok(await proc.rt.call("list_terminals", {}))[0]["status"] == "running"

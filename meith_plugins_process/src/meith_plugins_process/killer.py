@@ -95,7 +95,7 @@ def identity_matches(proc: psutil.Process, create_time: float | None) -> bool:
             and abs(proc.create_time() - create_time) > START_TIME_TOLERANCE_S
         ):
             return False
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
     except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
         return False
 
@@ -103,7 +103,7 @@ def identity_matches(proc: psutil.Process, create_time: float | None) -> bool:
 def _alive(proc: psutil.Process) -> bool:
     # psutil.Process remembers the start time it saw: is_running() is False for a reused pid.
     try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 

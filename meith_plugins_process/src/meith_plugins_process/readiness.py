@@ -8,6 +8,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.abc
 
 PROBE_TIMEOUT_S: Final = 1.0
 _LOOPBACK: Final = ("127.0.0.1", "::1")
@@ -35,6 +36,14 @@ def _probe_tls_context() -> ssl.SSLContext:
     return ctx
 
 
+async def _connect(host: str, port: int, tls: bool) -> anyio.abc.ByteStream:
+    if tls:
+        return await anyio.connect_tcp(
+            host, port, ssl_context=_probe_tls_context(), tls_standard_compatible=False
+        )
+    return await anyio.connect_tcp(host, port)
+
+
 async def http_status(url: str) -> int | None:
     """The status code `url` answers a GET with, or None (no connection, no HTTP answer)."""
     parts = urlsplit(url)
@@ -52,13 +61,7 @@ async def http_status(url: str) -> int | None:
     ).encode("latin-1", "replace")
     try:
         with anyio.fail_after(PROBE_TIMEOUT_S * 2):
-            stream = await anyio.connect_tcp(
-                host,
-                port,
-                tls=tls,
-                ssl_context=_probe_tls_context() if tls else None,
-                tls_standard_compatible=False,
-            )
+            stream = await _connect(host, port, tls)
             try:
                 await stream.send(request)
                 head = b""

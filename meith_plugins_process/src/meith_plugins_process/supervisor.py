@@ -36,7 +36,7 @@ KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
 
 def _create_time(pid: int) -> float | None:
     with contextlib.suppress(psutil.Error):
-        return psutil.Process(pid).create_time()
+        return float(psutil.Process(pid).create_time())
     return None
 
 
@@ -171,11 +171,10 @@ class Supervisor:
             if path.name == mine:
                 continue
             data = read_json(path)
-            runtime = data.get("runtime") if isinstance(data, dict) else None
-            if not isinstance(runtime, dict):
+            if not isinstance(data, dict) or not isinstance(data.get("runtime"), dict):
                 stale.append(path)  # corrupt: nothing trustworthy to act on
                 continue
-            if _runtime_alive(runtime):
+            if _runtime_alive(data["runtime"]):
                 continue
             stale.append(path)
             for proc in data.get("processes") or []:

@@ -171,8 +171,13 @@ class Terminal:
                 view = view[os.write(master, view) :]
             except BlockingIOError:
                 # The shell is not reading (a full PTY input queue): wait until it drains.
-                ready = self._loop.create_future()
-                self._loop.add_writer(master, lambda f=ready: f.done() or f.set_result(None))
+                ready: asyncio.Future[None] = self._loop.create_future()
+
+                def writable(f: asyncio.Future[None] = ready) -> None:
+                    if not f.done():
+                        f.set_result(None)
+
+                self._loop.add_writer(master, writable)
                 try:
                     await ready
                 finally:

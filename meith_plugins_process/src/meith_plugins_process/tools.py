@@ -19,7 +19,7 @@ from meith_core import (
     tool,
 )
 from meith_core.paths import is_within
-from meith_core.results import ToolResult
+from meith_core.results import Diagnostic, ToolResult
 from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.devservers import DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
@@ -88,7 +88,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         term = await terms.create(
             cwd=cwd, shell=shell, cols=args.cols, rows=args.rows, env=args.env
         )
-        diagnostics = [{"level": "warn", "message": warning}] if warning else None
+        diagnostics: list[Diagnostic | dict[str, str]] | None = (
+            [{"level": "warn", "message": warning}] if warning else None
+        )
         return ok_result(
             TerminalSession.model_validate(term.record()).model_dump(), diagnostics=diagnostics
         )
@@ -115,7 +117,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         term = terms.get(args.terminalId)
         was_running = term.status == "running"
         found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL))
-        diagnostics = None
+        diagnostics: list[Diagnostic | dict[str, str]] | None = None
         if not was_running:
             message = f"Terminal {term.id} had already exited"
             if found:
@@ -162,7 +164,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         server = await devs.start(
             cwd=cwd, command=args.command, args=list(args.args), name=args.name, env=args.env
         )
-        diagnostics = None
+        diagnostics: list[Diagnostic | dict[str, str]] | None = None
         if server.status == "errored":
             diagnostics = [
                 {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}
@@ -179,7 +181,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         """Signal the dev server's process group (default SIGTERM), SIGKILL after 3 s."""
         server = devs.get(args.devServerId)
         stopped, message = await devs.stop(server, parse_signal(args.signal, signal.SIGTERM))
-        diagnostics = None if stopped else [{"level": "info", "message": message}]
+        diagnostics: list[Diagnostic | dict[str, str]] | None = (
+            None if stopped else [{"level": "info", "message": message}]
+        )
         return ok_result({"devServerId": server.id, "stopped": stopped}, diagnostics=diagnostics)
 
     async def wait_for_dev_server(ctx: ToolContext, args: WaitForDevServerArgs) -> dict[str, Any]:
@@ -193,13 +197,15 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
 
     async def get_process_tree(ctx: ToolContext, args: EmptyArgs) -> dict[str, Any]:
         """Every managed dev server and terminal with its process tree and listening ports."""
-        items: list[tuple[str, str, int | None, float | None, str, str | None, str, int | None]] = [
+        items: list[tuple[str, str, int | None, float | None, str, str | None, str, int | None]]
+        items = [
             ("dev-server", s.id, s.pid, s.create_time, s.cwd, s.display_command, s.status, s.port)
             for s in devs.servers.values()
-        ] + [
+        ]
+        items.extend(
             ("terminal", t.id, t.pid, t.create_time, t.cwd, t.shell, t.status, None)
             for t in terms.terminals.values()
-        ]
+        )
 
         def read_trees() -> list[dict[str, Any] | None]:
             return [process_tree(pid, created) for _k, _i, pid, created, *_rest in items]

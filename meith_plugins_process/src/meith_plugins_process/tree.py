@@ -19,7 +19,7 @@ def _command(proc: psutil.Process) -> str | None:
         cmdline = proc.cmdline()
         if cmdline:
             return " ".join(cmdline)
-        return proc.name()
+        return str(proc.name())
     return None
 
 
