@@ -10,8 +10,9 @@ descendants inherit. A target's members are found in one pass over the process t
 - when the leader is gone: only processes carrying the marker. Its pid, session and group
   numbers may have been reused by an unrelated process, so they prove nothing any more.
 
-The killer never signals itself or one of its ancestors (a runtime started inside a terminal
-that a previous runtime left behind must not kill the shell it runs in).
+The killer never signals itself or one of its ancestors, and leaves alone a target the runtime
+itself runs inside (started from a terminal a previous runtime left behind: that shell and its
+other jobs are the user's).
 
 Zombies count as gone: a dead process whose parent has not reaped it yet (PID 1 in some
 containers never reaps) has already released everything it held.
@@ -119,15 +120,19 @@ def _protected_pids() -> set[int]:
 def find_members(targets: Sequence[Target]) -> dict[str, list[psutil.Process]]:
     """One pass over the process table: the live members of each target (blocking; run it in
     a worker thread)."""
+    protected = _protected_pids()
+    # A target that contains this runtime (it runs inside a terminal a previous runtime left
+    # behind) is left alone entirely: its other processes are the user's, not survivors.
+    own_marker = os.environ.get(MARKER_ENV)
+    live = [t for t in targets if t.id != own_marker and t.pid not in protected]
     leaders: dict[int, str] = {}
-    for t in targets:
+    for t in live:
         if t.pid is None:
             continue
         with contextlib.suppress(psutil.Error):
             if identity_matches(psutil.Process(t.pid), t.create_time):
                 leaders[t.pid] = t.id
-    markers = {t.id for t in targets}
-    protected = _protected_pids()
+    markers = {t.id for t in live}
     members: dict[str, dict[int, psutil.Process]] = {t.id: {} for t in targets}
     parent_of: dict[int, int] = {}
     procs: dict[int, psutil.Process] = {}
@@ -205,7 +210,14 @@ async def terminate(
     """
     if not targets:
         return []
-    found = await anyio.to_thread.run_sync(find_members, list(targets))
+    try:
+        found = await anyio.to_thread.run_sync(find_members, list(targets))
+    except BaseException:
+        # Cancelled before the scan finished (a shutdown budget ran out): at least the groups
+        # of leaders that are provably ours die.
+        for t in targets:
+            _signal_group(t.pid, t.create_time, signal.SIGKILL)
+        raise
     outcomes = {t.id: Outcome(t.id, found=sorted(p.pid for p in found[t.id])) for t in targets}
     for t in targets:
         _signal_target(t, found[t.id], t.sig)
