@@ -70,11 +70,13 @@ CLI_MAX_RATIO = 1.3
 class Plan:
     """How much to measure; `--quick` for a smoke run."""
 
-    lat_reps: int = 7
-    lat_calls: int = 300  # per repetition, meith and the floor
-    lat_calls_peer: int = 100  # the peer is ~10x slower
-    thr_reps: int = 3
-    thr_window_s: float = 1.0
+    # Many short repetitions: bursts of foreign load on a shared machine then hit every target
+    # alike instead of one target's whole block.
+    lat_reps: int = 15
+    lat_calls: int = 140  # per repetition, meith and the floor
+    lat_calls_peer: int = 50  # the peer is ~10x slower
+    thr_reps: int = 5
+    thr_window_s: float = 0.6
     thr_warmup_s: float = 0.15
     cli_reps: int = 7
     peer_sessions: int = 8
@@ -82,9 +84,9 @@ class Plan:
     @classmethod
     def quick(cls) -> Plan:
         return cls(
-            lat_reps=2,
-            lat_calls=150,
-            lat_calls_peer=50,
+            lat_reps=3,
+            lat_calls=100,
+            lat_calls_peer=30,
             thr_reps=1,
             thr_window_s=0.4,
             thr_warmup_s=0.1,
@@ -289,7 +291,9 @@ def servers(serve_prefix: list[str] | None = None, variants: Sequence[str] = ())
 # -- sequential latency -------------------------------------------------------------------
 
 
-WARMUP_CALLS = 20
+#: Before each repetition (the connections were warmed up once before the first).
+WARMUP_CALLS = 5
+FIRST_WARMUP_CALLS = 50
 
 
 def sequential_sync(client: Any, calls: int, warmup: int = WARMUP_CALLS) -> list[float]:
@@ -309,8 +313,10 @@ def sequential_sync(client: Any, calls: int, warmup: int = WARMUP_CALLS) -> list
     return samples
 
 
-async def sequential_async(call: Callable[[], Awaitable[bool]], calls: int) -> list[float]:
-    for _ in range(WARMUP_CALLS):
+async def sequential_async(
+    call: Callable[[], Awaitable[bool]], calls: int, warmup: int = WARMUP_CALLS
+) -> list[float]:
+    for _ in range(warmup):
         await call()
     samples: list[float] = []
     clock = time.perf_counter
@@ -576,6 +582,10 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         per_rep: dict[str, list[dict[str, float]]] = {t: [] for t in seq_targets}
         all_samples: dict[str, list[float]] = {t: [] for t in seq_targets}
         servers_of = {"meith": [serve_proc], "echo": [echo_proc], "peer": peer_children}
+        for name, client in sync_clients.items():
+            sequential_sync(client, 0, warmup=FIRST_WARMUP_CALLS)
+            await sequential_async(meith_async_call(aclients[name][0]), 0, FIRST_WARMUP_CALLS)
+        await sequential_async(mcp_call(sessions[0]), 0, FIRST_WARMUP_CALLS)
         for rep in range(plan.lat_reps):
             for target in rotated(seq_targets, rep):
                 meter = CpuMeter(servers_of[target.removesuffix("-async")])
@@ -601,9 +611,10 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         results["latencyMs"] = {
             t: {
                 "p50": median([r["p50"] for r in per_rep[t]]),
-                "p99": median([r["p99"] for r in per_rep[t]]),
+                # A repetition holds too few calls for its own p99: pooled over all of them.
+                "p99": percentile(all_samples[t], 99) * 1e3,
+                "p50BestRep": min(r["p50"] for r in per_rep[t]),
                 "p50PerRep": [round(r["p50"], 4) for r in per_rep[t]],
-                "p99PerRep": [round(r["p99"], 4) for r in per_rep[t]],
                 "serverCpuUsPerCall": median([r["serverCpuUs"] for r in per_rep[t]]),
                 "clientCpuUsPerCall": median([r["clientCpuUs"] for r in per_rep[t]]),
                 "calls": len(all_samples[t]),
@@ -689,12 +700,18 @@ def evaluate(results: dict[str, Any], mcp_64: bool) -> list[dict[str, Any]]:
             {"target": name, "value": round(value, 2), "limit": limit, "pass": ok, "note": note}
         )
 
+    def best(a: str, b: str) -> str:
+        return f"best repetitions: {lat[a]['p50BestRep'] / lat[b]['p50BestRep']:.2f}x"
+
     ratio = lat["meith"]["p50"] / lat["echo"]["p50"]
-    add("p50 within 4x of the echo floor (sync client)", ratio, FLOOR_MAX_RATIO, ratio <= 4)
+    add("p50 within 4x of the echo floor (sync client)", ratio, FLOOR_MAX_RATIO, ratio <= 4,
+        best("meith", "echo"))  # fmt: skip
     ratio_a = lat["meith-async"]["p50"] / lat["echo-async"]["p50"]
-    add("p50 within 4x of the echo floor (async client)", ratio_a, FLOOR_MAX_RATIO, ratio_a <= 4)
+    add("p50 within 4x of the echo floor (async client)", ratio_a, FLOOR_MAX_RATIO, ratio_a <= 4,
+        best("meith-async", "echo-async"))  # fmt: skip
     speedup = lat["peer"]["p50"] / lat["meith"]["p50"]
-    add("p50 >= 5x faster than the MCP SDK peer", speedup, PEER_MIN_SPEEDUP, speedup >= 5)
+    add("p50 >= 5x faster than the MCP SDK peer", speedup, PEER_MIN_SPEEDUP, speedup >= 5,
+        best("peer", "meith"))  # fmt: skip
     top = str(max(CONCURRENCY))
     peer_thr = thr["peer"]
     if top in peer_thr:
@@ -745,10 +762,15 @@ def report(results: dict[str, Any]) -> None:
         f"meith core benchmark - python {env['python']}, mcp {env['mcp']}, {env['cpus']} CPUs, "
         f"load {env['loadBefore']} -> {env['loadAfter']}"
     )
+    _print(
+        f"other processes used {env['foreignCores']} of {env['cpus']} cores on average while "
+        "this ran"
+        + (" - a busy machine: expect noisy figures" if env["foreignCores"] > 0.3 else "")
+    )
     _print()
     _print(
-        f"{'Sequential round trip of bench_echo':<44}{'p50 ms':>8}{'p99 ms':>9}{'calls':>7}"
-        f"{'CPU us/call client':>20}{'server':>8}"
+        f"{'Sequential round trip of bench_echo':<44}{'p50 ms':>8}{'best rep':>9}{'p99 ms':>9}"
+        f"{'calls':>7}{'CPU us/call client':>20}{'server':>8}"
     )
     labels = {
         "echo": "echo floor, meith sync Client",
@@ -760,7 +782,8 @@ def report(results: dict[str, Any]) -> None:
     for key, label in labels.items():
         row = lat[key]
         _print(
-            f"  {label:<42}{row['p50']:>8.3f}{row['p99']:>9.3f}{row['calls']:>7}"
+            f"  {label:<42}{row['p50']:>8.3f}{row['p50BestRep']:>9.3f}{row['p99']:>9.3f}"
+            f"{row['calls']:>7}"
             f"{row['clientCpuUsPerCall']:>20.0f}{row['serverCpuUsPerCall']:>8.0f}"
         )
     _print()
@@ -800,8 +823,9 @@ def report(results: dict[str, Any]) -> None:
         seq = lat["meith"]
         _print(
             f"  measured in the run above: meith serve {seq['serverCpuUsPerCall']:.0f} CPU us/call "
-            f"(echo floor {lat['echo']['serverCpuUsPerCall']:.0f}); the difference to the sum of "
-            "the stages is the event loop, transports and syscalls"
+            f"(echo floor {lat['echo']['serverCpuUsPerCall']:.0f}); beyond the sum of the stages: "
+            "event-loop iterations (about 5 per call, the floor needs 1), transports, syscalls, "
+            "and every stage running with cold caches between calls instead of in a hot loop"
         )
     _print()
     _print("Targets (issue 3)")
@@ -970,6 +994,33 @@ def variants_table(variants: dict[str, Any]) -> list[str]:
     return lines
 
 
+class ForeignLoad:
+    """How much CPU other processes used while the benchmark ran: the figures are only as
+    good as the machine was quiet (on a shared machine it often is not)."""
+
+    def __init__(self) -> None:
+        self._t0 = time.perf_counter()
+        self._busy0 = self._busy()
+        self._ours0 = self._ours()
+
+    @staticmethod
+    def _busy() -> float:
+        t = psutil.cpu_times()
+        return float(t.user + t.nice + t.system + getattr(t, "irq", 0) + getattr(t, "softirq", 0))
+
+    @staticmethod
+    def _ours() -> float:
+        # This process, plus every child it started and has reaped (servers, peers, CLI runs):
+        # call it once all of them have exited.
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + kids.ru_utime + kids.ru_stime
+
+    def cores(self) -> float:
+        wall = time.perf_counter() - self._t0
+        foreign = (self._busy() - self._busy0) - (self._ours() - self._ours0)
+        return round(max(0.0, foreign) / wall, 2)
+
+
 def environment() -> dict[str, Any]:
     def version(dist: str) -> str | None:
         try:
@@ -1011,9 +1062,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     results: dict[str, Any] = {"environment": environment(), "plan": plan.__dict__}
+    foreign = ForeignLoad()
     with servers() as setup:
         results.update(asyncio.run(measure(plan, setup, args.mcp_64)))
         results["cliMs"] = measure_cli(plan, setup)
+    results["environment"]["foreignCores"] = foreign.cores()
     if not args.no_breakdown:
         _print("in-process breakdown ...")
         from _core_breakdown import breakdown
