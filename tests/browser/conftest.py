@@ -122,3 +122,4 @@ async def browsing(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Asyn
     b = await start_browsing(site, tmp_path_factory.mktemp("browser") / "home")
     yield b
     await b.rt.aclose()
+    await b.plugin.host.wait_stopped()  # before the module's event loop closes

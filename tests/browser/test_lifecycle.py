@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,16 @@ from meith_plugins_browser.settings import BrowserSettings
 from tests.browser.support import Site, require_browser
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+async def _drivers_stopped(runtime: Runtime) -> AsyncIterator[None]:
+    """Let each runtime's Playwright driver finish stopping before the event loop closes."""
+    yield
+    await runtime.aclose()
+    for record in runtime.plugins.records.values():
+        if isinstance(record.obj, Plugin):
+            await record.obj.host.wait_stopped()
 
 
 def load(runtime: Runtime, *, approve: bool = True) -> Plugin:
@@ -253,3 +264,4 @@ async def test_without_a_usable_sandbox_the_browser_runs_without_it_and_says_so(
         assert "failed to start" in failed.error.message
     finally:
         await rt.aclose()
+        await rt.plugins.records["browser"].obj.host.wait_stopped()

@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("meith.browser")
 
 LAUNCH_TIMEOUT_MS: Final = 30_000
-#: Of the 1.5 s the runtime gives all plugins to stop.
+#: Of the 1.5 s the runtime gives all plugins to stop (the rest continues in the background).
 CLOSE_BUDGET_S: Final = 0.9
-STOP_DRIVER_BUDGET_S: Final = 0.3
+STOP_DRIVER_BUDGET_S: Final = 0.4
 
 CRASHED: Final = "the browser exited unexpectedly"
 SELF_CLOSED: Final = "the page was closed (by the page or over CDP)"
@@ -132,6 +132,7 @@ class BrowserHost:
         self._notices: list[str] = []
         self._recent_closes: list[tuple[str, float]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping: set[asyncio.Future[Any]] = set()
 
     # -- state --------------------------------------------------------------------------
 
@@ -219,12 +220,7 @@ class BrowserHost:
                     await browser.close()
                 raise
         except BaseException:
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(STOP_DRIVER_BUDGET_S),
-                contextlib.suppress(Exception),
-            ):
-                await pw.stop()
+            self._in_background(pw.stop())
             raise
         browser.on("disconnected", self._on_disconnected)
         context.on("page", self._on_context_page)
@@ -411,11 +407,14 @@ class BrowserHost:
         self._browser_pid = None
         self._browser_session = None
         if pw is not None:
-            with anyio.move_on_after(STOP_DRIVER_BUDGET_S * 3), contextlib.suppress(Exception):
-                await pw.stop()
+            await _wait(self._in_background(pw.stop()), STOP_DRIVER_BUDGET_S)
 
     async def close(self) -> None:
-        """Close the browser and the Playwright driver, within the shutdown budget."""
+        """Close the browser and the Playwright driver, within the shutdown budget.
+
+        What does not finish in time goes on in the background (`wait_stopped`); a browser
+        that did not close in time is killed.
+        """
         self._closing = True
         browser, pw, pid = self._browser, self._pw, self._browser_pid
         self._browser = self._context = None
@@ -426,19 +425,39 @@ class BrowserHost:
         self._own_pages.clear()
         for task in list(self._tasks):
             task.cancel()
-        closed = browser is None
-        if browser is not None:
-            with anyio.move_on_after(CLOSE_BUDGET_S):
-                with contextlib.suppress(Exception):
-                    await browser.close()
-                closed = True
+        closed = browser is None or await _wait(
+            self._in_background(browser.close()), CLOSE_BUDGET_S
+        )
         if not closed and pid is not None:
             _log.warning("browser did not close in time; killing it", pid=pid)
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         if pw is not None:
-            with anyio.move_on_after(STOP_DRIVER_BUDGET_S), contextlib.suppress(Exception):
-                await pw.stop()
+            await _wait(self._in_background(pw.stop()), STOP_DRIVER_BUDGET_S)
+
+    def _in_background(self, coro: Any) -> asyncio.Future[Any]:
+        """Run a stop step as a task of its own: a caller's deadline or cancellation must not
+        cut it off half-way (that leaks the driver's pipes)."""
+        task = asyncio.ensure_future(_quietly(coro))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        return task
+
+    async def wait_stopped(self) -> None:
+        """Wait for stop steps that outlived their budget (tests, embedding programs)."""
+        if self._stopping:
+            await asyncio.wait(set(self._stopping))
+
+
+async def _wait(task: asyncio.Future[Any], budget_s: float) -> bool:
+    """Wait for a task without cancelling it when the budget runs out; True when it finished."""
+    done, _ = await asyncio.wait({task}, timeout=budget_s)
+    return bool(done)
+
+
+async def _quietly(coro: Any) -> None:
+    with contextlib.suppress(Exception):
+        await coro
 
 
 async def _browser_pid(session: CDPSession) -> int | None:
