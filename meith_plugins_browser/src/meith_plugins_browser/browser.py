@@ -204,22 +204,20 @@ class BrowserHost:
                         f"Chromium at {found.path} failed to start: {playwright_message(exc)}",
                         {"executable": found.path, "source": found.source},
                     ) from None
-            try:
-                context = await browser.new_context(
-                    viewport={"width": settings.viewport.width, "height": settings.viewport.height},
-                    accept_downloads=False,
-                )
-                await context.add_init_script(POPUP_GUARD)
-                # Kept open: Chromium drops permission overrides when the session that set
-                # them detaches.
-                session = await browser.new_browser_cdp_session()
-                await self._deny_permissions(session)
-                self._browser_pid = await _browser_pid(session)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await browser.close()
-                raise
+            context = await browser.new_context(
+                viewport={"width": settings.viewport.width, "height": settings.viewport.height},
+                accept_downloads=False,
+            )
+            await context.add_init_script(POPUP_GUARD)
+            # Kept open: Chromium drops permission overrides when the session that set them
+            # detaches.
+            session = await browser.new_browser_cdp_session()
+            await self._deny_permissions(session)
+            self._browser_pid = await _browser_pid(session)
+            if self._closing:  # the runtime began shutting down meanwhile
+                raise ToolError(ErrorCode.RUNTIME_SHUTTING_DOWN, "The browser is shutting down")
         except BaseException:
+            # Stopping the driver closes a browser it launched.
             self._in_background(pw.stop())
             raise
         browser.on("disconnected", self._on_disconnected)
@@ -348,10 +346,11 @@ class BrowserHost:
         await _close_quietly(tab.page)
 
     async def cdp_session(self, tab: Tab) -> CDPSession:
-        if tab.cdp is None:
+        session: CDPSession | None = tab.cdp
+        if session is None:
             assert self._context is not None
-            tab.cdp = await self._context.new_cdp_session(tab.page)
-        return tab.cdp
+            session = tab.cdp = await self._context.new_cdp_session(tab.page)
+        return session
 
     def _on_context_page(self, page: Page) -> None:
         self._spawn(self._vet_page(page))

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from meith_core import ErrorCode, ToolContext, ToolDefinition, ToolError, ok_result, tool
+from meith_core import (
+    Diagnostic,
+    ErrorCode,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ok_result,
+    tool,
+)
 from meith_plugins_browser.artifacts import png_size, write_artifact
 from meith_plugins_browser.browser import BrowserHost, playwright_message
 from meith_plugins_browser.cdp import check_cdp
@@ -36,7 +44,7 @@ from meith_plugins_browser.urls import check_url
 if TYPE_CHECKING:
     from playwright.async_api import ElementHandle, Response
 
-Diagnostics = list[dict[str, str]]
+Diagnostics = list[Diagnostic | dict[str, str]]
 
 OPEN_TIMEOUT_MS = 60_000
 #: Tries of a history move while Playwright re-attaches to a page after a failed load.
@@ -480,7 +488,7 @@ class BrowserTools:
             handle = await extraction.handle.evaluate_handle("(a, i) => a[i]", index)
         except PlaywrightError as exc:
             raise self._element_error(tab, element_id, "reach", exc) from None
-        element = handle.as_element()
+        element: ElementHandle | None = handle.as_element()
         if element is None:
             raise ToolError(
                 ErrorCode.TOOL_FAILED,
