@@ -194,9 +194,38 @@ async def measure(
         assert len(res.content["files"]) == expected[kind]
         return elapsed
 
+    # The pieces, for the breakdown: discovery alone, and git status run with exactly the
+    # hardened argv and environment the tool uses (no runtime around it).
+    from meith_core import CancelToken
+    from meith_plugins_git.repo import discover
+    from meith_plugins_git.runner import READ_ONLY
+    from meith_plugins_git.status import STATUS_OPTIONS
+
+    git = runtime.plugins.records["git"].obj.tools.git
+
+    class Ctx:  # what discovery reads from a ToolContext
+        cwd = str(repo)
+        grant_scope = None
+        cancel_token = CancelToken()
+
+    found = await discover(git, Ctx(), str(repo))  # type: ignore[arg-type]
+    assert found is not None
+    hardened_argv = git.argv(["status"], STATUS_OPTIONS, profile=READ_ONLY, config=found.config)
+    hardened_env = git.environment(READ_ONLY)
+
+    def hardened_status() -> None:
+        subprocess.run(hardened_argv, cwd=repo, env=hardened_env, check=True, capture_output=True)
+
+    async def discovery() -> float:
+        t0 = time.perf_counter()
+        await discover(git, Ctx(), str(repo))  # type: ignore[arg-type]
+        return time.perf_counter() - t0
+
     samples: dict[str, dict[str, list[float]]] = {
         k: {"raw": [], "socket": [], "inprocess": []} for k in tools
     }
+    samples["status"]["hardened"] = []
+    samples["status"]["discovery"] = []
     raws = {"status": lambda: raw_status(repo, env), "diff": lambda: raw_diff(repo, env)}
     for kind in tools:  # warm-up: caches, first imports, the server's first call
         raws[kind]()
@@ -207,6 +236,8 @@ async def measure(
             samples[kind]["raw"].append(timed(raws[kind]))
             samples[kind]["socket"].append(timed(lambda k=kind: via_socket(k)))
             samples[kind]["inprocess"].append(await in_process(kind))
+        samples["status"]["hardened"].append(timed(hardened_status))
+        samples["status"]["discovery"].append(await discovery())
     await runtime.aclose()
     shutil.rmtree(home.root, ignore_errors=True)
     return {
@@ -243,6 +274,14 @@ def report(figures: dict[str, Any], opts: argparse.Namespace) -> None:
             "inProcessRatio": round(inproc_ratio, 3),
             "withinTarget": socket_ratio <= TARGET_RATIO,
         }
+    status = figures["status"]
+    print(
+        f"\nbreakdown (git_status): hardened argv alone {status['hardened'] * 1000:.1f} ms "
+        f"(raw {status['raw'] * 1000:.1f}), discovery {status['discovery'] * 1000:.1f} ms"
+    )
+    out["results"]["status"]["hardenedArgvMs"] = round(status["hardened"] * 1000, 2)
+    out["results"]["status"]["discoveryMs"] = round(status["discovery"] * 1000, 2)
+    out["loadAverage"] = os.getloadavg()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")

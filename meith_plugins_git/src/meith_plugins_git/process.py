@@ -3,11 +3,17 @@
 The only place this plugin starts a process. The child gets its own session (process group),
 so cancelling a call also ends what git started under it (hooks, filters, pagers): SIGTERM
 first, which lets git remove its `*.lock` files, then SIGKILL after a grace period.
+
+The pipes are served by a worker thread with `selectors` rather than by asyncio's subprocess
+transport: a git call is a few milliseconds of work, and asyncio's child watcher and transports
+cost several milliseconds more per process than that (measured: 4 ms against 10-13 ms for a
+`git status` in a small repository). The event loop never blocks on the child.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -15,7 +21,7 @@ from dataclasses import dataclass
 from typing import Final, TypeVar
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+import anyio.to_thread
 
 from meith_core import CancelToken, ErrorCode, ToolError
 
@@ -25,7 +31,9 @@ T = TypeVar("T")
 TERM_GRACE_S: Final = 2.0
 #: Standard error is diagnostics only: keep its tail, drop the rest.
 MAX_STDERR_BYTES: Final = 64 * 1024
-_CHUNK: Final = 64 * 1024
+_READ_CHUNK: Final = 64 * 1024
+#: Writes of at most PIPE_BUF bytes to a writable pipe never block.
+_WRITE_CHUNK: Final = 512
 
 
 class OutputTooLarge(ToolError):
@@ -71,12 +79,13 @@ async def run_program(
     """Run `argv` (no shell) and collect its output.
 
     Raises `OutputTooLarge` when stdout exceeds `max_stdout`, `ToolError(CANCELLED)` when
-    `cancel` fires. When the call is cancelled from outside (the task is cancelled), the child
-    is still terminated and reaped before the cancellation propagates. `on_kill` runs after a
-    child had to be stopped (cleanup of what it may have left behind).
+    `cancel` fires. When the call is cancelled from outside (its task or scope is cancelled),
+    the child's group is terminated and the child reaped before the cancellation propagates.
+    `on_kill` runs after a child had to be stopped (cleanup of what it may have left behind).
     """
     program = os.path.basename(argv[0])
-    proc = await anyio.open_process(
+    # Popen only starts the child (vfork + exec); nothing here waits for it on the loop.
+    proc = subprocess.Popen(  # noqa: ASYNC220
         list(argv),
         cwd=cwd,
         env=dict(env),
@@ -84,6 +93,7 @@ async def run_program(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        close_fds=True,
     )
     stopped = False
 
@@ -93,40 +103,90 @@ async def run_program(
         signal_group(proc.pid, signal.SIGTERM)
 
     remove_callback = cancel.add_callback(stop) if cancel is not None else (lambda: None)
+    try:
+        returncode, out, err, overflow = await anyio.to_thread.run_sync(
+            _collect, proc, stdin, max_stdout, stop, abandon_on_cancel=True
+        )
+    except BaseException:
+        # Cancelled from outside: the thread serving the pipes was abandoned; ending the
+        # child's group ends it too.
+        stop()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_reap, proc)
+        raise
+    finally:
+        remove_callback()
+        if stopped and on_kill is not None:
+            on_kill()
+    if overflow:
+        raise OutputTooLarge(program, max_stdout)
+    if cancel is not None and cancel.is_set():
+        raise ToolError(ErrorCode.CANCELLED, f"{program} was stopped: the call was cancelled")
+    return Completed(returncode, out, err)
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], data: bytes | None, max_stdout: int, stop: Callable[[], None]
+) -> tuple[int, bytes, bytes, bool]:
+    """Feed stdin, drain stdout/stderr until both close, reap (runs in a worker thread)."""
     out = bytearray()
     err = bytearray()
     overflow = False
+    view = memoryview(data or b"")
+    pos = 0
+    with selectors.DefaultSelector() as sel:
+        if proc.stdin is not None:
+            if view:
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while sel.get_map():
+            for key, _events in sel.select():
+                stream = key.fileobj
+                if stream is proc.stdin:
+                    try:
+                        pos += os.write(key.fd, view[pos : pos + _WRITE_CHUNK])
+                    except BrokenPipeError:
+                        pos = len(view)  # the child stopped reading; its status says why
+                    if pos >= len(view):
+                        sel.unregister(stream)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, _READ_CHUNK)
+                if not chunk:
+                    sel.unregister(stream)
+                    continue
+                if stream is proc.stdout:
+                    out += chunk
+                    if len(out) > max_stdout and not overflow:
+                        overflow = True
+                        stop()
+                        del out[max_stdout:]
+                    elif overflow:
+                        del out[max_stdout:]
+                else:
+                    err += chunk
+                    if len(err) > MAX_STDERR_BYTES:
+                        del err[: len(err) - MAX_STDERR_BYTES]
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+    if overflow:
+        _reap(proc)
+    return proc.wait(), bytes(out), bytes(err), overflow
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a child that was sent SIGTERM; SIGKILL its group after the grace period."""
     try:
-        async with anyio.create_task_group() as tg:
-            if stdin is not None:
-                tg.start_soon(_feed, proc, stdin)
-            tg.start_soon(_drain_tail, proc.stderr, err)
-            assert proc.stdout is not None
-            async for chunk in proc.stdout:
-                out += chunk
-                if len(out) > max_stdout:
-                    # Raised after the task group: an error raised inside would come out
-                    # wrapped in an ExceptionGroup.
-                    overflow = True
-                    stop()
-                    tg.cancel_scope.cancel()
-                    break
-        if overflow:
-            raise OutputTooLarge(program, max_stdout)
-        returncode = await proc.wait()
-    finally:
-        remove_callback()
-        if proc.returncode is None:
-            stopped = True
-            with anyio.CancelScope(shield=True):
-                await _terminate(proc)
-        with anyio.CancelScope(shield=True):
-            await proc.aclose()
-        if stopped and on_kill is not None:
-            on_kill()
-    if cancel is not None and cancel.is_set():
-        raise ToolError(ErrorCode.CANCELLED, f"{program} was stopped: the call was cancelled")
-    return Completed(returncode, bytes(out), bytes(err))
+        proc.wait(timeout=TERM_GRACE_S)
+    except subprocess.TimeoutExpired:
+        signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 async def gather(*funcs: Callable[[], Awaitable[T]]) -> list[T]:
@@ -161,36 +221,3 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
             if isinstance(leaf, preferred):
                 return leaf
     return leaves[0] if leaves else group
-
-
-async def _feed(proc: Process, data: bytes) -> None:
-    assert proc.stdin is not None
-    try:
-        for start in range(0, len(data), _CHUNK):
-            await proc.stdin.send(data[start : start + _CHUNK])
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError):
-        pass  # the child stopped reading; its exit status tells what happened
-    finally:
-        try:
-            await proc.stdin.aclose()
-        except (anyio.BrokenResourceError, BrokenPipeError, OSError):
-            pass
-
-
-async def _drain_tail(stream: ByteReceiveStream | None, buf: bytearray) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        buf += chunk
-        if len(buf) > MAX_STDERR_BYTES:
-            del buf[: len(buf) - MAX_STDERR_BYTES]
-
-
-async def _terminate(proc: Process) -> None:
-    """SIGTERM the group, wait a little, then SIGKILL; always reap."""
-    signal_group(proc.pid, signal.SIGTERM)
-    with anyio.move_on_after(TERM_GRACE_S):
-        await proc.wait()
-        return
-    signal_group(proc.pid, signal.SIGKILL)
-    await proc.wait()
