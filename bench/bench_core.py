@@ -700,18 +700,29 @@ def evaluate(results: dict[str, Any], mcp_64: bool) -> list[dict[str, Any]]:
             {"target": name, "value": round(value, 2), "limit": limit, "pass": ok, "note": note}
         )
 
-    def best(a: str, b: str) -> str:
-        return f"best repetitions: {lat[a]['p50BestRep'] / lat[b]['p50BestRep']:.2f}x"
+    def best(a: str, b: str, ok: Callable[[float], bool], verdict: bool) -> str:
+        # The least disturbed repetitions: when they disagree with the medians, the verdict
+        # is the machine's load talking (the MCP peer slows down far more under contention).
+        r = lat[a]["p50BestRep"] / lat[b]["p50BestRep"]
+        flag = "" if ok(r) == verdict else " - a different verdict: it depends on machine load"
+        return f"best repetitions: {r:.2f}x ({'PASS' if ok(r) else 'MISS'}){flag}"
+
+    def within_floor(r: float) -> bool:
+        return r <= FLOOR_MAX_RATIO
+
+    def beats_peer(r: float) -> bool:
+        return r >= PEER_MIN_SPEEDUP
 
     ratio = lat["meith"]["p50"] / lat["echo"]["p50"]
-    add("p50 within 4x of the echo floor (sync client)", ratio, FLOOR_MAX_RATIO, ratio <= 4,
-        best("meith", "echo"))  # fmt: skip
+    add("p50 within 4x of the echo floor (sync client)", ratio, FLOOR_MAX_RATIO,
+        within_floor(ratio), best("meith", "echo", within_floor, within_floor(ratio)))  # fmt: skip
     ratio_a = lat["meith-async"]["p50"] / lat["echo-async"]["p50"]
-    add("p50 within 4x of the echo floor (async client)", ratio_a, FLOOR_MAX_RATIO, ratio_a <= 4,
-        best("meith-async", "echo-async"))  # fmt: skip
+    add("p50 within 4x of the echo floor (async client)", ratio_a, FLOOR_MAX_RATIO,
+        within_floor(ratio_a),
+        best("meith-async", "echo-async", within_floor, within_floor(ratio_a)))  # fmt: skip
     speedup = lat["peer"]["p50"] / lat["meith"]["p50"]
-    add("p50 >= 5x faster than the MCP SDK peer", speedup, PEER_MIN_SPEEDUP, speedup >= 5,
-        best("peer", "meith"))  # fmt: skip
+    add("p50 >= 5x faster than the MCP SDK peer", speedup, PEER_MIN_SPEEDUP, beats_peer(speedup),
+        best("peer", "meith", beats_peer, beats_peer(speedup)))  # fmt: skip
     top = str(max(CONCURRENCY))
     peer_thr = thr["peer"]
     if top in peer_thr:
