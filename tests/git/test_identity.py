@@ -115,3 +115,13 @@ async def test_a_hanging_cli_is_abandoned_after_its_time_limit(
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_refused_or_missing_directory_still_gives_the_global_identity(git_rt, tmp_path):
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / ".git").write_text(f"gitdir: {tmp_path / 'nowhere'}\n")
+    for cwd in (planted, tmp_path / "missing"):
+        result = await call_ok(git_rt, "git_identity_detect", {"cwd": str(cwd)})
+        assert result["root"] is None
+        assert [s["source"] for s in result["suggestions"]] == ["global"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from meith_core import ToolContext, ToolDefinition, tool
+from meith_core import ErrorCode, ToolContext, ToolDefinition, ToolError, tool
 from meith_plugins_git import branches, changes, checkpoints, diff, history, worktrees
 from meith_plugins_git.args import (
     BlameArgs,
@@ -106,7 +106,15 @@ class GitTools:
     ) -> dict[str, Any]:
         """Propose commit identity profiles from the repository's and the global git config and
         from `gh`/`glab auth status` (account names only; tokens are never read)."""
-        repo = await discover(self.git, ctx, args.cwd) if args.cwd else None
+        repo = None
+        if args.cwd:
+            try:
+                repo = await discover(self.git, ctx, args.cwd)
+            except ToolError as exc:
+                # A directory we will not treat as a repository (missing, refused layout)
+                # still leaves the global and CLI suggestions.
+                if exc.code != ErrorCode.TOOL_FAILED:
+                    raise
         return await detect_identities(self.git, args.cwd or ctx.cwd, repo)
 
     # -- writes -------------------------------------------------------------------------
