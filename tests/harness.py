@@ -37,7 +37,6 @@ def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
         if keep in os.environ:
             env[keep] = os.environ[keep]
     env["MEITH_HOME"] = str(home)
-    env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
 

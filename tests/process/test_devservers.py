@@ -409,7 +409,8 @@ async def test_ten_attached_clients_each_get_every_line_in_order(proc: Proc, tmp
         results[i] = await proc.rt.call(
             "attach_process_logs",
             {"devServerId": dev["id"]},
-            on_event=lambda e, i=i: received[i].append(e["message"]),
+            # A log event carries one line or several joined by newlines.
+            on_event=lambda e, i=i: received[i].extend(e["message"].split("\n")),
             cancel=cancel,
         )
 

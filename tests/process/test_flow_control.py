@@ -44,7 +44,8 @@ class SlowCaller:
 
     @property
     def messages(self) -> list[str]:
-        return [e["message"] for e in self.events]
+        # A log event carries one line or several joined by newlines.
+        return [line for e in self.events for line in e["message"].split("\n")]
 
 
 def generator(tmp_path) -> list[str]:

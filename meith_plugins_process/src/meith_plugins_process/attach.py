@@ -1,5 +1,8 @@
 """`attach_process_logs`: a dev server's lines to one caller as `log` events, at its pace.
 
+A `log` event carries one line, or several consecutive lines of one stream joined by newlines
+when they were read together (see `LogForwarder._emit`).
+
 Lines go out synchronously as the dev server's output is read (no queue, no task switch) while
 the caller keeps up. When it falls behind (`ctx.events_congested`: the socket client reads
 slower than the server writes), new batches wait in a small backlog and the dev server's pipes
@@ -25,6 +28,8 @@ from meith_plugins_process.logbuffer import MAX_ENTRIES, Entry
 STALL_S: Final = 5.0
 #: Entries a lagging (stalled) caller may have queued; older ones are skipped.
 MAX_BACKLOG: Final = MAX_ENTRIES
+#: Text per coalesced `log` event, far below the 8 MiB frame limit.
+EVENT_TEXT_MAX: Final = 256 * 1024
 
 
 def level_and_prefix(stream: str) -> tuple[str, str]:
@@ -78,15 +83,28 @@ class LogForwarder:
             start = end
 
     def _emit(self, batch: list[Entry]) -> None:
-        # One batch is one stream: level and prefix are decided once per batch.
+        """Send one batch (one stream) as few `log` events as possible.
+
+        Consecutive lines of one stream travel in one event, joined by newlines (at most
+        EVENT_TEXT_MAX characters each): one frame per read of the dev server's output instead
+        of one per line is what lets a client keep up with a fast server. A server printing a
+        line at a time still produces one event per line.
+        """
         level, prefix = level_and_prefix(batch[0][1])
         log = self._log
-        if prefix:
-            for entry in batch:
-                log(level, prefix + entry[2])
-        else:
-            for entry in batch:
-                log(level, entry[2])
+        if len(batch) == 1:
+            log(level, prefix + batch[0][2])
+            return
+        lines: list[str] = []
+        size = 0
+        for entry in batch:
+            text = prefix + entry[2] if prefix else entry[2]
+            if size + len(text) > EVENT_TEXT_MAX and lines:
+                log(level, "\n".join(lines))
+                lines, size = [], 0
+            lines.append(text)
+            size += len(text) + 1
+        log(level, "\n".join(lines))
 
     # -- the drain task -----------------------------------------------------------------
 
@@ -103,6 +121,8 @@ class LogForwarder:
                     skipped, self._skipped = self._skipped, 0
                     self._log("warn", f"[system] skipped {skipped} lines: this client fell behind")
                 batch = self._backlog.popleft()
+                while self._backlog and self._backlog[0][0][1] == batch[0][1] and len(batch) < 5000:
+                    batch = batch + self._backlog.popleft()  # one stream: one event for all
                 self._pending -= len(batch)
                 self._emit(batch)
                 await asyncio.sleep(0)  # let the transport write and other callers run

@@ -244,6 +244,7 @@ def run_devlogs(
         elif event.get("kind") == "log":
             out.write(f"{event.get('message', '')}\n")
 
+    client.before_wait = out.flush  # live through pipes (`meith devlogs | grep`), cheaply
     with client:
         try:
             result = client.call_raw("attach_process_logs", arguments, on_event=on_event)

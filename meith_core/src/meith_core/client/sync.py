@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,9 @@ class Client:
         self._sock.settimeout(None)
         self._framer = NdjsonFramer()
         self._backlog: deque[dict[str, Any]] = deque()
+        #: Called whenever the client is about to wait for the runtime (all received frames
+        #: handled): the CLI flushes stdout here, so piped output is live without a flush per line.
+        self.before_wait: Callable[[], None] | None = None
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -87,6 +91,8 @@ class Client:
 
     def _next_frame(self, deadline: float | None) -> dict[str, Any]:
         while not self._backlog:
+            if self.before_wait is not None:
+                self.before_wait()
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             if timeout == 0.0:
                 raise TimeoutError
