@@ -25,19 +25,38 @@ def ok(srv, tool: str, args: dict) -> object:
     return envelope["content"]
 
 
-def test_privileged_tools_are_denied_until_approved_and_granted(server, make_repo):
+PRIVILEGED = {
+    "git_stage": {"paths": ["n.txt"]},
+    "git_unstage": {"paths": ["n.txt"]},
+    "git_commit": {"message": "m"},
+    "git_branch": {"action": "create", "name": "x"},
+    "git_worktree": {"action": "create", "path": "../wt", "branch": "wt"},
+    "git_restore": {"paths": ["n.txt"], "confirm": True},
+    "git_checkpoint_create": {},
+    "git_checkpoint_restore": {"id": "abc-12345678", "confirm": True},
+}
+
+
+def test_privileged_tools_are_denied_until_approved_and_granted(server, make_repo, sh):
     srv = server
     repo = make_repo()
     tools = {t["name"]: t for t in json.loads(srv.cli("tools", "--json").stdout)}
     assert tools["git_commit"]["capabilities"] == ["writes-files"]
     assert tools["git_checkpoint_restore"]["capabilities"] == ["destructive"]
     (repo / "n.txt").write_text("n\n")
-    denied = srv.call("git_stage", {"cwd": str(repo), "paths": ["n.txt"]})
-    assert denied["error"]["code"] == "PERMISSION_DENIED"  # plugin not approved
+    refs_before = sh(repo, "for-each-ref")
+    for name, args in PRIVILEGED.items():
+        denied = srv.call(name, {"cwd": str(repo), **args})
+        assert denied["error"]["code"] == "PERMISSION_DENIED", name  # plugin not approved
+        assert denied["error"]["details"]["gate"] == "provider", name
     srv.approve("git")
-    denied = srv.call("git_stage", {"cwd": str(repo), "paths": ["n.txt"]})
-    assert denied["error"]["code"] == "PERMISSION_DENIED"  # no grant for the cli caller
-    assert denied["error"]["details"]["gate"] == "caller"
+    for name, args in PRIVILEGED.items():
+        denied = srv.call(name, {"cwd": str(repo), **args})
+        assert denied["error"]["code"] == "PERMISSION_DENIED", name  # no grant for the cli
+        assert denied["error"]["details"]["gate"] == "caller", name
+    assert sh(repo, "for-each-ref") == refs_before
+    assert sh(repo, "status", "--porcelain") == "?? n.txt\n"
+    ok(srv, "git_status", {"cwd": str(repo)})  # read-only needs neither
     srv.grant("writes-files", tool="git_stage")
     staged = ok(srv, "git_stage", {"cwd": str(repo), "paths": ["n.txt"]})
     assert [f["path"] for f in staged["staged"]] == ["n.txt"]
