@@ -424,3 +424,25 @@ async def test_tools_without_a_privileged_capability_are_allowed_for_every_calle
     assert len(records) == len(callers) + 1
     assert {r["reason"] for r in records} == {"no privileged capability"}
     assert {r["decision"] for r in records} == {"allow"}
+
+
+@pytest.mark.anyio
+async def test_the_memory_of_revoked_sessions_is_bounded(
+    files: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import meith_core.permissions.service as service
+
+    monkeypatch.setattr(service, "MAX_REMEMBERED_REVOKED", 3)
+    sessions = [files.open_session("cli") for _ in range(5)]
+    for session in sessions:
+        files.permissions.revoke_session(session.session_id or "")
+    assert [files.permissions.is_revoked(s.session_id) for s in sessions] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+    # A forgotten session is still a session without grants.
+    result = await files.call("write_file", caller=sessions[0])
+    assert result.error.code is ErrorCode.PERMISSION_DENIED

@@ -22,6 +22,11 @@ from meith_core.permissions.grants import Grant, StandingGrants, new_grant
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
 HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
+#: Every ended session is remembered as revoked (a caller holding its id must stay denied),
+#: but a long-running server ends one per connection: past this many, the oldest are
+#: forgotten. Session ids are unguessable and never reused, so only an in-process caller
+#: still holding a session that ended that many sessions ago could notice.
+MAX_REMEMBERED_REVOKED = 100_000
 
 
 class ApprovalAnswer(StrEnum):
@@ -79,7 +84,8 @@ class PermissionService:
         self._host_providers = host_providers
         self._session_grants: dict[str, list[Grant]] = {}
         self._standing_uses: dict[tuple[str, str], int] = {}
-        self._revoked: set[str] = set()
+        # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
+        self._revoked: dict[str, None] = {}
 
     # -- grants and sessions ------------------------------------------------------------
 
@@ -115,7 +121,9 @@ class PermissionService:
 
     def revoke_session(self, session: str) -> None:
         """Immediately end every grant of `session`; later calls from it are denied."""
-        self._revoked.add(session)
+        self._revoked[session] = None
+        while len(self._revoked) > MAX_REMEMBERED_REVOKED:
+            del self._revoked[next(iter(self._revoked))]
         self._session_grants.pop(session, None)
         for key in [k for k in self._standing_uses if k[1] == session]:
             del self._standing_uses[key]
