@@ -22,11 +22,23 @@ FIXTURE_PACKAGE = Path(__file__).parents[1] / "fixtures" / "meith_fixture_plugin
 FIXTURE_MODULE = "meith_fixture_plugins"
 
 
+def _uv() -> str | None:
+    found = shutil.which("uv")
+    if found is None:
+        try:  # `pip install uv` also ships it as a module
+            from uv import find_uv_bin  # type: ignore[import-not-found]
+
+            found = find_uv_bin()
+        except (ImportError, FileNotFoundError):
+            return None
+    return found
+
+
 def _install_command(target: Path) -> list[str]:
-    uv = shutil.which("uv")
+    uv = _uv()
     if uv is not None:
         command = [uv, "pip", "install", "--python", sys.executable]
-    else:
+    else:  # a venv made by virtualenv/venv has pip; one made by uv has uv on PATH
         command = [sys.executable, "-m", "pip", "install"]
     return [*command, "--quiet", "--no-deps", "--target", str(target), str(FIXTURE_PACKAGE)]
 
@@ -38,7 +50,10 @@ def fixture_plugins_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _install_command(target), capture_output=True, text=True, timeout=600, check=False
     )
     if done.returncode != 0:
-        pytest.fail(f"installing the fixture plugin package failed:\n{done.stdout}{done.stderr}")
+        pytest.fail(
+            f"installing the fixture plugin package failed ({' '.join(done.args)}); the tests "
+            f"need uv on PATH or pip in this interpreter:\n{done.stdout}{done.stderr}"
+        )
     assert (target / FIXTURE_MODULE).is_dir()
     return target
 
