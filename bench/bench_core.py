@@ -936,7 +936,7 @@ def cprofile_serve(calls: int, out: Path, top: int) -> list[str]:
     ]
     for file_end, func in PROFILE_FUNCTIONS:
         for (file, _line, name), (_cc, nc, _tt, ct, _callers) in raw.items():
-            if name == func and file.endswith(file_end) and nc:
+            if name == func and file.endswith(file_end) and nc >= total / 100:
                 text.append(
                     f"  {file_end + ':' + func:<52}{ct / loop_total * 100:>6.1f}%"
                     f"   {nc / total:>5.2f} calls per tool call"
