@@ -277,13 +277,14 @@ async def _in_process(work: Path, n: int) -> Run:
         count = [0]
 
         def sink(event: dict[str, Any]) -> None:
-            msg = event["message"]
-            if msg.startswith("line "):
-                count[0] += 1
-            elif msg == "ready":
-                ready.set()
-            elif msg == END:
-                done.set()
+            # A log event carries one line or several joined by newlines.
+            for msg in event["message"].split("\n"):
+                if msg.startswith("line "):
+                    count[0] += 1
+                elif msg == "ready":
+                    ready.set()
+                elif msg == END:
+                    done.set()
 
         cancel = CancelToken()
         task = asyncio.ensure_future(
