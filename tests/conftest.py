@@ -22,7 +22,12 @@ from meith_core.runtime.host import Runtime
 
 # Tests read logs through caplog/capsys where they care; keep structlog quiet and plain.
 structlog.configure(
-    processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
+    processors=[
+        structlog.processors.add_log_level,
+        structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        ),
+    ],
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
     cache_logger_on_first_use=False,
 )

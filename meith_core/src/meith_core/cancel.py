@@ -16,10 +16,12 @@ class CancelToken:
     `cancel()` may be called from any thread.
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock", "_loop", "_reason", "_waiters")
+    __slots__ = ("_callbacks", "_lock", "_loop", "_reason", "_set", "_waiters")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        # A flag under a lock, not a threading.Event: nobody blocks a thread on it, and one
+        # token is made per call.
+        self._set = False
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -30,14 +32,14 @@ class CancelToken:
         return self._reason
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def cancel(self, reason: str = "cancelled") -> None:
         with self._lock:
-            if self._event.is_set():
+            if self._set:
                 return
             self._reason = reason
-            self._event.set()
+            self._set = True
             callbacks, self._callbacks = self._callbacks, []
             waiters, self._waiters = self._waiters, []
         for loop, fut in waiters:
@@ -49,7 +51,7 @@ class CancelToken:
     def add_callback(self, cb: Callable[[], None]) -> Callable[[], None]:
         """Run `cb` on cancel (at once if already cancelled); returns a remover."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._set:
                 self._callbacks.append(cb)
 
                 def remove() -> None:
@@ -65,7 +67,7 @@ class CancelToken:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         with self._lock:
-            if self._event.is_set():
+            if self._set:
                 return
             entry = (loop, fut)
             self._waiters.append(entry)

@@ -82,6 +82,7 @@ class ToolContext:
         # Duck-typed (cheaper than a runtime-checkable Protocol on every call).
         self._flow = cast(FlowControlledSink, emit) if hasattr(emit, "wait_flowing") else None
         self._settings = settings
+        self._settings_snapshot: Mapping[str, Any] | None = None
         self._nested_call = nested_call
         self._logger_factory = logger
         self._logger: structlog.typing.FilteringBoundLogger | None = None
@@ -98,8 +99,11 @@ class ToolContext:
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        """Read-only view of `$MEITH_HOME/settings.json` as of this call."""
-        return self._settings()
+        """Read-only view of `$MEITH_HOME/settings.json` as of this call's first look at it
+        (one consistent snapshot for the whole call)."""
+        if self._settings_snapshot is None:
+            self._settings_snapshot = self._settings()
+        return self._settings_snapshot
 
     @property
     def logger(self) -> structlog.typing.FilteringBoundLogger:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 
 def new_id(prefix: str) -> str:
     """`req_a1b2c3d4e5f6`-style id: short, unique enough for records, not a secret."""
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+    return f"{prefix}_{os.urandom(6).hex()}"
 
 
 def new_session_id(kind: str) -> str:

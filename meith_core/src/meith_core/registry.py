@@ -12,6 +12,7 @@ answer back; its late result is dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import os
 import time
@@ -28,6 +29,7 @@ from meith_core.audit.log import AuditLog, now_ms
 from meith_core.audit.redact import summarize
 from meith_core.caller import CallerInfo
 from meith_core.cancel import CancelToken
+from meith_core.capabilities import privileged_of
 from meith_core.context import EventSink, ToolContext
 from meith_core.errors import ErrorCode, ToolError
 from meith_core.home import MeithHome
@@ -277,23 +279,24 @@ class ToolRegistry:
                 details,
             ), None
 
-        decision = await self.permissions.authorize(
-            caller,
-            defn.name,
-            defn.capabilities,
-            reg.plugin_id,
-            request_id=request_id,
-            cwd=cwd,
-            arguments_summary=lambda: summarize(dict(arguments)),
-            cancel=cancel,
-        )
-        if decision.allowed and decision.reason != "no privileged capability":
-            # A privileged call never runs unaudited.
-            problem = self.audit.preflight()
-            if problem is not None:
-                decision = Decision(
-                    False, problem, message=f'Tool "{defn.name}" was not run: {problem}.'
-                )
+        # A privileged call never runs unaudited. Checked before authorising, so a refused
+        # call neither uses up a one-use grant nor asks anyone at a prompt.
+        problem = self.audit.preflight() if privileged_of(defn.capabilities) else None
+        if problem is not None:
+            decision = Decision(
+                False, problem, message=f'Tool "{defn.name}" was not run: {problem}.'
+            )
+        else:
+            decision = await self.permissions.authorize(
+                caller,
+                defn.name,
+                defn.capabilities,
+                reg.plugin_id,
+                request_id=request_id,
+                cwd=cwd,
+                arguments_summary=lambda: summarize(dict(arguments)),
+                cancel=cancel,
+            )
         if not decision.allowed:
             return error_result(
                 ErrorCode.PERMISSION_DENIED,
@@ -372,13 +375,25 @@ class ToolRegistry:
             task = asyncio.ensure_future(_invoke_in_thread(defn, ctx, args, self._limiter))
         self._tasks.add(task)
         task.add_done_callback(self._forget_task)
-        waiter = asyncio.ensure_future(token.wait())
-        deadline = None if timeout_ms is None else timeout_ms / 1000
+        # One future settled by whichever comes first: the tool's end, a cancel (from any
+        # thread), or the deadline. Cheaper than racing tasks with asyncio.wait.
+        loop = asyncio.get_running_loop()
+        wake: asyncio.Future[None] = loop.create_future()
+
+        def settle(_: object = None) -> None:
+            if not wake.done():
+                wake.set_result(None)
+
+        def on_cancel() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(settle)
+
+        task.add_done_callback(settle)
+        unsubscribe = token.add_callback(on_cancel)
+        timer = None if timeout_ms is None else loop.call_later(timeout_ms / 1000, settle)
         try:
-            done, _ = await asyncio.wait(
-                {task, waiter}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED
-            )
-            if task not in done and waiter in done:
+            await wake
+            if not task.done() and token.is_set():
                 # Cancelled: a cooperative tool gets a moment to answer for itself.
                 done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
                 if task not in done:
@@ -387,7 +402,7 @@ class ToolRegistry:
                     return error_result(
                         ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled{reason}'
                     )
-            elif task not in done:
+            elif not task.done():
                 token.cancel("timeout")
                 task.cancel()
                 return error_result(
@@ -398,7 +413,9 @@ class ToolRegistry:
             task.cancel()
             raise
         finally:
-            waiter.cancel()
+            unsubscribe()
+            if timer is not None:
+                timer.cancel()
         if task.cancelled():
             return error_result(
                 ErrorCode.TOOL_FAILED, f'Tool "{defn.name}" was cancelled from inside'

@@ -22,6 +22,9 @@ from meith_core.protocol.framing import dumps_bytes
 MAX_RECORDS: Final = 20_000
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
+#: How often to check whether another process rotated or removed the file (a stat per record
+#: would cost more than the write itself).
+ROTATION_CHECK_S: Final = 1.0
 
 _FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 
@@ -41,6 +44,7 @@ class AuditLog:
         self._lock = threading.Lock()
         self._fd = -1
         self._ino = -1
+        self._checked = 0.0
         self._count = 0
         self.records_written = 0
         self.last_error: str | None = None
@@ -75,7 +79,7 @@ class AuditLog:
         """None when a record can be written now, else why not (checked before privileged calls)."""
         with self._lock:
             try:
-                self._ensure_open_locked()
+                self._ensure_open_locked(force=True)
                 vfs = os.fstatvfs(self._fd)
             except OSError as exc:
                 self._close_locked()
@@ -95,10 +99,14 @@ class AuditLog:
                 self._on_error(message)
         return False
 
-    def _ensure_open_locked(self) -> None:
+    def _ensure_open_locked(self, *, force: bool = False) -> None:
         if self._fd >= 0:
+            now = time.monotonic()
+            if not force and now - self._checked < ROTATION_CHECK_S:
+                return
             try:
                 if os.stat(self.path, follow_symlinks=False).st_ino == self._ino:
+                    self._checked = now
                     return
             except FileNotFoundError:
                 pass
@@ -114,6 +122,7 @@ class AuditLog:
             os.close(fd)
             raise
         self._fd, self._ino = fd, st.st_ino
+        self._checked = time.monotonic()
 
     def _rotate_locked(self) -> None:
         os.replace(self.path, self.rotated_path)

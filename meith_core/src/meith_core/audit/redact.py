@@ -7,6 +7,7 @@ that raise) are bounded by the depth and size caps and never raise.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Final
 
-from meith_core.protocol.framing import dumps_bytes
+from meith_core.protocol.framing import dumps
 
 MAX_STRING_CHARS: Final = 240
 MAX_ARRAY_ITEMS: Final = 50
@@ -124,8 +125,19 @@ def _token_or_keep(match: re.Match[str]) -> str:
     return REDACTED if _looks_like_token(match.group()) else match.group()
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_kind(key: str) -> int:
+    """0 an ordinary key, 1 a secret-looking key, 2 a large-text key (keys repeat a lot:
+    a cache beats two regex searches per key)."""
+    if SECRET_KEY_RE.search(key):
+        return 1
+    return 2 if LARGE_TEXT_KEY_RE.match(key) else 0
+
+
 def _clean(text: str) -> str:
     # Lone surrogates (from undecodable bytes) would make the audit line invalid UTF-8.
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -134,7 +146,7 @@ def _clean(text: str) -> str:
 
 
 def redact_string(text: str, key: str = "") -> str:
-    if key and LARGE_TEXT_KEY_RE.match(key):
+    if key and _key_kind(key) == 2:
         return f"[REDACTED_TEXT {len(text)} chars]"
     if len(text) > 64 * 1024:
         # Never run patterns over megabytes; nothing this long is shown whole anyway.
@@ -161,7 +173,7 @@ def _redact(value: Any, key: str, depth: int, budget: list[int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         return "[...]"
-    if key and SECRET_KEY_RE.search(key):
+    if key and _key_kind(key) == 1:
         return REDACTED
     if value is None or isinstance(value, bool):
         return value
@@ -213,7 +225,7 @@ def _redact(value: Any, key: str, depth: int, budget: list[int]) -> Any:
 def summarize(value: Any) -> str:
     """`redact` then serialise, capped at MAX_SUMMARY_CHARS. Never raises."""
     try:
-        text = dumps_bytes(redact(value)).decode("utf-8")
+        text = dumps(redact(value))  # strings were cleaned of lone surrogates by redact
     except Exception:
         return '"[UNSERIALIZABLE]"'
     if len(text) > MAX_SUMMARY_CHARS:

@@ -56,7 +56,7 @@ class Client:
         self._info = client_info(caller, cwd)
         self._sock: socket.socket = open_socket(self.socket_path, connect_timeout)
         self._sock.settimeout(None)
-        self._framer = NdjsonFramer()
+        self._framer = NdjsonFramer(strict=False)  # the runtime's uid was verified
         self._backlog: deque[dict[str, Any]] = deque()
         #: Called whenever the client is about to wait for the runtime (all received frames
         #: handled): the CLI flushes stdout here, so piped output is live without a flush per line.

@@ -62,10 +62,23 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+_plain_decoder = json.JSONDecoder()
+
+
 def decode_frame(
-    line: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES, max_depth: int = MAX_JSON_DEPTH
+    line: bytes,
+    *,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
+    max_depth: int = MAX_JSON_DEPTH,
+    strict: bool = True,
 ) -> FrameEvent | None:
-    """Decode one line (without its newline). None for a blank line."""
+    """Decode one line (without its newline). None for a blank line.
+
+    `strict` (the server, facing untrusted peers) also refuses duplicate keys, NaN/Infinity
+    and nesting deeper than `max_depth`. Clients decode a runtime they verified, whose frames
+    meith's own encoder wrote, with strict=False: the checks cost a Python call per object
+    (several times the plain C decoder on a large result). Size, UTF-8, object type and the
+    recursion guard apply either way."""
     line = line.strip(_JSON_SPACE)
     if not line:
         return None
@@ -76,7 +89,7 @@ def decode_frame(
     except UnicodeDecodeError as exc:
         return FrameError(f"frame is not valid UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        value, end = _decoder.raw_decode(text)
+        value, end = (_decoder if strict else _plain_decoder).raw_decode(text)
     except RecursionError:
         return FrameError(f"frame nests deeper than {max_depth} levels")
     except ValueError as exc:
@@ -86,7 +99,11 @@ def decode_frame(
     if not isinstance(value, dict):
         return FrameError(f"frame must be a JSON object, not {type(value).__name__}")
     # Counting brackets is C-speed; only a frame with enough of them can be too deep.
-    if line.count(b"[") + line.count(b"{") > max_depth and _deeper_than(value, max_depth):
+    if (
+        strict
+        and line.count(b"[") + line.count(b"{") > max_depth
+        and _deeper_than(value, max_depth)
+    ):
         return FrameError(f"frame nests deeper than {max_depth} levels")
     return Frame(value)
 
@@ -98,11 +115,16 @@ class NdjsonFramer:
     newline is discarded, so the tail of an oversized frame is never parsed as a new frame.
     """
 
-    __slots__ = ("_buf", "_discarding", "_max", "_max_depth", "_scanned")
+    __slots__ = ("_buf", "_discarding", "_max", "_max_depth", "_scanned", "_strict")
 
     def __init__(
-        self, *, max_frame_bytes: int = MAX_FRAME_BYTES, max_depth: int = MAX_JSON_DEPTH
+        self,
+        *,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        max_depth: int = MAX_JSON_DEPTH,
+        strict: bool = True,
     ) -> None:
+        self._strict = strict
         self._buf = bytearray()
         self._scanned = 0  # prefix of _buf known to hold no newline: keeps feeding O(n)
         self._discarding = False
@@ -131,7 +153,10 @@ class NdjsonFramer:
                 out.append(self._oversize(pos - start))
             else:
                 event = decode_frame(
-                    bytes(buf[start:pos]), max_frame_bytes=self._max, max_depth=self._max_depth
+                    bytes(buf[start:pos]),
+                    max_frame_bytes=self._max,
+                    max_depth=self._max_depth,
+                    strict=self._strict,
                 )
                 if event is not None:
                     out.append(event)
@@ -165,26 +190,35 @@ class NdjsonFramer:
         )
 
 
-def dumps_bytes(value: Any) -> bytes:
-    """Compact UTF-8 JSON as meith writes it. Lone surrogates (undecodable file names) fall
-    back to `\\u` escapes instead of failing to encode. Raises ValueError/TypeError for values
-    that are not JSON (NaN, cycles, objects)."""
-    text = json.dumps(
-        value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_mapping
-    )
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_mapping).encode(
-            "ascii"
-        )
-
-
 def _mapping(value: Any) -> Any:
     # Read-only mappings (`ctx.settings` sections are MappingProxyType) are JSON objects too.
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# Built once: json.dumps with non-default options constructs an encoder on every call, and
+# this runs several times per tool call. Encoders keep no state between calls.
+_COMPACT = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_mapping
+)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_mapping)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text as meith writes it (see `dumps_bytes`)."""
+    return _COMPACT.encode(value)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON as meith writes it. Lone surrogates (undecodable file names) fall
+    back to `\\u` escapes instead of failing to encode. Raises ValueError/TypeError for values
+    that are not JSON (NaN, cycles, objects)."""
+    text = _COMPACT.encode(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _COMPACT_ASCII.encode(value).encode("ascii")
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:

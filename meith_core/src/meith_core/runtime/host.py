@@ -283,11 +283,12 @@ class Runtime:
                 answer = thunk()
                 if inspect.isawaitable(answer):
                     answer = await answer
-            except Exception as exc:
-                _log.error("approver failed", plugin=plugin_id, error=str(exc))
-                continue
-            if answer is not None:
-                return ApprovalAnswer(answer)
+                if answer is not None:
+                    return ApprovalAnswer(answer)
+            except Exception as exc:  # a failing or nonsensical approver is no answer
+                _log.error(
+                    "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
+                )
         for approver in self.approvers:
             answer = await approver(request)
             if answer is not None:
