@@ -5,8 +5,6 @@ Command bodies import their implementation lazily: `meith --help`, `meith tools`
 measured in bench/).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, cast
 
 import typer
