@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -366,15 +366,6 @@ class ToolRegistry:
     ) -> ToolResult:
         if token.is_set():
             return error_result(ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled')
-        task: asyncio.Future[_Outcome]
-        if defn.is_async:
-            task = asyncio.ensure_future(_invoke_async(defn, ctx, args))
-        else:
-            if self._limiter is None:
-                self._limiter = anyio.CapacityLimiter(WORKER_THREADS)
-            task = asyncio.ensure_future(_invoke_in_thread(defn, ctx, args, self._limiter))
-        self._tasks.add(task)
-        task.add_done_callback(self._forget_task)
         # One future settled by whichever comes first: the tool's end, a cancel (from any
         # thread), or the deadline. Cheaper than racing tasks with asyncio.wait.
         loop = asyncio.get_running_loop()
@@ -388,6 +379,17 @@ class ToolRegistry:
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
                 loop.call_soon_threadsafe(settle)
 
+        # The tool's task settles the race itself as it ends (one event-loop iteration sooner
+        # than a done-callback); the callback remains for a task cancelled before it ran.
+        task: asyncio.Future[_Outcome]
+        if defn.is_async:
+            task = asyncio.ensure_future(_invoke_async(defn, ctx, args, settle))
+        else:
+            if self._limiter is None:
+                self._limiter = anyio.CapacityLimiter(WORKER_THREADS)
+            task = asyncio.ensure_future(_invoke_in_thread(defn, ctx, args, self._limiter, settle))
+        self._tasks.add(task)
+        task.add_done_callback(self._forget_task)
         task.add_done_callback(settle)
         unsubscribe = token.add_callback(on_cancel)
         timer = None if timeout_ms is None else loop.call_later(timeout_ms / 1000, settle)
@@ -520,17 +522,25 @@ class ToolRegistry:
             _log.error("audit record not written", toolName=name, error=self.audit.last_error)
 
 
-async def _invoke_async(defn: ToolDefinition, ctx: ToolContext, args: BaseModel) -> _Outcome:
+async def _invoke_async(
+    defn: ToolDefinition, ctx: ToolContext, args: BaseModel, done: Callable[[], None]
+) -> _Outcome:
     try:
-        return _Outcome(value=await defn.func(ctx, args))
+        outcome = _Outcome(value=await defn.func(ctx, args))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt from a tool must not end the host
-        return _Outcome(exc=exc)
+        outcome = _Outcome(exc=exc)
+    done()
+    return outcome
 
 
 async def _invoke_in_thread(
-    defn: ToolDefinition, ctx: ToolContext, args: BaseModel, limiter: anyio.CapacityLimiter
+    defn: ToolDefinition,
+    ctx: ToolContext,
+    args: BaseModel,
+    limiter: anyio.CapacityLimiter,
+    done: Callable[[], None],
 ) -> _Outcome:
     def run() -> _Outcome:
         try:
@@ -539,4 +549,6 @@ async def _invoke_in_thread(
             return _Outcome(exc=exc)
 
     # abandon_on_cancel: a thread cannot be interrupted; the answer must not wait for it.
-    return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
+    outcome = await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
+    done()
+    return outcome
