@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -40,10 +38,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from _serve import ServeProcess  # bench/ is the script's directory: sys.path[0]
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "browser.json"
-BIN = Path(sys.executable).parent
-MEITH = str(BIN / "meith") if (BIN / "meith").exists() else (shutil.which("meith") or "meith")
+
 TARGET_RATIO = 1.5
 
 PAGE = (
@@ -80,59 +79,11 @@ def serve_site() -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/page.html"
 
 
-class Server:
+class Server(ServeProcess):
     """`meith serve` with only the browser plugin, approved, and a standing cli grant."""
 
     def __init__(self, work: Path) -> None:
-        work.mkdir(mode=0o700, parents=True)
-        self.home = work / "home"
-        self.home.mkdir(mode=0o700)
-        self.socket = str(work / "s.sock")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
-        if "MEITH_BROWSER_EXECUTABLE" in os.environ:
-            self.env["MEITH_BROWSER_EXECUTABLE"] = os.environ["MEITH_BROWSER_EXECUTABLE"]
-        self.env.update(MEITH_HOME=str(self.home), MEITH_PLUGINS="browser", PYTHONUNBUFFERED="1")
-        self.log = open(work / "serve.out", "w+b")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [
-                MEITH,
-                "serve",
-                "--socket",
-                self.socket,
-                "--approvals",
-                "deny",
-                "--log-format",
-                "json",
-            ],
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while b"listening on" not in Path(self.log.name).read_bytes():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(Path(self.log.name).read_text())
-            time.sleep(0.05)
-        self.cli("plugins", "approve", "browser")
-        self.cli("grants", "add", "--caller", "cli", "--capability", "controls-browser")
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [MEITH, *args],
-            env={**self.env, "MEITH_SOCKET": self.socket},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"meith {' '.join(args)} failed: {proc.stderr}")
-        return proc
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
+        super().__init__(work, plugins="browser", grant=["controls-browser"])
 
 
 def content(result: Any) -> Any:

@@ -30,17 +30,17 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _serve import ServeProcess  # bench/ is the script's directory: sys.path[0]
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "git.json"
-BIN = Path(sys.executable).parent
-MEITH = str(BIN / "meith") if (BIN / "meith").exists() else (shutil.which("meith") or "meith")
+
 TARGET_RATIO = 1.3
 
 
@@ -83,36 +83,13 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-class Server:
-    def __init__(self, work: Path, user_home: Path) -> None:
-        self.home = work / "meith-home"
-        self.home.mkdir(mode=0o700)
-        self.socket = str(work / "s.sock")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEITH_"))}
-        env.update(
-            MEITH_HOME=str(self.home),
-            MEITH_PLUGINS="git",
-            HOME=str(user_home),
-            PYTHONUNBUFFERED="1",
-        )
-        self.log = open(work / "serve.out", "w+b")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [MEITH, "serve", "--socket", self.socket, "--approvals", "deny"],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while b"listening on" not in Path(self.log.name).read_bytes():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(Path(self.log.name).read_text())
-            time.sleep(0.05)
+class Server(ServeProcess):
+    """`meith serve` with only the git plugin, git's user config isolated in `user_home`."""
 
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
+    def __init__(self, work: Path, user_home: Path) -> None:
+        super().__init__(
+            work, plugins="git", env={"HOME": str(user_home)}, drop_env=("GIT_", "MEITH_")
+        )
 
 
 def main() -> None:

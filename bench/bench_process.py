@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from _serve import MEITH, ServeProcess  # bench/ is the script's directory: sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "process.json"
-BIN = Path(sys.executable).parent
-MEITH = str(BIN / "meith") if (BIN / "meith").exists() else (shutil.which("meith") or "meith")
+
 END = "END-OF-BENCH"
 MIB = 1024 * 1024
 
@@ -82,46 +82,12 @@ def children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-class Server:
+class Server(ServeProcess):
     """A real `meith serve` (process plugin only), approved and granted for the CLI."""
 
     def __init__(self, work: Path) -> None:
-        self.home = work / "home"
-        self.home.mkdir(mode=0o700)
-        self.socket = str(work / "s.sock")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
-        env.update(MEITH_HOME=str(self.home), MEITH_PLUGINS="process", PYTHONUNBUFFERED="1")
-        self.cli_env = {**env, "MEITH_SOCKET": self.socket}
-        self.log = open(work / "serve.out", "w+b")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [MEITH, "serve", "--socket", self.socket, "--approvals", "deny"],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while b"listening on" not in Path(self.log.name).read_bytes():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(Path(self.log.name).read_text())
-            time.sleep(0.05)
+        super().__init__(work, plugins="process", grant=["starts-process"])
         self.ps = psutil.Process(self.proc.pid)
-        self.cli("plugins", "approve", "process")
-        self.cli("grants", "add", "--caller", "cli", "--capability", "starts-process")
-
-    def cli(self, *args: str) -> str:
-        out = subprocess.run(
-            [MEITH, *args], env=self.cli_env, capture_output=True, text=True, check=False
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"meith {' '.join(args)}: {out.stdout}{out.stderr}")
-        return out.stdout
-
-    def call(self, tool: str, args: dict[str, Any]) -> Any:
-        envelope = json.loads(self.cli("call", tool, "--arg-json", json.dumps(args), "--json"))
-        if not envelope["ok"]:
-            raise RuntimeError(envelope)
-        return envelope["content"]
 
     def start_generator(self, work: Path, n: int, trigger: Path) -> dict[str, Any]:
         return self.call(
@@ -132,11 +98,6 @@ class Server:
                 "args": [str(work / "gen.py"), str(n), str(trigger), "stay"],
             },
         )
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
 
 
 class PeakRss:
