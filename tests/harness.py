@@ -31,6 +31,17 @@ MEITH = (
 START_TIMEOUT_S = 60.0
 
 
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> bool:
+    """Poll `predicate` until it is true or `timeout` passes (a liveness bound, not a speed
+    assertion); returns whether it became true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
 def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
     for keep in ("MEITH_BROWSER_EXECUTABLE", "MEITH_REQUIRE_BROWSER"):

@@ -14,16 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import MEITH
-
-
-def _wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+from tests.harness import MEITH, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +139,7 @@ def test_ctrl_c_cancels_the_call_and_exits_130(shared) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert _wait_for(
+    assert wait_until(
         lambda: '"inFlight": 2' in shared.cli("call", "app_health").stdout or False, 30
     )
     proc.send_signal(signal.SIGINT)

@@ -7,22 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
 from meith_core.discovery import is_pid_alive
-from tests.harness import MEITH
+from tests.harness import MEITH, wait_until
 from tests.server.conftest import RawConnection
-
-
-def _wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -37,7 +27,7 @@ def test_a_signal_answers_in_flight_calls_runs_plugin_shutdown_and_exits_0(
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert _wait_for(
+    assert wait_until(
         lambda: (
             json.loads(srv.cli("call", "app_health", "--json").stdout)["content"]["checks"][0][
                 "details"
