@@ -43,7 +43,13 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
 
 
 def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
+    # Not inherited: MEITH_* (each test picks its runtime) and PYTHONUNBUFFERED (the CLI must
+    # be live through pipes on its own, as it is for users).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MEITH_") and k != "PYTHONUNBUFFERED"
+    }
     for keep in ("MEITH_BROWSER_EXECUTABLE", "MEITH_REQUIRE_BROWSER"):
         if keep in os.environ:
             env[keep] = os.environ[keep]
