@@ -41,3 +41,41 @@ def test_the_ci_script_runs_the_readme_test_command() -> None:
     test_command = re.findall(r"```sh\n(.*?)```", quick, flags=re.S)[1].strip()
     ci = (README.parent / ".ci" / "run").read_text()
     assert test_command in ci
+
+
+def test_the_plugin_authoring_example_loads_and_confines_writes(tmp_path) -> None:
+    source = next(block for block in _python_blocks() if "class Plugin:" in block)
+    driver = f"""
+import asyncio
+from pathlib import Path
+from meith_core import MeithHome, Runtime
+
+async def main():
+    work = Path({str(tmp_path)!r})
+    inside, outside = work / "inside", work / "outside"
+    inside.mkdir()
+    outside.mkdir()
+    async with Runtime(MeithHome(work / "home"), load_plugins=False) as rt:
+        rt.load_plugin("hello", Plugin)
+        rt.approve_plugin("hello")
+        agent = rt.open_session("agent", cwd=str(inside))
+        rt.grant(agent, ["writes-files"], cwd_prefix=str(inside))
+        call = lambda cwd, name: rt.call(
+            "write_note", {{"cwd": str(cwd), "name": name, "text": "hi"}}, caller=agent
+        )
+        ok = await call(inside, "a.txt")
+        escape = await call(inside, "../outside/b.txt")
+        elsewhere = await call(outside, "c.txt")
+        leaked = any(outside.iterdir())
+        print(ok.content["bytes"], (inside / "a.txt").read_text(), escape.error.code,
+              elsewhere.error.code, leaked)
+
+asyncio.run(main())
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", source + driver], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    # Written inside; a name escaping cwd is refused by resolve_within; a cwd outside the
+    # granted directory is refused by the tool's own grant_scope check; nothing leaked.
+    assert proc.stdout.split() == ["2", "hi", "TOOL_FAILED", "PERMISSION_DENIED", "False"]

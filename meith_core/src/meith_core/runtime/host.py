@@ -32,6 +32,7 @@ from meith_core.permissions.service import ApprovalAnswer, ApprovalRequest, Perm
 from meith_core.plugins.manager import PluginManager, PluginRecord, _env_set
 from meith_core.registry import ToolRegistry
 from meith_core.results import ToolResult
+from meith_core.runtime import logs
 from meith_core.settings import SettingsStore
 from meith_core.tooldef import ToolDefinition
 
@@ -53,6 +54,7 @@ class Runtime:
         plugin_deny: set[str] | None = None,
         cwd: str | None = None,
     ) -> None:
+        logs.default_to_stderr()
         self.home = (home or MeithHome.from_env()).ensure()
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.

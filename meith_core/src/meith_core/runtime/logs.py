@@ -54,6 +54,14 @@ class JsonlFileSink:
         return event
 
 
+def default_to_stderr() -> None:
+    """When the embedding program has not configured structlog, keep its defaults but print to
+    stderr: structlog's default is stdout, and a library must never write to its host's stdout
+    (it may be a protocol stream)."""
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
+
+
 def configure(
     log_format: LogFormat | None, logs_path: Path | None, *, stream: TextIO | None = None
 ) -> LogFormat:
