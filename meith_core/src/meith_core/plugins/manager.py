@@ -64,7 +64,9 @@ class PluginRecord:
         }
 
 
-def _env_set(name: str) -> set[str] | None:
+def env_list(name: str) -> set[str] | None:
+    """The comma-separated names in environment variable `name` (MEITH_PLUGINS, ...), or None
+    when it is unset or empty."""
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return None
@@ -99,8 +101,8 @@ class PluginManager:
         `register_tools(tools, plugin_id)` (the registry's `register_many`) must register all
         of a plugin's tools or raise.
         """
-        allow = allow if allow is not None else _env_set("MEITH_PLUGINS")
-        deny = deny if deny is not None else (_env_set("MEITH_DISABLE_PLUGINS") or set())
+        allow = allow if allow is not None else env_list("MEITH_PLUGINS")
+        deny = deny if deny is not None else (env_list("MEITH_DISABLE_PLUGINS") or set())
         by_name: dict[str, list[EntryPoint]] = {}
         for ep in entry_points(group=group):
             by_name.setdefault(ep.name, []).append(ep)

@@ -29,7 +29,7 @@ from meith_core.ids import new_session_id
 from meith_core.permissions.approvals import PluginApprovals
 from meith_core.permissions.grants import Grant, StandingGrants
 from meith_core.permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
-from meith_core.plugins.manager import PluginManager, PluginRecord, _env_set
+from meith_core.plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core.registry import ToolRegistry
 from meith_core.results import ToolResult
 from meith_core.runtime import logs
@@ -92,7 +92,7 @@ class Runtime:
         """
         if not self._discovered:
             self._discovered = True
-            deny = self._plugin_deny or _env_set("MEITH_DISABLE_PLUGINS") or set()
+            deny = self._plugin_deny or env_list("MEITH_DISABLE_PLUGINS") or set()
             if "core" not in deny:
                 # Part of meith_core: always present, loaded like any other plugin.
                 from meith_core.builtin.plugin import CorePlugin
