@@ -134,35 +134,28 @@ class BrowserTools:
             )
         return self._done(tab.to_dict(), diags)
 
-    async def go_back(self, ctx: ToolContext, args: TabArgs) -> Any:
-        """Go back one page in a tab's history."""
+    async def _history(self, ctx: ToolContext, tab_id: str, step: str) -> Any:
+        """go_back / go_forward / refresh: one guarded navigation of the tab's page."""
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
+        tab = self._controlled(ctx, tab_id)
+        move = getattr(tab.page, step)  # page.go_back, page.go_forward or page.reload
         async with tab.lock:
             diags = await self._navigate(
-                tab, lambda: tab.page.go_back(timeout=settings.navigationTimeoutMs), settings
+                tab, lambda: move(timeout=settings.navigationTimeoutMs), settings
             )
         return self._done(tab.to_dict(), diags)
+
+    async def go_back(self, ctx: ToolContext, args: TabArgs) -> Any:
+        """Go back one page in a tab's history."""
+        return await self._history(ctx, args.tabId, "go_back")
 
     async def go_forward(self, ctx: ToolContext, args: TabArgs) -> Any:
         """Go forward one page in a tab's history."""
-        settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
-        async with tab.lock:
-            diags = await self._navigate(
-                tab, lambda: tab.page.go_forward(timeout=settings.navigationTimeoutMs), settings
-            )
-        return self._done(tab.to_dict(), diags)
+        return await self._history(ctx, args.tabId, "go_forward")
 
     async def refresh(self, ctx: ToolContext, args: TabArgs) -> Any:
         """Reload a tab."""
-        settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
-        async with tab.lock:
-            diags = await self._navigate(
-                tab, lambda: tab.page.reload(timeout=settings.navigationTimeoutMs), settings
-            )
-        return self._done(tab.to_dict(), diags)
+        return await self._history(ctx, args.tabId, "reload")
 
     async def focus_browser_tab(self, ctx: ToolContext, args: TabArgs) -> Any:
         """Make a tab the active tab of its space."""
