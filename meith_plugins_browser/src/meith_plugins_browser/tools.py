@@ -231,10 +231,8 @@ class BrowserTools:
                             page.wait_for_load_state("domcontentloaded", timeout=5000)
                         )
                         continue
-                    raise ToolError(
-                        ErrorCode.TOOL_FAILED,
-                        f"Could not read the page of tab {tab.id}: {playwright_message(exc)}",
-                        {"tabId": tab.id},
+                    raise self._page_failure(
+                        tab, f"Could not read the page of tab {tab.id}", exc
                     ) from None
                 if tab.nav_seq == seq:
                     break
@@ -324,12 +322,7 @@ class BrowserTools:
                     SCROLL, [args.deltaX, args.deltaY, args.toX, args.toY]
                 )
             except PlaywrightError as exc:
-                self._raise_if_closed(tab)
-                raise ToolError(
-                    ErrorCode.TOOL_FAILED,
-                    f"Could not scroll tab {tab.id}: {playwright_message(exc)}",
-                    {"tabId": tab.id},
-                ) from None
+                raise self._page_failure(tab, f"Could not scroll tab {tab.id}", exc) from None
         return self._done({"ok": True, "scrollX": pos["scrollX"], "scrollY": pos["scrollY"]})
 
     async def send_keys(self, ctx: ToolContext, args: SendKeysArgs) -> Any:
@@ -347,12 +340,7 @@ class BrowserTools:
                 else:
                     await tab.page.keyboard.type(keys.value)
             except PlaywrightError as exc:
-                self._raise_if_closed(tab)
-                raise ToolError(
-                    ErrorCode.TOOL_FAILED,
-                    f"Could not send keys to tab {tab.id}: {playwright_message(exc)}",
-                    {"tabId": tab.id},
-                ) from None
+                raise self._page_failure(tab, f"Could not send keys to tab {tab.id}", exc) from None
             diags = await self._settle(tab, seq, settings)
         return self._done({"ok": True}, diags)
 
@@ -369,11 +357,8 @@ class BrowserTools:
             session = await self.host.cdp_session(tab)
             result = await session.send(args.method, params)
         except PlaywrightError as exc:
-            self._raise_if_closed(tab)
-            raise ToolError(
-                ErrorCode.TOOL_FAILED,
-                f"CDP {args.method} failed: {playwright_message(exc)}",
-                {"tabId": tab.id, "method": args.method},
+            raise self._page_failure(
+                tab, f"CDP {args.method} failed", exc, method=args.method
             ) from None
         return self._done({"tabId": tab.id, "method": args.method, "result": result})
 
@@ -407,6 +392,16 @@ class BrowserTools:
     def _raise_if_closed(self, tab: Tab) -> None:
         if self.host.tabs.find(tab.id) is None:
             self.host.tabs.get(tab.id)  # raises with the reason the tab went away
+
+    def _page_failure(self, tab: Tab, what: str, exc: Exception, **details: Any) -> ToolError:
+        """The error for a Playwright failure on a tab: the tab's own fate when it went away
+        (raised here), else TOOL_FAILED saying what failed and why."""
+        self._raise_if_closed(tab)
+        return ToolError(
+            ErrorCode.TOOL_FAILED,
+            f"{what}: {playwright_message(exc)}",
+            {"tabId": tab.id, **details},
+        )
 
     async def _navigate(
         self,
