@@ -89,17 +89,17 @@ def patched(obj: Any, attr: str, value: Any) -> Iterator[None]:
 async def _measure(home_dir: Path, n: int, rounds: int) -> dict[str, Any]:
     from _core_plugin import BenchPlugin, EchoArgs
 
-    import meith_core.registry as registry_mod
-    from meith_core.audit.redact import summarize
-    from meith_core.caller import CallerInfo, CallerKind
+    import meith_core._registry as registry_mod
+    from meith_core._audit.redact import summarize
+    from meith_core._caller import CallerInfo, CallerKind
+    from meith_core._home import MeithHome
+    from meith_core._permissions.service import Decision
+    from meith_core._protocol.framing import NdjsonFramer, encode_frame
+    from meith_core._protocol.messages import ToolCall, client_message_adapter
+    from meith_core._results import ToolResult
+    from meith_core._runtime.host import Runtime
+    from meith_core._runtime.socket_server import Connection
     from meith_core.client._core import client_info, tool_call_frame
-    from meith_core.home import MeithHome
-    from meith_core.permissions.service import Decision
-    from meith_core.protocol.framing import NdjsonFramer, encode_frame
-    from meith_core.protocol.messages import ToolCall, client_message_adapter
-    from meith_core.results import ToolResult
-    from meith_core.runtime.host import Runtime
-    from meith_core.runtime.server import Connection
 
     runtime = Runtime(MeithHome(home_dir), load_plugins=False)
     await runtime.start()

@@ -79,8 +79,8 @@ async def one_future_race(
     self: Any, defn: Any, ctx: Any, args: Any, token: Any, timeout_ms: int | None
 ) -> Any:
     from meith_core import registry
-    from meith_core.errors import ErrorCode
-    from meith_core.results import error_result
+    from meith_core._errors import ErrorCode
+    from meith_core._results import error_result
 
     if token.is_set() or not defn.is_async:
         return await ORIGINAL_RUN(self, defn, ctx, args, token, timeout_ms)

@@ -145,8 +145,8 @@ def raw_diff(repo: Path, env: dict[str, str]) -> None:
 async def measure(
     repo: Path, env: dict[str, str], client: Any, opts: argparse.Namespace
 ) -> dict[str, Any]:
-    from meith_core.home import MeithHome
-    from meith_core.runtime.host import Runtime
+    from meith_core._home import MeithHome
+    from meith_core._runtime.host import Runtime
     from meith_plugins_git.plugin import Plugin
 
     home = MeithHome(Path(tempfile.mkdtemp(prefix="meith-bench-home-"))).ensure()

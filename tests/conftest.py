@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import structlog
 
-from meith_core.home import MeithHome
-from meith_core.runtime.host import Runtime
+from meith_core._home import MeithHome
+from meith_core._runtime.host import Runtime
 
 # Tests read logs through caplog/capsys where they care; keep structlog quiet and plain.
 structlog.configure(

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meith_core.protocol import Frame, FrameError, NdjsonFramer, encode_frame
+from meith_core._protocol import Frame, FrameError, NdjsonFramer, encode_frame
 
 _settings = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Generating nested JSON is the slow part; fewer, richer examples.

@@ -20,9 +20,9 @@ from meith_core import (
     ToolContext,
     hookimpl,
 )
-from meith_core.cancel import CancelToken
-from meith_core.permissions.grants import StandingGrants, new_grant
-from meith_core.runtime.host import Runtime
+from meith_core._cancel import CancelToken
+from meith_core._permissions.grants import StandingGrants, new_grant
+from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
 
 

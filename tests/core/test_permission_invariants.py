@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
-from meith_core.runtime.host import Runtime
+from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
 
@@ -430,7 +430,7 @@ async def test_tools_without_a_privileged_capability_are_allowed_for_every_calle
 async def test_the_memory_of_revoked_sessions_is_bounded(
     files: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import meith_core.permissions.service as service
+    import meith_core._permissions.service as service
 
     monkeypatch.setattr(service, "MAX_REMEMBERED_REVOKED", 3)
     sessions = [files.open_session("cli") for _ in range(5)]

@@ -17,10 +17,10 @@ from meith_core import (
     ToolDefinitionError,
     tool,
 )
-from meith_core.protocol import DEFAULT_TOOL_TIMEOUT_MS
-from meith_core.registry import DuplicateToolError
-from meith_core.runtime.host import Runtime
-from meith_core.schema import SchemaError
+from meith_core._protocol import DEFAULT_TOOL_TIMEOUT_MS
+from meith_core._registry import DuplicateToolError
+from meith_core._runtime.host import Runtime
+from meith_core._schema import SchemaError
 
 
 class Args(BaseModel):

@@ -222,14 +222,14 @@ def test_every_command_has_help_with_an_example() -> None:
 def test_the_client_path_imports_no_plugin_playwright_or_server_module(argv) -> None:
     code = (
         "import sys\n"
-        "from meith_core.cli import run\n"
+        "from meith_core._cli import run\n"
         f"sys.argv = ['meith', *{argv!r}]\n"
         "try:\n"
         "    run()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core.runtime', 'meith_core.registry', 'meith_core.permissions', "
-        "'meith_core.plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
+        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._registry', 'meith_core._permissions', "
+        "'meith_core._plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meith_core.cli.args import UsageError, coerce, parse_call_line, parse_timeout
+from meith_core._cli.args import UsageError, coerce, parse_call_line, parse_timeout
 
 
 def test_flag_value_forms_and_bare_flags() -> None:

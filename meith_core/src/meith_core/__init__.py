@@ -14,34 +14,34 @@ from meith_core._version import __version__
 
 _EXPORTS: dict[str, str] = {
     # declaring tools
-    "tool": "meith_core.tooldef",
-    "ToolDefinition": "meith_core.tooldef",
-    "ToolDefinitionError": "meith_core.tooldef",
-    "NO_TIMEOUT": "meith_core.tooldef",
-    "Capability": "meith_core.capabilities",
-    "hookimpl": "meith_core.plugins.hookspecs",
+    "tool": "meith_core._tooldef",
+    "ToolDefinition": "meith_core._tooldef",
+    "ToolDefinitionError": "meith_core._tooldef",
+    "NO_TIMEOUT": "meith_core._tooldef",
+    "Capability": "meith_core._capabilities",
+    "hookimpl": "meith_core._plugins.hookspecs",
     # running
-    "ToolContext": "meith_core.context",
-    "CallerInfo": "meith_core.caller",
-    "CallerKind": "meith_core.caller",
-    "CancelToken": "meith_core.cancel",
+    "ToolContext": "meith_core._context",
+    "CallerInfo": "meith_core._caller",
+    "CallerKind": "meith_core._caller",
+    "CancelToken": "meith_core._cancel",
     # results and errors
-    "ToolResult": "meith_core.results",
-    "Diagnostic": "meith_core.results",
-    "ok_result": "meith_core.results",
-    "error_result": "meith_core.results",
-    "ToolError": "meith_core.errors",
-    "ErrorCode": "meith_core.errors",
-    "EventKind": "meith_core.events",
+    "ToolResult": "meith_core._results",
+    "Diagnostic": "meith_core._results",
+    "ok_result": "meith_core._results",
+    "error_result": "meith_core._results",
+    "ToolError": "meith_core._errors",
+    "ErrorCode": "meith_core._errors",
+    "EventKind": "meith_core._events",
     # paths: the one containment check
-    "resolve_within": "meith_core.paths",
-    "is_within": "meith_core.paths",
-    "PathEscapeError": "meith_core.paths",
+    "resolve_within": "meith_core._paths",
+    "is_within": "meith_core._paths",
+    "PathEscapeError": "meith_core._paths",
     # hosting in-process
-    "Runtime": "meith_core.runtime.host",
-    "MeithHome": "meith_core.home",
-    "ApprovalAnswer": "meith_core.permissions.service",
-    "ApprovalRequest": "meith_core.permissions.service",
+    "Runtime": "meith_core._runtime.host",
+    "MeithHome": "meith_core._home",
+    "ApprovalAnswer": "meith_core._permissions.service",
+    "ApprovalRequest": "meith_core._permissions.service",
 }
 
 __all__ = [
@@ -87,16 +87,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from meith_core.caller import CallerInfo, CallerKind
-    from meith_core.cancel import CancelToken
-    from meith_core.capabilities import Capability
-    from meith_core.context import ToolContext
-    from meith_core.errors import ErrorCode, ToolError
-    from meith_core.events import EventKind
-    from meith_core.home import MeithHome
-    from meith_core.paths import PathEscapeError, is_within, resolve_within
-    from meith_core.permissions.service import ApprovalAnswer, ApprovalRequest
-    from meith_core.plugins.hookspecs import hookimpl
-    from meith_core.results import Diagnostic, ToolResult, error_result, ok_result
-    from meith_core.runtime.host import Runtime
-    from meith_core.tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool
+    from meith_core._caller import CallerInfo, CallerKind
+    from meith_core._cancel import CancelToken
+    from meith_core._capabilities import Capability
+    from meith_core._context import ToolContext
+    from meith_core._errors import ErrorCode, ToolError
+    from meith_core._events import EventKind
+    from meith_core._home import MeithHome
+    from meith_core._paths import PathEscapeError, is_within, resolve_within
+    from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+    from meith_core._plugins.hookspecs import hookimpl
+    from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
+    from meith_core._runtime.host import Runtime
+    from meith_core._tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool

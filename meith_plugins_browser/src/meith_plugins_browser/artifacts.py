@@ -6,7 +6,7 @@ import os
 import struct
 from pathlib import Path
 
-from meith_core.home import FILE_MODE, ensure_private_dir
+from meith_core._home import FILE_MODE, ensure_private_dir
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from meith_core import ErrorCode, ToolError
-from meith_core.ids import new_id
+from meith_core._ids import new_id
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms

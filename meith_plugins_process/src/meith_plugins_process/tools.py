@@ -18,8 +18,8 @@ from meith_core import (
     ok_result,
     tool,
 )
-from meith_core.paths import is_within
-from meith_core.results import Diagnostic, ToolResult
+from meith_core._paths import is_within
+from meith_core._results import Diagnostic, ToolResult
 from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.devservers import DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal

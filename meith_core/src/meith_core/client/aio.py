@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from meith_core._home import MeithHome
+from meith_core._protocol.framing import Frame, NdjsonFramer, encode_frame
 from meith_core.client._core import (
     ConnectError,
     EventCallback,
@@ -29,11 +31,9 @@ from meith_core.client._core import (
     open_socket,
     tool_call_frame,
 )
-from meith_core.home import MeithHome
-from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
 
 if TYPE_CHECKING:
-    from meith_core.results import ToolResult
+    from meith_core._results import ToolResult
 
 _END = object()
 
@@ -59,7 +59,7 @@ class CallStream:
         kind, payload = item
         if kind == "event":
             return payload  # type: ignore[no-any-return]
-        from meith_core.results import ToolResult
+        from meith_core._results import ToolResult
 
         self.result = ToolResult.model_validate(payload)
         raise StopAsyncIteration

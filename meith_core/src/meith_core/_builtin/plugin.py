@@ -1,0 +1,158 @@
+"""The `core` plugin: runtime health, instances, plugins, settings and the audit trail.
+
+It ships inside meith_core and is approved implicitly (it is part of the host), but its tools
+go through the same pipeline as every other tool.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from meith_core._context import ToolContext
+from meith_core._errors import ErrorCode, ToolError
+from meith_core._instances import live_instances
+from meith_core._plugins.hookspecs import hookimpl
+from meith_core._plugins.listing import describe_plugins
+from meith_core._protocol.constants import PROTOCOL_VERSION
+from meith_core._runtime.host import Runtime
+from meith_core._settings import SettingsError
+from meith_core._tooldef import ToolDefinition, tool
+from meith_core._version import __version__
+
+
+class _NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SetSettingsArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    settings: dict[str, Any] = Field(
+        description="Top-level keys to replace (shallow merge); a key set to null is removed"
+    )
+
+
+class AuditLogArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=1000, description="Newest entries to return")
+    toolName: str | None = Field(default=None, description="Only calls of this tool")
+    caller: str | None = Field(
+        default=None, description="Only this caller kind (cli, agent, plugin, ...)"
+    )
+    decision: Literal["allow", "deny"] | None = None
+    sessionId: str | None = None
+    since: int | None = Field(
+        default=None, description="Only entries at or after this epoch-ms timestamp"
+    )
+
+
+class CorePlugin:
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self.started = time.time()
+
+    @hookimpl
+    def meith_startup(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def _rt(self) -> Runtime:
+        if self.runtime is None:
+            raise ToolError(ErrorCode.TOOL_FAILED, "the core plugin is not attached to a runtime")
+        return self.runtime
+
+    @hookimpl
+    def meith_tools(self) -> list[ToolDefinition]:
+        return [
+            tool(self.app_health, capabilities=["read-only"], input=_NoArgs),
+            tool(self.app_list_instances, capabilities=["read-only"], input=_NoArgs),
+            tool(self.list_plugins, capabilities=["read-only"], input=_NoArgs),
+            tool(self.get_app_settings, capabilities=["read-only"], input=_NoArgs),
+            tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
+            tool(self.get_audit_log, capabilities=["read-only"], input=AuditLogArgs),
+        ]
+
+    async def app_health(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
+        """Health of the runtime: socket, plugins and the audit writer."""
+        rt = self._rt()
+        checks: list[dict[str, Any]] = []
+        server = rt.server
+        if server is not None:
+            st = server.status()
+            checks.append(
+                {"name": "socket", "status": "ok" if st["listening"] else "error", "details": st}
+            )
+        else:
+            checks.append({"name": "socket", "status": "ok", "details": {"inProcess": True}})
+        failed = {r.id: r.reason for r in rt.plugins.records.values() if r.status == "failed"}
+        loaded = [r.id for r in rt.plugins.records.values() if r.status == "loaded"]
+        checks.append(
+            {
+                "name": "plugins",
+                "status": "degraded" if failed else "ok",
+                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.registry)},
+            }
+        )
+        audit = rt.audit.status()
+        problem = rt.audit.preflight()
+        checks.append(
+            {
+                "name": "audit",
+                "status": "ok" if problem is None and audit["ok"] else "error",
+                "details": {**audit, "problem": problem},
+            }
+        )
+        worst = "ok"
+        for check in checks:
+            if check["status"] == "error":
+                worst = "error"
+            elif check["status"] == "degraded" and worst == "ok":
+                worst = "degraded"
+        return {
+            "status": "ok" if worst == "ok" else "degraded",
+            "checkedAt": time.time_ns() // 1_000_000,
+            "version": __version__,
+            "protocolVersion": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "uptimeS": round(time.time() - self.started, 3),
+            "home": str(rt.home.root),
+            "checks": checks,
+        }
+
+    async def app_list_instances(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Live meith runtimes of this MEITH_HOME, newest first."""
+        return [r.to_json() for r in live_instances(self._rt().home)]
+
+    async def list_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Every discovered plugin: status, tools, requested and approved capabilities."""
+        rt = self._rt()
+        return describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+
+    async def get_app_settings(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
+        """The user settings in $MEITH_HOME/settings.json."""
+        return {"settings": self._rt().settings.load()}
+
+    async def set_app_settings(self, ctx: ToolContext, args: SetSettingsArgs) -> dict[str, Any]:
+        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated)."""
+        try:
+            return {"settings": self._rt().settings.merge(args.settings)}
+        except SettingsError as exc:
+            raise ToolError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+
+    async def get_audit_log(self, ctx: ToolContext, args: AuditLogArgs) -> dict[str, Any]:
+        """The newest audit entries, optionally filtered."""
+
+        def keep(record: dict[str, Any]) -> bool:
+            return (
+                (args.toolName is None or record.get("toolName") == args.toolName)
+                and (args.caller is None or record.get("caller") == args.caller)
+                and (args.decision is None or record.get("decision") == args.decision)
+                and (args.sessionId is None or record.get("sessionId") == args.sessionId)
+                and (args.since is None or int(record.get("ts") or 0) >= args.since)
+            )
+
+        return {"entries": self._rt().audit.tail(args.limit, keep)}

@@ -1,0 +1,31 @@
+"""The `meith` command line. `run()` is the console-script entry point.
+
+`meith call TOOL ...` and `meith tools` are dispatched here before typer is imported: they are
+the commands scripts and agents run in loops, their arguments are parsed by `cli.args` anyway
+(a tool's flags cannot be declared to click), and typer coerces declared parameters through
+pydantic, which costs more start-up time than the whole call. Everything else, and all help,
+goes through the typer app in `cli.main`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+_HELP = frozenset({"--help", "-h"})
+
+
+def run() -> None:
+    argv = sys.argv[1:]
+    if len(argv) >= 2 and argv[0] == "call" and argv[1] not in _HELP:
+        from meith_core._cli.call import run_call
+
+        code = run_call(argv[1:], None)
+        if code is not None:
+            sys.exit(code)
+    elif argv[:1] == ["tools"] and not _HELP & set(argv):
+        from meith_core._cli.call import run_tools_argv
+
+        sys.exit(run_tools_argv(argv[1:]))
+    from meith_core._cli.main import app
+
+    app()

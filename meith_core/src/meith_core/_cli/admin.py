@@ -1,0 +1,403 @@
+"""The local-admin commands: instances, stop, plugins, grants, audit, settings.
+
+These edit the trust root under $MEITH_HOME directly (as the local user), never through the
+socket; a running runtime notices the changed files without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from meith_core._cli.output import EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, fail, pretty
+from meith_core._home import MeithHome
+from meith_core._instances import live_instances, match_instances
+
+
+def _home() -> MeithHome:
+    return MeithHome.from_env().ensure()
+
+
+def _when(ms: int | float | None) -> str:
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(float(ms) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        sys.stdout.write(
+            "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
+
+
+# -- instances and stop ------------------------------------------------------------------
+
+
+def run_instances(as_json: bool) -> int:
+    records = live_instances(_home())
+    if as_json:
+        sys.stdout.write(pretty([r.to_json() for r in records]) + "\n")
+        return EXIT_OK
+    if not records:
+        sys.stdout.write("No running meith instances.\n")
+        return EXIT_OK
+    _table(
+        [
+            [str(r.pid), _when(r.started_at) + " UTC", r.version, r.label or "-", r.socket_path]
+            for r in records
+        ],
+        ["PID", "STARTED", "VERSION", "LABEL", "SOCKET"],
+    )
+    return EXIT_OK
+
+
+def run_stop(target: str | None, all_: bool, as_json: bool) -> int:
+    home = _home()
+    if target:
+        records = match_instances(home, target)
+        if not records:
+            return fail(
+                f'No live instance matches "{target}". Run "meith instances" to see running instances.',
+                EXIT_USAGE,
+            )
+    else:
+        records = live_instances(home)
+        if not records:
+            return fail("No running meith instances.", EXIT_TOOL_FAILED)
+        if len(records) > 1 and not all_:
+            running = ", ".join(str(r.pid) for r in records)
+            return fail(
+                f"Several instances are running ({running}); name one (PID or label) or use --all.",
+                EXIT_USAGE,
+            )
+    pids = [r.pid for r in records]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5.0
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if _pid_alive(p)]
+    stopped = [p for p in pids if p not in alive]
+    if as_json:
+        sys.stdout.write(pretty({"stopped": stopped, "stillRunning": alive}) + "\n")
+    else:
+        if stopped:
+            sys.stdout.write(f"Stopped: {', '.join(map(str, stopped))}\n")
+        if alive:
+            sys.stdout.write(f"Sent SIGTERM, still running: {', '.join(map(str, alive))}\n")
+    return EXIT_OK if not alive else EXIT_TOOL_FAILED
+
+
+def _pid_alive(pid: int) -> bool:
+    from meith_core._instances import is_pid_alive
+
+    if not is_pid_alive(pid):
+        return False
+    try:  # a zombie child of ours would count as alive otherwise
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().split(b") ", 1)[1][:1] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+# -- plugins -----------------------------------------------------------------------------
+
+
+def _loaded_runtime() -> Any:
+    from meith_core._runtime.host import Runtime
+
+    runtime = Runtime(_home())
+    runtime.discover_plugins()
+    return runtime
+
+
+def run_plugins_list(as_json: bool) -> int:
+    from meith_core._plugins.listing import describe_plugins
+
+    runtime = _loaded_runtime()
+    listing = describe_plugins(runtime.plugins.records.values(), runtime.permissions.approvals)
+    if as_json:
+        sys.stdout.write(pretty(listing) + "\n")
+        return EXIT_OK
+    for p in listing:
+        dist = f"{p['distribution']} {p['version']}" if p["distribution"] else "-"
+        status = p["status"] + (f": {p['reason']}" if p["reason"] else "")
+        sys.stdout.write(f"{p['id']}  ({dist})  {status}\n")
+        if p["tools"]:
+            sys.stdout.write(f"    tools:     {', '.join(t['name'] for t in p['tools'])}\n")
+            sys.stdout.write(f"    requests:  {', '.join(p['requestedCapabilities'])}\n")
+        approval = p["approval"]
+        if approval is None:
+            state = "not approved" + (
+                f"  (run: meith plugins approve {p['id']})" if p["status"] == "loaded" else ""
+            )
+        elif approval.get("implicit"):
+            state = "approved (part of meith)"
+        elif not approval["valid"]:
+            state = f"VOID: the plugin changed since it was approved (run: meith plugins approve {p['id']})"
+        else:
+            state = f"approved: {', '.join(approval['capabilities']) or 'nothing'} (since {_when(approval['approvedAt'])} UTC)"
+        sys.stdout.write(f"    approval:  {state}\n")
+    return EXIT_OK
+
+
+def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
+    from meith_core._capabilities import parse_capabilities
+
+    try:
+        wanted = parse_capabilities(capabilities)
+    except ValueError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    runtime = _loaded_runtime()
+    record = runtime.plugins.records.get(plugin_id)
+    if record is None:
+        known = ", ".join(sorted(runtime.plugins.records)) or "none"
+        return fail(f"No plugin {plugin_id!r} is installed (installed: {known}).", EXIT_USAGE)
+    if record.status != "loaded":
+        return fail(
+            f"Plugin {plugin_id} cannot be approved: it is {record.status} ({record.reason}).",
+            EXIT_TOOL_FAILED,
+        )
+    requested = set(record.requested_capabilities)
+    ignored = [c.value for c in wanted if c not in requested]
+    if ignored:
+        sys.stderr.write(f"note: {plugin_id} does not request {', '.join(ignored)}; ignored\n")
+    runtime.approve_plugin(plugin_id, [c.value for c in wanted] if wanted else None)
+    approval = runtime.permissions.approvals.get(plugin_id)
+    caps = ", ".join(c.value for c in approval.capabilities) if approval else ""
+    sys.stdout.write(f"Approved {plugin_id} {record.version or ''} for: {caps or 'nothing'}\n")
+    return EXIT_OK
+
+
+def run_plugins_revoke(plugin_id: str) -> int:
+    from meith_core._permissions.approvals import PluginApprovals
+
+    if PluginApprovals(_home().plugins_path).revoke(plugin_id):
+        sys.stdout.write(f"Revoked the approval of {plugin_id}.\n")
+        return EXIT_OK
+    return fail(f"Plugin {plugin_id} had no approval.", EXIT_TOOL_FAILED)
+
+
+# -- grants ------------------------------------------------------------------------------
+
+_DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration_ms(text: str) -> int:
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise ValueError(f"--expires {text!r}: use a number and a unit, e.g. 30m, 1h, 7d")
+    return int(match.group(1)) * _UNIT_S[match.group(2)] * 1000
+
+
+def run_grants_list(as_json: bool) -> int:
+    from meith_core._permissions.grants import StandingGrants
+
+    store = StandingGrants(_home().grants_path)
+    grants = store.current()
+    if store.load_error:
+        sys.stderr.write(f"warning: {store.load_error}\n")
+    if as_json:
+        sys.stdout.write(pretty([g.to_json() for g in grants]) + "\n")
+        return EXIT_OK
+    if not grants:
+        sys.stdout.write(
+            "No standing grants. Add one with: meith grants add --caller cli --capability writes-files\n"
+        )
+        return EXIT_OK
+    now = time.time_ns() // 1_000_000
+    rows = []
+    for g in grants:
+        expiry = (
+            "never"
+            if g.expires_at is None
+            else (_when(g.expires_at) + (" (expired)" if g.expired(now) else ""))
+        )
+        rows.append(
+            [
+                g.id,
+                g.caller.value,
+                ",".join(c.value for c in g.capabilities),
+                g.tool or "*",
+                g.cwd_prefix or "*",
+                str(g.uses) if g.uses else "∞",
+                expiry,
+            ]
+        )
+    _table(rows, ["ID", "CALLER", "CAPABILITIES", "TOOL", "CWD", "USES", "EXPIRES"])
+    return EXIT_OK
+
+
+def run_grants_add(
+    caller: str,
+    capabilities: list[str],
+    tool: str | None,
+    cwd: str | None,
+    expires: str | None,
+    uses: int | None,
+    as_json: bool,
+) -> int:
+    from meith_core._capabilities import PRIVILEGED, parse_capabilities
+    from meith_core._permissions.grants import StandingGrants, new_grant
+
+    try:
+        caps = parse_capabilities(capabilities)
+        not_needed = [c.value for c in caps if c not in PRIVILEGED]
+        if not_needed:
+            raise ValueError(
+                f"{', '.join(not_needed)} need no grant; grant one of: {', '.join(sorted(c.value for c in PRIVILEGED))}"
+            )
+        expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
+        prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
+        if prefix is not None and not os.path.isdir(prefix):
+            raise ValueError(f"--cwd {prefix}: no such directory")
+        grant = new_grant(
+            caller,
+            caps,
+            tool=tool,
+            uses=uses,
+            expires_at=expires_at,
+            cwd_prefix=prefix,
+            source="standing",
+        )
+    except ValueError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    StandingGrants(_home().grants_path).add(grant)
+    if as_json:
+        sys.stdout.write(pretty(grant.to_json()) + "\n")
+    else:
+        sys.stdout.write(
+            f"Added {grant.id}: {caller} may use {', '.join(c.value for c in caps)}"
+            f"{' for ' + tool if tool else ''}{' under ' + (grant.cwd_prefix or '') if grant.cwd_prefix else ''}"
+            f"{' until ' + _when(grant.expires_at) + ' UTC' if grant.expires_at else ''}\n"
+        )
+    return EXIT_OK
+
+
+def run_grants_revoke(grant_id: str) -> int:
+    from meith_core._permissions.grants import StandingGrants
+
+    if StandingGrants(_home().grants_path).revoke(grant_id):
+        sys.stdout.write(f"Revoked {grant_id}.\n")
+        return EXIT_OK
+    return fail(f"No standing grant {grant_id} (see meith grants list).", EXIT_TOOL_FAILED)
+
+
+# -- audit -------------------------------------------------------------------------------
+
+
+def _audit_row(r: dict[str, Any]) -> list[str]:
+    caller = str(r.get("caller"))
+    if r.get("claimedCaller"):
+        caller += f" (claimed {r['claimedCaller']})"
+    return [
+        _when(r.get("ts")),
+        caller,
+        str(r.get("toolName")),
+        str(r.get("decision")),
+        str(r.get("outcome", "")),
+        str(r.get("reason", ""))[:60],
+        f"{float(r.get('durationMs') or 0):.1f}ms",
+    ]
+
+
+_AUDIT_HEADER = ["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "REASON", "DURATION"]
+
+
+def run_audit(follow: bool, as_json: bool, tool: str | None, denied: bool, limit: int) -> int:
+    from meith_core._audit.log import AuditLog
+
+    log = AuditLog(_home().audit_path)
+
+    def keep(r: dict[str, Any]) -> bool:
+        return (tool is None or r.get("toolName") == tool) and (
+            not denied or r.get("decision") == "deny"
+        )
+
+    def emit(records: list[dict[str, Any]], header: bool) -> None:
+        if as_json:
+            for r in records:
+                sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
+        elif records:
+            if header:
+                _table([_audit_row(r) for r in records], _AUDIT_HEADER)
+            else:
+                for r in records:
+                    sys.stdout.write("  ".join(_audit_row(r)) + "\n")
+        sys.stdout.flush()
+
+    records = log.tail(max(0, limit), keep)
+    if not records and not follow and not as_json:
+        sys.stdout.write("No audit entries" + (" match." if tool or denied else " yet.") + "\n")
+    emit(records, header=True)
+    if not follow:
+        return EXIT_OK
+    seen = {r.get("id") for r in records}
+    try:
+        while True:
+            time.sleep(0.5)
+            fresh = [r for r in log.tail(200, keep) if r.get("id") not in seen]
+            seen.update(r.get("id") for r in fresh)
+            emit(fresh, header=False)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+# -- settings ----------------------------------------------------------------------------
+
+
+def run_settings_get(key: str | None) -> int:
+    from meith_core._settings import SettingsStore
+
+    value: Any = SettingsStore(_home().settings_path).load()
+    for part in key.split(".") if key else []:
+        if not isinstance(value, dict) or part not in value:
+            return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
+        value = value[part]
+    sys.stdout.write((value if isinstance(value, str) else pretty(value)) + "\n")
+    return EXIT_OK
+
+
+def run_settings_set(key: str, raw: str) -> int:
+    from meith_core._settings import SettingsError
+
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    runtime = _loaded_runtime()  # plugins declare the models of their sections
+    section, _, rest = key.partition(".")
+    if rest:
+        current = runtime.settings.load().get(section) or {}
+        if not isinstance(current, dict):
+            return fail(f"Setting {section!r} is not an object; set it whole.", EXIT_USAGE)
+        node = current
+        parts = rest.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                return fail(f"Setting {key!r}: {part!r} is not an object.", EXIT_USAGE)
+        if value is None:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = value
+        value = current
+    try:
+        runtime.settings.merge({section: value})
+    except SettingsError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    sys.stdout.write(f"Set {key}.\n")
+    return EXIT_OK

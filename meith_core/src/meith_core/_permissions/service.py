@@ -1,0 +1,405 @@
+"""PermissionService: the provider gate and the caller gate of DESIGN.md "Permissions".
+
+Both gates apply only to tools that declare a privileged capability; everything else is
+allowed for every caller (and still audited). Every decision carries a human-readable reason
+that lands in the audit entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from meith_core._caller import CallerInfo, CallerKind
+from meith_core._cancel import CancelToken
+from meith_core._capabilities import Capability, privileged_of
+from meith_core._permissions.approvals import Approval, PluginApprovals
+from meith_core._permissions.grants import Grant, StandingGrants, new_grant
+
+#: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
+#: embedding application registers itself (`Runtime.register`).
+HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
+#: Every ended session is remembered as revoked (a caller holding its id must stay denied),
+#: but a long-running server ends one per connection: past this many, the oldest are
+#: forgotten. Session ids are unguessable and never reused, so only an in-process caller
+#: still holding a session that ended that many sessions ago could notice.
+MAX_REMEMBERED_REVOKED = 100_000
+
+
+class ApprovalAnswer(StrEnum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_SESSION = "allow_session"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver (the `meith_approve` hook) is asked about."""
+
+    request_id: str
+    caller: CallerInfo
+    tool_name: str
+    plugin_id: str
+    capabilities: tuple[Capability, ...]
+    privileged: tuple[Capability, ...]
+    cwd: str
+    arguments_summary: str  # already redacted
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str
+    #: The directory the allowing grant is confined to, passed on to the tool.
+    grant_scope: str | None = None
+    #: For denials: the sentence the caller sees, with what to do next.
+    message: str = ""
+    details: dict[str, object] = field(default_factory=dict)
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+
+
+def _caps(values: Iterable[Capability]) -> str:
+    return ", ".join(c.value for c in values)
+
+
+class PermissionService:
+    def __init__(
+        self,
+        *,
+        approvals: PluginApprovals,
+        standing: StandingGrants,
+        fingerprint_of: Callable[[str], str | None],
+        approver: Approver | None = None,
+        host_providers: frozenset[str] = HOST_PROVIDERS,
+    ) -> None:
+        self.approvals = approvals
+        self.standing = standing
+        self.approver = approver
+        self._fingerprint_of = fingerprint_of
+        self._host_providers = host_providers
+        self._session_grants: dict[str, list[Grant]] = {}
+        self._standing_uses: dict[tuple[str, str], int] = {}
+        # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
+        self._revoked: dict[str, None] = {}
+
+    # -- grants and sessions ------------------------------------------------------------
+
+    def grant(
+        self,
+        caller: CallerKind | str,
+        session: str,
+        capabilities: Iterable[Capability | str],
+        *,
+        tool: str | None = None,
+        uses: int | None = None,
+        expires_at: int | None = None,
+        cwd_prefix: str | None = None,
+        source: str = "api",
+    ) -> Grant:
+        """Grant a session privileged capabilities (in memory; gone with the session)."""
+        if not session:
+            raise ValueError("a session grant needs a session id")
+        if session in self._revoked:
+            raise ValueError(f"session {session} was revoked")
+        grant = new_grant(
+            caller,
+            capabilities,
+            session=session,
+            tool=tool,
+            uses=uses,
+            expires_at=expires_at,
+            cwd_prefix=cwd_prefix,
+            source=source,
+        )
+        self._session_grants.setdefault(session, []).append(grant)
+        return grant
+
+    def revoke_session(self, session: str) -> None:
+        """Immediately end every grant of `session`; later calls from it are denied."""
+        self._revoked[session] = None
+        while len(self._revoked) > MAX_REMEMBERED_REVOKED:
+            del self._revoked[next(iter(self._revoked))]
+        self._session_grants.pop(session, None)
+        for key in [k for k in self._standing_uses if k[1] == session]:
+            del self._standing_uses[key]
+
+    def forget_session(self, session: str) -> None:
+        """A session ended normally (its id is never reused): drop its state."""
+        self.revoke_session(session)
+
+    def is_revoked(self, session: str | None) -> bool:
+        return session is not None and session in self._revoked
+
+    def session_grants(self, session: str) -> list[Grant]:
+        return list(self._session_grants.get(session, ()))
+
+    # -- the decision -------------------------------------------------------------------
+
+    async def authorize(
+        self,
+        caller: CallerInfo,
+        tool_name: str,
+        capabilities: tuple[Capability, ...],
+        plugin_id: str,
+        *,
+        request_id: str,
+        cwd: str,
+        arguments_summary: Callable[[], str],
+        cancel: CancelToken | None = None,
+    ) -> Decision:
+        """Decide one call. `cancel` (the call's token) ends a pending approval prompt: a call
+        cancelled while waiting for a person is denied."""
+        privileged = privileged_of(capabilities)
+        if not privileged:
+            return Decision(True, "no privileged capability")
+
+        provider = self._provider_gate(tool_name, capabilities, plugin_id)
+        if provider is not None:
+            return provider
+
+        if caller.trusted:
+            return Decision(True, f"trusted in-process caller ({caller.caller.value})")
+        if caller.caller is CallerKind.PLUGIN:
+            return self._plugin_caller_gate(caller, tool_name, capabilities)
+        return await self._session_gate(
+            caller,
+            tool_name,
+            capabilities,
+            privileged,
+            plugin_id,
+            request_id,
+            cwd,
+            arguments_summary,
+            cancel,
+        )
+
+    def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
+        """The plugin's valid approval, or None with why not."""
+        approval = self.approvals.get(plugin_id)
+        if approval is None:
+            return None, f"plugin {plugin_id} is not approved"
+        if approval.fingerprint != self._fingerprint_of(plugin_id):
+            return None, (
+                f"the approval of plugin {plugin_id} is void because the plugin changed since it "
+                "was approved"
+            )
+        return approval, None
+
+    def _provider_gate(
+        self, tool: str, capabilities: tuple[Capability, ...], plugin_id: str
+    ) -> Decision | None:
+        if plugin_id in self._host_providers:
+            return None
+        approval, why = self._approval_for(plugin_id)
+        missing = (
+            [c for c in capabilities if c not in approval.capabilities]
+            if approval
+            else list(capabilities)
+        )
+        if approval is not None and not missing:
+            return None
+        reason = why or f"plugin {plugin_id} is not approved for {_caps(missing)}"
+        return Decision(
+            False,
+            reason,
+            message=(
+                f'Tool "{tool}" is provided by plugin {plugin_id}, and {reason}. '
+                f"To allow it, run: meith plugins approve {plugin_id}"
+            ),
+            details={
+                "gate": "provider",
+                "plugin": plugin_id,
+                "missing": [c.value for c in missing],
+            },
+        )
+
+    def _plugin_caller_gate(
+        self, caller: CallerInfo, tool: str, capabilities: tuple[Capability, ...]
+    ) -> Decision:
+        pid = caller.plugin_id
+        if pid is None:
+            reason = "the caller is not bound to an approved plugin identity"
+            return Decision(
+                False,
+                reason,
+                message=f'Plugin caller is not bound to an approved plugin identity for "{tool}".',
+                details={"gate": "caller", "caller": "plugin"},
+            )
+        if pid in self._host_providers:
+            return Decision(True, f"plugin {pid} is part of the host")
+        approval, why = self._approval_for(pid)
+        if approval is None or not approval.capabilities:
+            reason = why or f"plugin {pid} has an empty approval"
+            return Decision(
+                False,
+                reason,
+                message=f'Plugin {pid} may not call "{tool}": {reason}.',
+                details={"gate": "caller", "caller": "plugin", "plugin": pid},
+            )
+        missing = [c for c in capabilities if c not in approval.capabilities]
+        if missing:
+            reason = f"plugin {pid} lacks {_caps(missing)}"
+            return Decision(
+                False,
+                reason,
+                message=f'Plugin {pid} lacks capabilities [{_caps(missing)}] required by "{tool}".',
+                details={"gate": "caller", "plugin": pid, "missing": [c.value for c in missing]},
+            )
+        return Decision(True, f"plugin {pid} approved for {_caps(capabilities)}")
+
+    async def _session_gate(
+        self,
+        caller: CallerInfo,
+        tool: str,
+        capabilities: tuple[Capability, ...],
+        privileged: tuple[Capability, ...],
+        plugin_id: str,
+        request_id: str,
+        cwd: str,
+        arguments_summary: Callable[[], str],
+        cancel: CancelToken | None,
+    ) -> Decision:
+        kind, session = caller.caller, caller.session_id
+        if not session:
+            return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
+        if session in self._revoked:
+            return self._deny(tool, privileged, f"session {session} was revoked", kind)
+
+        grant = self._consume(kind, session, tool, privileged, cwd)
+        if grant is not None:
+            what = "standing" if grant.session is None else "session"
+            return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
+
+        if self.approver is not None:
+            request = ApprovalRequest(
+                request_id=request_id,
+                caller=caller,
+                tool_name=tool,
+                plugin_id=plugin_id,
+                capabilities=capabilities,
+                privileged=privileged,
+                cwd=cwd,
+                arguments_summary=arguments_summary(),
+            )
+            try:
+                answer = await _ask_unless_cancelled(self.approver, request, cancel)
+            except _PromptCancelled:
+                return self._deny(tool, privileged, "cancelled while waiting for approval", kind)
+            except Exception as exc:
+                # A broken approver must neither open the gate nor break the call pipeline.
+                reason = f"approver failed ({type(exc).__name__}: {exc})"[:300]
+                return self._deny(tool, privileged, reason, kind)
+            if session in self._revoked:  # revoked while the prompt was open
+                return self._deny(tool, privileged, f"session {session} was revoked", kind)
+            if answer is ApprovalAnswer.ALLOW_ONCE:
+                return Decision(True, "approved once at prompt")
+            if answer is ApprovalAnswer.ALLOW_SESSION:
+                self.grant(kind, session, privileged, tool=tool, source="prompt")
+                return Decision(True, "approved for this session at prompt")
+            if answer is ApprovalAnswer.DENY:
+                return self._deny(tool, privileged, "denied at prompt", kind)
+        return self._deny(tool, privileged, f"no grant for {_caps(privileged)}", kind)
+
+    def _consume(
+        self,
+        kind: CallerKind,
+        session: str,
+        tool: str,
+        privileged: tuple[Capability, ...],
+        cwd: str,
+    ) -> Grant | None:
+        now = time.time_ns() // 1_000_000
+        grants = self._session_grants.get(session, [])
+        for grant in grants:
+            if (
+                grant.caller is kind
+                and not grant.expired(now)
+                and grant.covers(tool, privileged, cwd)
+            ):
+                if grant.uses is not None:
+                    grant.uses -= 1
+                    if grant.uses <= 0:
+                        grants.remove(grant)
+                return grant
+        for grant in self.standing.current():
+            if (
+                grant.caller is not kind
+                or grant.expired(now)
+                or not grant.covers(tool, privileged, cwd)
+            ):
+                continue
+            if grant.session is not None and grant.session != session:
+                continue  # an entry pinned to one session applies to that session only
+            if grant.uses is not None:
+                key = (grant.id, session)
+                used = self._standing_uses.get(key, 0)
+                if used >= grant.uses:
+                    continue
+                self._standing_uses[key] = used + 1
+            return grant
+        return None
+
+    @staticmethod
+    def _deny(
+        tool: str, privileged: tuple[Capability, ...], reason: str, kind: CallerKind
+    ) -> Decision:
+        caps = _caps(privileged)
+        hint = ""
+        if kind is CallerKind.CLI:
+            flags = " ".join(f"--capability {c.value}" for c in privileged)
+            hint = f" To allow it, run: meith grants add --caller cli {flags} --tool {tool}"
+        return Decision(
+            False,
+            reason,
+            message=f'Tool "{tool}" requires {caps} permission ({reason}).{hint}',
+            details={
+                "gate": "caller",
+                "caller": kind.value,
+                "required": [c.value for c in privileged],
+            },
+        )
+
+
+class _PromptCancelled(Exception):
+    """The call was cancelled while its approval prompt was open."""
+
+
+async def _ask_unless_cancelled(
+    approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
+) -> ApprovalAnswer | None:
+    """The approver's answer (normalised), racing the call's cancellation."""
+    if cancel is None:
+        return _answer(await approver(request))
+    if cancel.is_set():
+        raise _PromptCancelled
+    asking = asyncio.ensure_future(approver(request))
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        asking.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if not asking.done():
+        asking.cancel()
+        raise _PromptCancelled
+    return _answer(asking.result())
+
+
+def _answer(value: object) -> ApprovalAnswer | None:
+    """Approvers may answer with the enum or its value; anything else is an approver error."""
+    if value is None or isinstance(value, ApprovalAnswer):
+        return value
+    if isinstance(value, str) and value in _ANSWERS:
+        return ApprovalAnswer(value)
+    expected = sorted(_ANSWERS)
+    raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
+
+
+_ANSWERS: frozenset[str] = frozenset(a.value for a in ApprovalAnswer)

@@ -1,0 +1,84 @@
+"""The whole plugin contract: these hooks, implemented with `@hookimpl`.
+
+A plugin is a module or a class named by an entry point in the group `meith.plugins`; the
+entry-point name is the plugin id. A class is instantiated once per runtime, which is where a
+plugin keeps per-runtime state (managed processes, a browser). Lifecycle hooks may be
+`async def`; the runtime awaits them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+    from meith_core._runtime.host import Runtime
+    from meith_core._tooldef import ToolDefinition
+
+PROJECT_NAME = "meith"
+ENTRY_POINT_GROUP = "meith.plugins"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def meith_tools() -> list[ToolDefinition]:  # type: ignore[empty-body]
+    """Return this plugin's tool definitions (built with `@tool`).
+
+    Called once when the plugin loads. Raising here marks the plugin failed with the reason
+    (a plugin can refuse to load, e.g. when a required program is missing or too old); the
+    other plugins still load. Tool names are global: a name another plugin registered first
+    makes this plugin fail to load.
+    """
+
+
+@hookspec
+def meith_settings() -> dict[str, type[BaseModel]]:  # type: ignore[empty-body]
+    """Return `{section: Model}` for the sections of settings.json this plugin owns.
+
+    `set_app_settings` validates those sections with the models; tools read them through
+    `ctx.settings[section]`.
+    """
+
+
+@hookspec
+def meith_startup(runtime: Runtime) -> Any:
+    """Called once after all plugins loaded, before the runtime accepts calls. May be async.
+
+    `runtime.home`, `runtime.socket_path` (None in-process) and `runtime.cwd` are available.
+    A failure is logged and marks the plugin failed; its tools stay registered but the
+    failure is visible in `meith plugins` and `app_health`.
+    """
+
+
+@hookspec
+def meith_shutdown(runtime: Runtime) -> Any:
+    """Called once when the runtime stops, after in-flight calls were cancelled. May be async.
+
+    Release what the plugin holds here: stop processes, close the browser. The runtime
+    bounds the time it waits.
+    """
+
+
+@hookspec
+def meith_session_ended(runtime: Runtime, session_id: str) -> Any:
+    """A caller session ended (its connection closed, or it was revoked). May be async.
+
+    Release anything held on behalf of that session (e.g. browser tab claims).
+    """
+
+
+@hookspec(firstresult=True)
+def meith_approve(request: ApprovalRequest) -> ApprovalAnswer | None:
+    """Decide a privileged call from a `cli` or `agent` session that no grant covers.
+
+    Return `ApprovalAnswer.ALLOW_ONCE`, `ALLOW_SESSION` (remembered for this tool for the rest
+    of the session) or `DENY`; return None to leave the decision to the next approver (none
+    left means deny). May be async, e.g. to wait for a person at a prompt. The first answer
+    that is not None wins.
+    """

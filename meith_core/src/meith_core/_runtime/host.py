@@ -1,0 +1,311 @@
+"""Runtime: the in-process tool host. The socket server, the CLI and embedding programs all
+drive tools through one of these.
+
+```python
+async with Runtime(home=MeithHome(Path("/tmp/h"))) as rt:
+    rt.register(echo)
+    result = await rt.call("echo", {"text": "hi"})
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from types import TracebackType
+from typing import Any
+
+import structlog
+
+from meith_core._audit.log import AuditLog
+from meith_core._caller import CallerInfo, CallerKind
+from meith_core._cancel import CancelToken
+from meith_core._context import EventSink
+from meith_core._home import MeithHome
+from meith_core._ids import new_session_id
+from meith_core._permissions.approvals import PluginApprovals
+from meith_core._permissions.grants import Grant, StandingGrants
+from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
+from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
+from meith_core._registry import ToolRegistry
+from meith_core._results import ToolResult
+from meith_core._runtime import logs
+from meith_core._settings import SettingsStore
+from meith_core._tooldef import ToolDefinition
+from meith_core._version import __version__
+
+_log = structlog.get_logger("meith.runtime")
+
+#: How long plugins get, in total, to shut down before the runtime stops waiting.
+SHUTDOWN_HOOK_BUDGET_S = 1.0
+
+
+class Runtime:
+    """Owns the registry, permissions, audit, settings and plugins of one host."""
+
+    def __init__(
+        self,
+        home: MeithHome | None = None,
+        *,
+        load_plugins: bool = True,
+        plugin_allow: set[str] | None = None,
+        plugin_deny: set[str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        logs.default_to_stderr()
+        self.home = (home or MeithHome.from_env()).ensure()
+        self.cwd = cwd or os.getcwd()
+        #: Set by the socket server once it listens; None for a purely in-process host.
+        self.socket_path: str | None = None
+        #: The SocketServer when running under `meith serve` (health reporting).
+        self.server: Any = None
+        self.plugins = PluginManager()
+        self.settings = SettingsStore(self.home.settings_path)
+        self.audit = AuditLog(self.home.audit_path)
+        self.permissions = PermissionService(
+            approvals=PluginApprovals(self.home.plugins_path),
+            standing=StandingGrants(self.home.grants_path),
+            fingerprint_of=self.plugins.fingerprint_of,
+            approver=self._ask_approvers,
+        )
+        self.registry = ToolRegistry(
+            permissions=self.permissions, audit=self.audit, home=self.home, settings=self.settings
+        )
+        #: False: only the built-in `core` plugin, no installed ones.
+        self._load_plugins = load_plugins
+        self._plugin_allow = plugin_allow
+        self._plugin_deny = plugin_deny
+        self._discovered = False
+        self._started = False
+        self._closed = False
+        self._sessions: dict[str, CallerKind] = {}
+        self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def discover_plugins(self) -> list[PluginRecord]:
+        """Load the installed plugins and register their tools, without starting them.
+
+        (`meith plugins` and `meith settings` use this: no plugin starts anything.)
+        """
+        if not self._discovered:
+            self._discovered = True
+            deny = self._plugin_deny or env_list("MEITH_DISABLE_PLUGINS") or set()
+            if "core" not in deny:
+                # Part of meith_core: always present, loaded like any other plugin.
+                from meith_core._builtin.plugin import CorePlugin
+
+                self.plugins.load_object(
+                    "core",
+                    CorePlugin,
+                    self.registry.register_many,
+                    distribution="meith-core",
+                    version=__version__,
+                )
+            if self._load_plugins:
+                self.plugins.discover(
+                    self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+                )
+            self._collect_settings_sections()
+        return list(self.plugins.records.values())
+
+    async def start(self) -> Runtime:
+        if self._started:
+            return self
+        self._started = True
+        self.discover_plugins()
+        await self._run_hooks("meith_startup", runtime=self)
+        return self
+
+    def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
+        """Load a plugin object that is not installed as an entry point (tests, embedding)."""
+        record = self.plugins.load_object(
+            plugin_id, obj, self.registry.register_many, distribution=plugin_id, version=version
+        )
+        self._collect_settings_sections()
+        return record
+
+    async def aclose(self) -> None:
+        """Stop: refuse new calls, cancel in-flight ones, run plugins' shutdown hooks."""
+        if self._closed:
+            return
+        self._closed = True
+        self.registry.begin_shutdown()
+        self.registry.cancel_all()
+        await self.registry.drain(0.3)
+        for session in list(self._sessions):
+            await self.close_session(session)
+        if self._started:
+            await self._run_hooks("meith_shutdown", runtime=self, budget_s=SHUTDOWN_HOOK_BUDGET_S)
+        self.audit.close()
+
+    async def __aenter__(self) -> Runtime:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- tools --------------------------------------------------------------------------
+
+    def register(
+        self, tools: ToolDefinition | Iterable[ToolDefinition], *, plugin_id: str = "app"
+    ) -> None:
+        """Register tools of the embedding application itself (approved implicitly as part of
+        the host, like the built-in `core` tools)."""
+        batch = [tools] if isinstance(tools, ToolDefinition) else list(tools)
+        self.registry.register_many(batch, plugin_id)
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        caller: CallerInfo | CallerKind | str = CallerKind.INTERNAL,
+        timeout_ms: int | None = None,
+        on_event: EventSink | None = None,
+        cancel: CancelToken | None = None,
+        request_id: str | None = None,
+    ) -> ToolResult:
+        """Call a tool through the full pipeline. The default caller is `internal` (trusted:
+        the program embedding the runtime); pass a session's `caller` to act as an agent."""
+        if not isinstance(caller, CallerInfo):
+            caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
+        return await self.registry.call(
+            caller,
+            name,
+            arguments,
+            timeout_ms=timeout_ms,
+            cancel=cancel,
+            emit=on_event,
+            request_id=request_id,
+        )
+
+    def describe(self) -> list[dict[str, Any]]:
+        return self.registry.describe()
+
+    def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
+        """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.
+
+        Writes `plugins.json`; the approval is pinned to the plugin's current fingerprint.
+        """
+        record = self.plugins.records.get(plugin_id)
+        if record is None or record.status != "loaded" or record.fingerprint is None:
+            raise ValueError(f"plugin {plugin_id!r} is not loaded")
+        requested = record.requested_capabilities
+        caps = requested if capabilities is None else [c for c in capabilities if c in requested]
+        self.permissions.approvals.approve(
+            plugin_id,
+            caps,
+            record.fingerprint,
+            distribution=record.distribution,
+            version=record.version,
+        )
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def open_session(
+        self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None
+    ) -> CallerInfo:
+        """A new session with an unguessable id; standing grants of its kind apply to it."""
+        kind = CallerKind(caller)
+        session = new_session_id(kind.value)
+        self._sessions[session] = kind
+        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd)
+
+    def grant(
+        self,
+        session: CallerInfo,
+        capabilities: Iterable[str],
+        *,
+        tool: str | None = None,
+        uses: int | None = None,
+        expires_at: int | None = None,
+        cwd_prefix: str | None = None,
+    ) -> Grant:
+        if session.session_id is None:
+            raise ValueError("grant needs a session (Runtime.open_session)")
+        return self.permissions.grant(
+            session.caller,
+            session.session_id,
+            capabilities,
+            tool=tool,
+            uses=uses,
+            expires_at=expires_at,
+            cwd_prefix=cwd_prefix,
+        )
+
+    async def close_session(self, session: CallerInfo | str, *, revoke: bool = True) -> None:
+        """End a session: its grants go at once, plugins release what it held."""
+        session_id = session.session_id if isinstance(session, CallerInfo) else session
+        if session_id is None:
+            return
+        known = self._sessions.pop(session_id, None) is not None
+        if revoke:
+            self.permissions.revoke_session(session_id)
+        if known:
+            await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
+
+    def track_session(self, session_id: str, kind: CallerKind) -> None:
+        self._sessions[session_id] = kind
+
+    # -- hooks --------------------------------------------------------------------------
+
+    async def _run_hooks(self, hook: str, *, budget_s: float | None = None, **kwargs: Any) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = None if budget_s is None else loop.time() + budget_s
+        for plugin_id, thunk in self.plugins.call_each(hook, **kwargs):
+            try:
+                value = thunk()
+                if inspect.isawaitable(value):
+                    remaining = None if deadline is None else max(0.05, deadline - loop.time())
+                    await asyncio.wait_for(_as_coro(value), timeout=remaining)
+            except Exception as exc:
+                _log.error(
+                    "plugin hook failed",
+                    plugin=plugin_id,
+                    hook=hook,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                if hook == "meith_startup":
+                    self.plugins.mark_failed(
+                        plugin_id, f"startup failed: {type(exc).__name__}: {exc}"
+                    )
+
+    async def _ask_approvers(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """The `meith_approve` hook, then approvers the embedding program added; first answer wins."""
+        for plugin_id, thunk in self.plugins.call_each("meith_approve", request=request):
+            try:
+                answer = thunk()
+                if inspect.isawaitable(answer):
+                    answer = await answer
+                if answer is not None:
+                    return ApprovalAnswer(answer)
+            except Exception as exc:  # a failing or nonsensical approver is no answer
+                _log.error(
+                    "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
+                )
+        for approver in self.approvers:
+            answer = await approver(request)
+            if answer is not None:
+                return answer
+        return None
+
+    def _collect_settings_sections(self) -> None:
+        for plugin_id, thunk in self.plugins.call_each("meith_settings"):
+            try:
+                sections = thunk() or {}
+                for name, model in sections.items():
+                    self.settings.register_section(name, model)
+            except Exception as exc:
+                _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))
+
+
+async def _as_coro(value: Awaitable[Any]) -> Any:
+    return await value
