@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import MEITH, wait_until
+from tests.harness import MEITH, reap, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -420,8 +420,7 @@ def test_audit_follow_prints_new_entries(probe_server) -> None:
         record = json.loads(follow.stdout.readline())
         assert record["toolName"] == "probe_echo"
     finally:
-        follow.send_signal(signal.SIGINT)
-        follow.wait(timeout=10)
+        reap(follow)
 
 
 def test_settings_get_and_set_with_dotted_keys(meith_server) -> None:
