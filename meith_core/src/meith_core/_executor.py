@@ -95,8 +95,10 @@ class Executor:
             if not wake.done():
                 wake.set_result(None)
 
-        # The tool's task settles the race itself as it ends (one event-loop iteration sooner
-        # than a done-callback); the callback remains for a task cancelled before it ran.
+        # The tool's task settles the race itself as it ends, however it ends (one event-loop
+        # iteration sooner than a done-callback, and no callback to schedule). While the race
+        # runs, this frame holds the task; only a task abandoned at the deadline or on a cancel
+        # joins the task set, which keeps it until it ends.
         if defn.is_async:
             task = start_task(_invoke_async(defn, ctx, args, settle))
         else:
@@ -106,8 +108,6 @@ class Executor:
         if task.done():
             # Finished in its first step (an eager task whose tool never awaited): no race.
             return _outcome_of(defn, task)
-        self._tasks.add(task)
-        task.add_done_callback(settle)
 
         def on_cancel() -> None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
@@ -122,6 +122,7 @@ class Executor:
                 done, _ = await asyncio.wait({task}, timeout=self.cancel_grace_s)
                 if task not in done:
                     task.cancel()
+                    self._tasks.add(task)
                     reason = f": {token.reason}" if token.reason not in ("", "cancelled") else ""
                     return error_result(
                         ErrorCode.CANCELLED, f'Tool "{defn.name}" was cancelled{reason}'
@@ -129,12 +130,14 @@ class Executor:
             elif not task.done():
                 token.cancel("timeout")
                 task.cancel()
+                self._tasks.add(task)
                 return error_result(
                     ErrorCode.TIMEOUT, f'Tool "{defn.name}" timed out after {timeout_ms}ms'
                 )
         except asyncio.CancelledError:
             token.cancel("caller cancelled")
             task.cancel()
+            self._tasks.add(task)
             raise
         finally:
             unsubscribe()
@@ -153,13 +156,13 @@ async def _invoke_async(
     defn: ToolDefinition, ctx: ToolContext, args: BaseModel, done: Callable[[], None]
 ) -> Outcome:
     try:
-        outcome = Outcome(value=await defn.func(ctx, args))
+        return Outcome(value=await defn.func(ctx, args))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt from a tool must not end the host
-        outcome = Outcome(exc=exc)
-    done()
-    return outcome
+        return Outcome(exc=exc)
+    finally:
+        done()
 
 
 async def _invoke_in_thread(
@@ -175,7 +178,8 @@ async def _invoke_in_thread(
         except BaseException as exc:
             return Outcome(exc=exc)
 
-    # abandon_on_cancel: a thread cannot be interrupted; the answer must not wait for it.
-    outcome = await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
-    done()
-    return outcome
+    try:
+        # abandon_on_cancel: a thread cannot be interrupted; the answer must not wait for it.
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
+    finally:
+        done()
