@@ -22,14 +22,15 @@ import structlog
 from meith_core._audit.log import AuditLog
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
+from meith_core._catalogue import Catalogue
 from meith_core._context import EventSink
 from meith_core._home import MeithHome
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants
 from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
+from meith_core._pipeline import CallPipeline
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
-from meith_core._registry import ToolRegistry
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
 from meith_core._settings import SettingsStore
@@ -43,7 +44,7 @@ SHUTDOWN_HOOK_BUDGET_S = 1.0
 
 
 class Runtime:
-    """Owns the registry, permissions, audit, settings and plugins of one host."""
+    """Owns the catalogue and call pipeline, permissions, audit, settings and plugins of one host."""
 
     def __init__(
         self,
@@ -70,8 +71,14 @@ class Runtime:
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._ask_approvers,
         )
-        self.registry = ToolRegistry(
-            permissions=self.permissions, audit=self.audit, home=self.home, settings=self.settings
+        #: Which tools exist; `pipeline` is the one path that runs them.
+        self.catalogue = Catalogue()
+        self.pipeline = CallPipeline(
+            catalogue=self.catalogue,
+            permissions=self.permissions,
+            audit=self.audit,
+            home=self.home,
+            settings=self.settings,
         )
         #: False: only the built-in `core` plugin, no installed ones.
         self._load_plugins = load_plugins
@@ -100,13 +107,13 @@ class Runtime:
                 self.plugins.load_object(
                     "core",
                     CorePlugin,
-                    self.registry.register_many,
+                    self.catalogue.register_many,
                     distribution="meith-core",
                     version=__version__,
                 )
             if self._load_plugins:
                 self.plugins.discover(
-                    self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+                    self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
                 )
             self._collect_settings_sections()
         return list(self.plugins.records.values())
@@ -122,7 +129,7 @@ class Runtime:
     def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
         """Load a plugin object that is not installed as an entry point (tests, embedding)."""
         record = self.plugins.load_object(
-            plugin_id, obj, self.registry.register_many, distribution=plugin_id, version=version
+            plugin_id, obj, self.catalogue.register_many, distribution=plugin_id, version=version
         )
         self._collect_settings_sections()
         return record
@@ -132,9 +139,9 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.registry.begin_shutdown()
-        self.registry.cancel_all()
-        await self.registry.drain(0.3)
+        self.pipeline.begin_shutdown()
+        self.pipeline.cancel_all()
+        await self.pipeline.drain(0.3)
         for session in list(self._sessions):
             await self.close_session(session)
         if self._started:
@@ -160,7 +167,7 @@ class Runtime:
         """Register tools of the embedding application itself (approved implicitly as part of
         the host, like the built-in `core` tools)."""
         batch = [tools] if isinstance(tools, ToolDefinition) else list(tools)
-        self.registry.register_many(batch, plugin_id)
+        self.catalogue.register_many(batch, plugin_id)
 
     async def call(
         self,
@@ -177,7 +184,7 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
-        return await self.registry.call(
+        return await self.pipeline.call(
             caller,
             name,
             arguments,
@@ -188,7 +195,7 @@ class Runtime:
         )
 
     def describe(self) -> list[dict[str, Any]]:
-        return self.registry.describe()
+        return self.catalogue.describe()
 
     def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
         """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.

@@ -1,10 +1,10 @@
-"""The socket server: NDJSON connections in, registry calls, frames out.
+"""The socket server: NDJSON connections in, pipeline calls, frames out.
 
 Built on asyncio's Protocol/Transport rather than anyio streams, deliberately: the peer's
 credentials are checked in `connection_made`, before a single byte is read; frames are decoded
 synchronously as bytes arrive; and the transport's write buffer gives an exact, cheap measure
 for the per-connection outbound bound (a client that stops reading is disconnected instead of
-growing the runtime's memory). Calls themselves run as tasks through `ToolRegistry.call`.
+growing the runtime's memory). Calls themselves run as tasks through `CallPipeline.call`.
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ class Connection(asyncio.Protocol):
         )
         emit = _CallEvents(self, prefix)
         try:
-            result = await self.server.runtime.registry.call(
+            result = await self.server.runtime.pipeline.call(
                 caller,
                 call.toolName,
                 call.arguments,
@@ -379,7 +379,7 @@ class SocketServer:
         self._watchdog = loop.create_task(self._watch_partial_frames())
 
     def tools_list_frame(self, names: list[str] | None = None) -> bytes:
-        tools = self.runtime.registry.describe()
+        tools = self.runtime.catalogue.describe()
         if names is not None:
             wanted = set(names)
             subset = [t for t in tools if t["name"] in wanted]
@@ -425,10 +425,10 @@ class SocketServer:
 
     async def shutdown(self, answer_timeout_s: float = 0.6) -> None:
         """Refuse new calls, cancel in-flight ones and let them answer, then close everything."""
-        self.runtime.registry.begin_shutdown()
+        self.runtime.pipeline.begin_shutdown()
         if self._server is not None:
             self._server.close()
-        self.runtime.registry.cancel_all("runtime shutting down")
+        self.runtime.pipeline.cancel_all("runtime shutting down")
         pending = [t for t in self.call_tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=answer_timeout_s)
