@@ -97,6 +97,10 @@ class ApprovalAsk(NamedTuple):
     timeout_s: float
 
 
+class Refused(ValueError):
+    """A frame the connection refuses; the message goes back in an `error` frame."""
+
+
 def _short_validation(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False, include_input=False, include_context=False)[:3]:
@@ -252,11 +256,12 @@ class ServerConnection:
             return info.caller
         return None
 
-    def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo | str:
+    def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo:
+        """The call's identity: the connection's, with this frame's scope hints."""
         cwd = info.cwd
         if cwd is not None:
             if "\0" in cwd:
-                return "clientInfo.cwd contains a NUL byte"
+                raise Refused("clientInfo.cwd contains a NUL byte")
             # Relative hints are taken from the runtime's cwd.
             cwd = os.path.join(self._runtime_cwd, cwd)
         ident = self.identity
@@ -285,9 +290,10 @@ class ServerConnection:
             out.append(Send(error_frame(rid, message)))
             return
         claimed = self._claim(call.clientInfo, out)
-        caller = self._caller(call.clientInfo, claimed)
-        if isinstance(caller, str):
-            out.append(Send(error_frame(rid, caller)))
+        try:
+            caller = self._caller(call.clientInfo, claimed)
+        except Refused as exc:
+            out.append(Send(error_frame(rid, str(exc))))
             return
         token = CancelToken()
         self._in_flight[rid] = token

@@ -187,8 +187,8 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
-        elif (record := self.sessions.get(caller.session_id)) is not None:
-            record.calls += 1
+        else:
+            self.sessions.count_call(caller.session_id)
         return await self.registry.call(
             caller,
             name,

@@ -57,6 +57,17 @@ class SessionTable:
     def get(self, session_id: str | None) -> SessionRecord | None:
         return None if session_id is None else self._records.get(session_id)
 
+    def identify(self, session_id: str, caller: CallerKind, label: str | None) -> None:
+        """A session's kind and label became known (a connection's first claim)."""
+        record = self._records.get(session_id)
+        if record is not None:
+            record.caller, record.label = caller, label
+
+    def count_call(self, session_id: str | None) -> None:
+        record = self.get(session_id)
+        if record is not None:
+            record.calls += 1
+
     def pop(self, session_id: str) -> SessionRecord | None:
         return self._records.pop(session_id, None)
 

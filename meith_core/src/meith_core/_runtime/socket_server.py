@@ -76,6 +76,10 @@ class Connection(asyncio.Protocol):
         return self.rules.session_id if self.rules is not None else ""
 
     @property
+    def congested(self) -> bool:
+        return self.rules is not None and self.rules.congested
+
+    @property
     def is_open(self) -> bool:
         return self.rules is not None and not self.rules.closed
 
@@ -123,9 +127,7 @@ class Connection(asyncio.Protocol):
             self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
         elif isinstance(action, IdentityFixed):
             ident = action.identity
-            record = server.runtime.sessions.get(self.session_id)
-            if record is not None:
-                record.caller, record.label = ident.caller, ident.label
+            server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
             if ident.approvals:
                 server.runtime.set_session_approver(self.session_id, self._ask_approval)
         elif isinstance(action, ApprovalAnswered):
@@ -172,9 +174,7 @@ class Connection(asyncio.Protocol):
     # -- calls ----------------------------------------------------------------------------
 
     def _start_call(self, action: StartCall) -> None:
-        record = self.server.runtime.sessions.get(self.session_id)
-        if record is not None:
-            record.calls += 1
+        self.server.runtime.sessions.count_call(self.session_id)
         task = asyncio.get_running_loop().create_task(
             self._run_call(action.call, action.caller, action.token)
         )
@@ -272,7 +272,7 @@ class _CallEvents:
 
     @property
     def congested(self) -> bool:
-        return not self.conn.writable.is_set()
+        return self.conn.congested
 
     async def wait_flowing(self) -> None:
         await self.conn.writable.wait()
