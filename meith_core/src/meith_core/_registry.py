@@ -334,6 +334,7 @@ class ToolRegistry:
                 plugin=reg.plugin_id,
             ),
             grant_scope=decision.grant_scope,
+            grant_check=self.permissions.grant_check(caller, defn.name),
         )
         key = id(token)
         self._active[key] = token

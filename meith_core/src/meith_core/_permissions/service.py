@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
-from meith_core._capabilities import Capability, privileged_of
+from meith_core._capabilities import Capability, parse_capabilities, privileged_of
 from meith_core._permissions.approvals import Approval, PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 
@@ -137,6 +137,50 @@ class PermissionService:
 
     def session_grants(self, session: str) -> list[Grant]:
         return list(self._session_grants.get(session, ()))
+
+    def holds(
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+    ) -> bool:
+        """Whether `caller` already holds `capabilities` for `tool` at `cwd`.
+
+        A question a running tool asks before doing more than its declared capabilities (git
+        hooks are programs): it consumes no use and asks no approver.
+        """
+        wanted = tuple(capabilities)
+        if caller.trusted:
+            return True
+        if caller.caller is CallerKind.PLUGIN:
+            pid = caller.plugin_id
+            if pid is None:
+                return False
+            if pid in self._host_providers:
+                return True
+            approval, _why = self._approval_for(pid)
+            return approval is not None and set(wanted) <= set(approval.capabilities)
+        session = caller.session_id
+        if not session or session in self._revoked:
+            return False
+        now = time.time_ns() // 1_000_000
+        for grant in self._candidates(caller.caller, session):
+            if grant.expired(now) or not grant.covers(tool, wanted, cwd):
+                continue
+            if grant.uses is None or grant.uses > 0:
+                return True
+        return False
+
+    def grant_check(self, caller: CallerInfo, tool: str) -> Callable[[tuple[str, ...], str], bool]:
+        """`holds` bound to one call, for `ToolContext.caller_holds`."""
+        return lambda caps, cwd: self.holds(caller, tool, parse_capabilities(caps), cwd)
+
+    def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
+        """The session's own grants, then the standing grants that apply to it."""
+        own = [g for g in self._session_grants.get(session, ()) if g.caller is kind]
+        standing = [
+            g
+            for g in self.standing.current()
+            if g.caller is kind and (g.session is None or g.session == session)
+        ]
+        return own + standing
 
     # -- the decision -------------------------------------------------------------------
 
