@@ -122,7 +122,7 @@ def test_a_failed_write_leaves_the_old_file_whole(
     store.merge({"a": 1})
     before = store.path.read_bytes()
 
-    def failing_replace(src: Any, dst: Any) -> None:
+    def failing_replace(src: Any, dst: Any, **kw: Any) -> None:
         raise OSError(28, "No space left on device")
 
     # Simulated disk failure at the final rename (cannot be provoked for real here).

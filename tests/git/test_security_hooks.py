@@ -146,3 +146,22 @@ async def test_starts_process_for_another_directory_does_not_run_hooks(
     sh(repo, "add", "a.txt")
     await call_ok(git_rt, "git_commit", {"cwd": str(repo), "message": "x"}, caller=agent)
     assert not canary.exists()
+
+
+async def test_checkpoint_metadata_is_not_written_through_a_symlink(
+    git_rt, make_repo, sh, tmp_path
+):
+    """`.git/meith` planted as a symlink to a directory outside the grant: the checkpoint
+    metadata write must neither land there nor replace what is there."""
+    repo = make_repo("project/repo")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "checkpoints.json").write_text("precious\n")
+    (repo / ".git" / "meith").symlink_to(outside)
+    agent = _agent(git_rt, repo.parent, "writes-files")
+    result = await git_rt.call("git_checkpoint_create", {"cwd": str(repo)}, caller=agent)
+    assert (outside / "checkpoints.json").read_text() == "precious\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["checkpoints.json"]
+    assert not result.ok
+    assert result.error is not None
+    assert "symbolic link" in result.error.message
