@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "is_within": "meith_core._paths",
     "PathEscapeError": "meith_core._paths",
     "write_file_beneath": "meith_core._paths",
+    # settings
+    "SettingsSection": "meith_core._settings",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -59,6 +61,7 @@ __all__ = [
     "MeithHome",
     "PathEscapeError",
     "Runtime",
+    "SettingsSection",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
@@ -101,4 +104,5 @@ if TYPE_CHECKING:
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
+    from meith_core._settings import SettingsSection
     from meith_core._tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool
