@@ -83,7 +83,6 @@ class PermissionService:
         self._fingerprint_of = fingerprint_of
         self._host_providers = host_providers
         self._session_grants: dict[str, list[Grant]] = {}
-        self._standing_uses: dict[tuple[str, str], int] = {}
         # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
         self._revoked: dict[str, None] = {}
 
@@ -125,8 +124,6 @@ class PermissionService:
         while len(self._revoked) > MAX_REMEMBERED_REVOKED:
             del self._revoked[next(iter(self._revoked))]
         self._session_grants.pop(session, None)
-        for key in [k for k in self._standing_uses if k[1] == session]:
-            del self._standing_uses[key]
 
     def forget_session(self, session: str) -> None:
         """A session ended normally (its id is never reused): drop its state."""
@@ -379,12 +376,9 @@ class PermissionService:
                 continue
             if grant.session is not None and grant.session != session:
                 continue  # an entry pinned to one session applies to that session only
-            if grant.uses is not None:
-                key = (grant.id, session)
-                used = self._standing_uses.get(key, 0)
-                if used >= grant.uses:
-                    continue
-                self._standing_uses[key] = used + 1
+            # One budget for every session and runtime, spent in the file under its lock.
+            if grant.uses is not None and not self.standing.consume_use(grant.id):
+                continue
             return grant
         return None
 
