@@ -34,6 +34,7 @@ from meith_core._context import EventSink, ToolContext
 from meith_core._errors import ErrorCode, ToolError
 from meith_core._home import MeithHome
 from meith_core._ids import new_id
+from meith_core._permissions.grants import acting_directory
 from meith_core._permissions.service import Decision, PermissionService
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._results import ToolResult, error_result
@@ -293,7 +294,7 @@ class ToolRegistry:
                 defn.capabilities,
                 reg.plugin_id,
                 request_id=request_id,
-                cwd=cwd,
+                cwd=acting_directory(cwd, args),
                 arguments_summary=lambda: summarize(dict(arguments)),
                 cancel=cancel,
             )

@@ -8,6 +8,7 @@ that lands in the audit entry.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability, parse_capabilities, privileged_of
 from meith_core._permissions.approvals import Approval, PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
+from meith_core._permissions.hints import approve_hint, grant_hint
 
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
@@ -82,6 +84,8 @@ class PermissionService:
         self.approver = approver
         self._fingerprint_of = fingerprint_of
         self._host_providers = host_providers
+        #: The home whose files the hints tell the user to edit.
+        self._home = standing.path.parent
         self._session_grants: dict[str, list[Grant]] = {}
         # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
         self._revoked: dict[str, None] = {}
@@ -250,7 +254,7 @@ class PermissionService:
             reason,
             message=(
                 f'Tool "{tool}" is provided by plugin {plugin_id}, and {reason}. '
-                f"To allow it, run: meith plugins approve {plugin_id}"
+                f"To allow it, run: {approve_hint(self._home, plugin_id)}"
             ),
             details={
                 "gate": "provider",
@@ -310,6 +314,7 @@ class PermissionService:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
         if session in self._revoked:
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
+        deny = functools.partial(self._deny, tool, privileged, kind=kind, cwd=cwd)
 
         grant = self._consume(kind, session, tool, privileged, cwd)
         if grant is not None:
@@ -330,21 +335,21 @@ class PermissionService:
             try:
                 answer = await _ask_unless_cancelled(self.approver, request, cancel)
             except _PromptCancelled:
-                return self._deny(tool, privileged, "cancelled while waiting for approval", kind)
+                return deny("cancelled while waiting for approval")
             except Exception as exc:
                 # A broken approver must neither open the gate nor break the call pipeline.
                 reason = f"approver failed ({type(exc).__name__}: {exc})"[:300]
-                return self._deny(tool, privileged, reason, kind)
+                return deny(reason)
             if session in self._revoked:  # revoked while the prompt was open
-                return self._deny(tool, privileged, f"session {session} was revoked", kind)
+                return deny(f"session {session} was revoked")
             if answer is ApprovalAnswer.ALLOW_ONCE:
                 return Decision(True, "approved once at prompt")
             if answer is ApprovalAnswer.ALLOW_SESSION:
                 self.grant(kind, session, privileged, tool=tool, source="prompt")
                 return Decision(True, "approved for this session at prompt")
             if answer is ApprovalAnswer.DENY:
-                return self._deny(tool, privileged, "denied at prompt", kind)
-        return self._deny(tool, privileged, f"no grant for {_caps(privileged)}", kind)
+                return deny("denied at prompt")
+        return deny(f"no grant for {_caps(privileged)}")
 
     def _consume(
         self,
@@ -382,15 +387,18 @@ class PermissionService:
             return grant
         return None
 
-    @staticmethod
     def _deny(
-        tool: str, privileged: tuple[Capability, ...], reason: str, kind: CallerKind
+        self,
+        tool: str,
+        privileged: tuple[Capability, ...],
+        reason: str,
+        kind: CallerKind,
+        cwd: str | None = None,
     ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
-            flags = " ".join(f"--capability {c.value}" for c in privileged)
-            hint = f" To allow it, run: meith grants add --caller cli {flags} --tool {tool}"
+            hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
         return Decision(
             False,
             reason,
