@@ -96,6 +96,21 @@ class SettingsStore:
             self._data = data if isinstance(data, dict) else {}
             self._frozen = _freeze(self._data)
 
+    def get(self, key: str) -> Any:
+        """A dotted key's value: as stored, else the default its section's model documents.
+
+        Raises KeyError when neither the file nor a declared model has it.
+        """
+        section, _, rest = key.partition(".")
+        parts = [section, *rest.split(".")] if rest else [section]
+        try:
+            return _walk(self.load(), parts)
+        except KeyError:
+            model = self.sections.get(section)
+            if model is None:
+                raise
+            return _walk({section: model().model_dump(mode="json")}, parts)
+
     def merge(self, patch: Mapping[str, Any], *, allow_policy: bool = True) -> dict[str, Any]:
         """Shallow-merge `patch` (top-level keys replace); a key set to None is removed.
 
@@ -164,3 +179,11 @@ class SettingsStore:
             return model.model_validate(value if value is not None else {}).model_dump(mode="json")
         except ValidationError:
             return model().model_dump(mode="json")
+
+
+def _walk(value: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(part)
+        value = value[part]
+    return value
