@@ -37,6 +37,9 @@ _EXPORTS: dict[str, str] = {
     "resolve_within": "meith_core._paths",
     "is_within": "meith_core._paths",
     "PathEscapeError": "meith_core._paths",
+    "write_file_beneath": "meith_core._paths",
+    # settings
+    "SettingsSection": "meith_core._settings",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -58,6 +61,7 @@ __all__ = [
     "MeithHome",
     "PathEscapeError",
     "Runtime",
+    "SettingsSection",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
@@ -70,6 +74,7 @@ __all__ = [
     "ok_result",
     "resolve_within",
     "tool",
+    "write_file_beneath",
 ]
 
 
@@ -94,9 +99,10 @@ if TYPE_CHECKING:
     from meith_core._errors import ErrorCode, ToolError
     from meith_core._events import EventKind
     from meith_core._home import MeithHome
-    from meith_core._paths import PathEscapeError, is_within, resolve_within
+    from meith_core._paths import PathEscapeError, is_within, resolve_within, write_file_beneath
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
+    from meith_core._settings import SettingsSection
     from meith_core._tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool

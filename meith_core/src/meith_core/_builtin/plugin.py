@@ -19,7 +19,7 @@ from meith_core._plugins.hookspecs import hookimpl
 from meith_core._plugins.listing import describe_plugins
 from meith_core._protocol.constants import PROTOCOL_VERSION
 from meith_core._runtime.host import Runtime
-from meith_core._settings import SettingsError
+from meith_core._settings import PolicySettingError, SettingsError
 from meith_core._tooldef import ToolDefinition, tool
 from meith_core._version import __version__
 
@@ -137,11 +137,17 @@ class CorePlugin:
         return {"settings": self._rt().settings.load()}
 
     async def set_app_settings(self, ctx: ToolContext, args: SetSettingsArgs) -> dict[str, Any]:
-        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated)."""
+        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated).
+        Security policy settings are changed only with `meith settings set`."""
         try:
-            return {"settings": self._rt().settings.merge(args.settings)}
+            # Only the embedding program (a trusted in-process caller) speaks for the local
+            # user here; a socket caller never changes the trust root.
+            merged = self._rt().settings.merge(args.settings, allow_policy=ctx.caller.trusted)
+        except PolicySettingError as exc:
+            raise ToolError(ErrorCode.PERMISSION_DENIED, str(exc)) from None
         except SettingsError as exc:
             raise ToolError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+        return {"settings": merged}
 
     async def get_audit_log(self, ctx: ToolContext, args: AuditLogArgs) -> dict[str, Any]:
         """The newest audit entries, optionally filtered."""

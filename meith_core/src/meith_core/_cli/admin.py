@@ -362,11 +362,16 @@ def run_audit(follow: bool, as_json: bool, tool: str | None, denied: bool, limit
 def run_settings_get(key: str | None) -> int:
     from meith_core._settings import SettingsStore
 
-    value: Any = SettingsStore(_home().settings_path).load()
-    for part in key.split(".") if key else []:
-        if not isinstance(value, dict) or part not in value:
-            return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
-        value = value[part]
+    store = SettingsStore(_home().settings_path)
+    value: Any = store.load()
+    if key:
+        try:
+            value = store.get(key)
+        except KeyError:
+            try:  # not set: the default documented by the plugin that owns the section
+                value = _loaded_runtime().settings.get(key)
+            except KeyError:
+                return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
     sys.stdout.write((value if isinstance(value, str) else pretty(value)) + "\n")
     return EXIT_OK
 
