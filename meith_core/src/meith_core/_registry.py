@@ -26,7 +26,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from meith_core._audit.log import AuditLog, now_ms
-from meith_core._audit.redact import summarize
+from meith_core._audit.redact import sensitive_fields_of, summarize
 from meith_core._caller import CallerInfo
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import privileged_of
@@ -294,7 +294,7 @@ class ToolRegistry:
                 reg.plugin_id,
                 request_id=request_id,
                 cwd=cwd,
-                arguments_summary=lambda: summarize(dict(arguments)),
+                arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
                 cancel=cancel,
             )
         if not decision.allowed:
@@ -309,6 +309,16 @@ class ToolRegistry:
             return error_result(
                 ErrorCode.TOOL_FAILED,
                 f'Tool "{defn.name}" not run: tool calls nested deeper than {MAX_NESTED_CALLS}',
+            ), decision
+
+        # Privileged calls are recorded before they run, so a crash mid-call leaves a trace.
+        if privileged_of(defn.capabilities) and not self.audit.intent(
+            caller, request_id, defn, reg.plugin_id, decision.reason, cwd, arguments
+        ):
+            return error_result(
+                ErrorCode.PERMISSION_DENIED,
+                f'Tool "{defn.name}" was not run: audit trail unavailable ({self.audit.last_error})',
+                {"reason": "audit trail unavailable"},
             ), decision
 
         if timeout_ms is None:
@@ -485,6 +495,7 @@ class ToolRegistry:
         started: float,
     ) -> None:
         code = result.error_code
+        sensitive = sensitive_fields_of(reg.definition) if reg else frozenset[str]()
         if decision is not None:
             reason = decision.reason
         elif code is ErrorCode.RUNTIME_SHUTTING_DOWN:
@@ -510,8 +521,8 @@ class ToolRegistry:
             "cwd": cwd,
             "spaceId": caller.space_id,
             "tabId": caller.tab_id,
-            "argsSummary": summarize(arguments),
-            "resultSummary": summarize(result.to_wire()),
+            "argsSummary": summarize(arguments, sensitive),
+            "resultSummary": summarize(result.to_wire(), sensitive),
             "durationMs": round((time.perf_counter() - started) * 1000, 3),
         }
         if caller.claimed_caller is not None:

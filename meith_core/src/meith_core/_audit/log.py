@@ -20,20 +20,25 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from meith_core._audit import segments
 from meith_core._audit.chain import seal
 from meith_core._audit.coalesce import WINDOW_S, Coalescer
+from meith_core._audit.redact import sensitive_fields_of, summarize
 from meith_core._audit.segments import Limits
 from meith_core._ids import new_id
+
+if TYPE_CHECKING:
+    from meith_core._caller import CallerInfo
+    from meith_core._tooldef import ToolDefinition
 
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
 
-_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 _LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
@@ -89,36 +94,37 @@ class AuditLog:
 
     def intent(
         self,
-        *,
+        caller: CallerInfo,
         request_id: str,
-        caller: str,
-        session_id: str | None,
-        tool_name: str,
-        plugin: str | None,
-        capabilities: Iterable[str],
+        tool: ToolDefinition,
+        plugin: str,
         reason: str,
         cwd: str,
-        args_summary: str,
+        arguments: Any,
     ) -> bool:
-        """Record that a privileged call is about to run; its outcome record follows with the
-        same requestId, and a trail with the intent alone shows the call as interrupted."""
-        record = {
+        """Record that a privileged call is about to run. Its outcome record follows with the
+        same requestId; a trail with the intent alone shows the call as interrupted."""
+        record: dict[str, Any] = {
             "id": new_id("audit"),
             "ts": now_ms(),
             "kind": "intent",
             "requestId": request_id,
-            "caller": caller,
-            "sessionId": session_id,
-            "toolName": tool_name,
+            "caller": caller.caller.value,
+            "sessionId": caller.session_id,
+            "toolName": tool.name,
             "plugin": plugin,
-            "capabilities": list(capabilities),
+            "capabilities": [c.value for c in tool.capabilities],
             "decision": "allow",
             "reason": reason,
             "outcome": "started",
             "cwd": cwd,
-            "argsSummary": args_summary,
+            "argsSummary": summarize(arguments, sensitive_fields_of(tool)),
             "pid": os.getpid(),
         }
+        if caller.claimed_caller is not None:
+            record["claimedCaller"] = caller.claimed_caller
+        if caller.plugin_id is not None:
+            record["pluginId"] = caller.plugin_id
         with self._lock:
             return self._append_locked([record])
 

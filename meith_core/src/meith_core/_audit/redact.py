@@ -13,9 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from itertools import islice
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from meith_core._tooldef import ToolDefinition
 
 from meith_core._protocol.framing import dumps
 
@@ -233,6 +236,10 @@ def sensitive_fields(*models: type[BaseModel] | None) -> frozenset[str]:
                 if info.alias:
                     names.add(info.alias)
     return frozenset(names)
+
+
+def sensitive_fields_of(tool: ToolDefinition) -> frozenset[str]:
+    return sensitive_fields(tool.input_model, tool.output_model)
 
 
 def _clean(text: str) -> str:
