@@ -3,6 +3,7 @@ repair of a torn tail, one chain for several writers, and `meith audit verify`."
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -53,7 +54,7 @@ def test_each_record_links_to_the_one_before(tmp_path: Path) -> None:
     checked = [check_line(line) for line in lines_of(tmp_path / "audit.jsonl")]
     assert all(c.error is None and c.hash for c in checked)
     assert checked[0].prev is None
-    for before, after in zip(checked, checked[1:], strict=False):
+    for before, after in itertools.pairwise(checked):
         assert after.prev == before.hash
     report = verify(tmp_path / "audit.jsonl")
     assert report.ok, report.problems
@@ -123,7 +124,8 @@ def test_verify_reports_the_first_tampered_record_and_exits_non_zero(
     assert report.problems[0]["line"] == {"truncate": 6, "insert_unhashed": 4}.get(tamper, 3)
     done = cli_verify(home)
     assert done.returncode == 6, done.stdout + done.stderr
-    assert "BROKEN" in done.stdout and problem in done.stdout
+    assert "BROKEN" in done.stdout
+    assert problem in done.stdout
 
 
 def test_verify_on_a_good_trail_prints_the_head_and_exits_zero(tmp_path: Path) -> None:
@@ -141,7 +143,9 @@ def test_verify_on_a_good_trail_prints_the_head_and_exits_zero(tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["ok"] and report["records"] == 1 and len(report["head"]) == 64
+    assert report["ok"]
+    assert report["records"] == 1
+    assert len(report["head"]) == 64
 
 
 # -- a torn tail ------------------------------------------------------------------------------
@@ -166,7 +170,8 @@ def test_a_torn_tail_is_recorded_and_the_chain_continues_from_the_last_whole_rec
     lines = lines_of(path)
     assert lines[3] == b'{"id":"audit_torn","seq":3,"outco'  # the fragment is kept as evidence
     repair = check_line(lines[4])
-    assert repair.record is not None and repair.record["kind"] == "torn-tail"
+    assert repair.record is not None
+    assert repair.record["kind"] == "torn-tail"
     assert repair.record["tornBytes"] == len(lines[3])
     assert repair.prev == whole.hash
     assert check_line(lines[5]).prev == repair.hash
@@ -207,7 +212,8 @@ def test_segments_roll_over_and_keep_one_chain(tmp_path: Path) -> None:
     assert seqs(AuditLog(path)) == list(range(300))  # nothing pruned under a large budget
     report = verify(path)
     assert report.ok, report.problems
-    assert report.files[-1] == "audit.jsonl" and report.records == 300
+    assert report.files[-1] == "audit.jsonl"
+    assert report.records == 300
 
 
 def test_retention_by_size_deletes_the_oldest_segments_and_says_so(tmp_path: Path) -> None:
@@ -222,7 +228,8 @@ def test_retention_by_size_deletes_the_oldest_segments_and_says_so(tmp_path: Pat
     assert kept == list(range(kept[0], 1000))  # the newest, contiguous
     assert kept[0] > 0
     retention = [r for r in AuditLog(path).read() if r.get("kind") == "retention"]
-    assert retention and retention[-1]["pruned"]
+    assert retention
+    assert retention[-1]["pruned"]
     report = verify(path)
     assert report.ok, report.problems
     assert any("deleted by retention" in note for note in report.notes)
