@@ -84,8 +84,9 @@ _SECRET_PATTERNS: Final[
     # the scheme word stays readable).
     (
         re.compile(
-            r"\b((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
-            r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?[^\r\n]+",
+            r"((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
+            r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?"
+            r"(?:(?!\\[rn])[^\r\n])+",  # to the line end (or an escaped one, in a repr)
             re.IGNORECASE,
         ),
         lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}",
@@ -124,6 +125,29 @@ _SECRET_PATTERNS: Final[
         ),
         r"\1=[REDACTED]",
     ),
+    # Quoted keys inside text (a JSON body or a repr in an error message): the value of a
+    # secret or large-text key, a string or a list of strings.
+    (
+        re.compile(
+            rf"([\"'])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
+            r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
+            r"|content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
+            r"|stdout|stderr|lines|html|markdown)"
+            r"\1(\s*[:=]\s*)(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
+            r"|\[(?:[^\]\"']|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')*\])",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
+    # A quoted argument vector inside text: `'--password', 'X'`, `"-u", "bob:X"`.
+    (
+        re.compile(
+            rf"([\"'])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*|-u|--user)\1(\s*,\s*)"
+            r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
     # URL query parameters with credential-like names.
     (
         re.compile(
@@ -139,12 +163,13 @@ _SECRET_PATTERNS: Final[
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
     # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
-    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
 )
 # A quick gate so ordinary strings skip the pattern list entirely.
 _MAYBE_SECRET: Final = re.compile(
     r"PRIVATE KEY|bearer|basic|token|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_"
-    r"|glpat-|xox|sk-|eyJ|://|pass|pwd|auth|secret|key|credential|cookie|session|sig|code|-u|--user",
+    r"|glpat-|xox|sk-|eyJ|://|pass|pwd|auth|secret|key|credential|cookie|session|sig|code|-u|--user"
+    r"|[\"']\s*[:=]",
     re.IGNORECASE,
 )
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
