@@ -177,3 +177,23 @@ async def test_a_field_marked_sensitive_is_redacted_whatever_its_name(runtime: R
     bad = await runtime.call("unlock", {"label": "x", "pinCode": "Zq4711", "extra": 1})
     assert bad.error.code is ErrorCode.VALIDATION_ERROR
     assert b"Zq4711" not in runtime.audit.path.read_bytes()
+
+
+@pytest.mark.anyio
+async def test_typed_text_quoted_back_in_an_error_message_is_redacted(runtime: Runtime) -> None:
+    class TypeArgs(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        elementId: str
+        text: str
+
+    async def type_text(ctx: ToolContext, args: TypeArgs) -> Any:
+        raise ToolError(
+            ErrorCode.TOOL_FAILED, f"Element {args.elementId} has no option labelled {args.text!r}"
+        )
+
+    runtime.register(tool(type_text, input=TypeArgs, capabilities=["read-only"], description="t"))
+    result = await runtime.call("type_text", {"elementId": "e7", "text": "Zq-correct horse"})
+    assert "Zq-correct horse" in result.error.message  # the caller sees its own text...
+    [record] = list(runtime.audit.read())
+    assert "Zq-correct horse" not in record["resultSummary"]  # ...the audit does not
+    assert "Element e7 has no option labelled" in record["resultSummary"]

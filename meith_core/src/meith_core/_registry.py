@@ -26,7 +26,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from meith_core._audit.log import AuditLog, now_ms
-from meith_core._audit.redact import sensitive_fields_of, summarize
+from meith_core._audit.redact import sensitive_fields_of, summarize, summarize_call
 from meith_core._caller import CallerInfo
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import privileged_of
@@ -496,6 +496,7 @@ class ToolRegistry:
     ) -> None:
         code = result.error_code
         sensitive = sensitive_fields_of(reg.definition) if reg else frozenset[str]()
+        args_summary, result_summary = summarize_call(arguments, result.to_wire(), sensitive)
         if decision is not None:
             reason = decision.reason
         elif code is ErrorCode.RUNTIME_SHUTTING_DOWN:
@@ -521,8 +522,8 @@ class ToolRegistry:
             "cwd": cwd,
             "spaceId": caller.space_id,
             "tabId": caller.tab_id,
-            "argsSummary": summarize(arguments, sensitive),
-            "resultSummary": summarize(result.to_wire(), sensitive),
+            "argsSummary": args_summary,
+            "resultSummary": result_summary,
             "durationMs": round((time.perf_counter() - started) * 1000, 3),
         }
         if caller.claimed_caller is not None:

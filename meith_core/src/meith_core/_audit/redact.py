@@ -27,6 +27,10 @@ MAX_ARRAY_ITEMS: Final = 50
 MAX_OBJECT_KEYS: Final = 100
 MAX_DEPTH: Final = 6
 MAX_SUMMARY_CHARS: Final = 2000
+#: Secret argument values shorter than this are not searched for in results (a one-letter
+#: keystroke would blank out every such letter).
+MIN_KNOWN_CHARS: Final = 4
+MAX_KNOWN: Final = 20
 
 REDACTED: Final = "[REDACTED]"
 
@@ -319,11 +323,25 @@ def redact(
 
 
 class _Redactor:
-    __slots__ = ("budget", "sensitive")
+    __slots__ = ("budget", "known", "secrets", "sensitive")
 
-    def __init__(self, sensitive: frozenset[str]) -> None:
+    def __init__(self, sensitive: frozenset[str], known: tuple[str, ...] = ()) -> None:
         self.budget = MAX_NODES
         self.sensitive = sensitive
+        #: Secret values taken out of this call's arguments (`secrets`), and removed wherever
+        #: they reappear in its result (`known`): an error message quoting the typed text.
+        self.secrets: list[str] = []
+        self.known = known
+
+    def _keep_secret(self, value: Any) -> None:
+        values = value if isinstance(value, list | tuple) else (value,)
+        for v in values[:MAX_ARRAY_ITEMS]:
+            if (
+                isinstance(v, str)
+                and MIN_KNOWN_CHARS <= len(v) <= 64 * 1024
+                and len(self.secrets) < MAX_KNOWN
+            ):
+                self.secrets.append(v)
 
     def run(self, value: Any, key: str, depth: int, in_env: bool) -> Any:
         self.budget -= 1
@@ -332,9 +350,18 @@ class _Redactor:
         if key:
             kind = _key_kind(key, in_env)
             if kind == 1:
+                self._keep_secret(value)
                 return REDACTED
-            if key in self.sensitive and isinstance(value, str):
-                return f"[REDACTED_TEXT {len(value)} chars]"
+            if kind == 2 or key in self.sensitive:
+                self._keep_secret(value)
+                if key in self.sensitive and isinstance(value, str):
+                    return f"[REDACTED_TEXT {len(value)} chars]"
+        if isinstance(value, str):
+            if self.known:
+                for secret in self.known:
+                    if secret in value:
+                        value = value.replace(secret, REDACTED)
+            return redact_string(value, key)
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int):
@@ -342,8 +369,6 @@ class _Redactor:
             return value if abs(value) < 10**300 else f"[integer of {value.bit_length()} bits]"
         if isinstance(value, float):
             return value if math.isfinite(value) else str(value)
-        if isinstance(value, str):
-            return redact_string(value, key)
         if isinstance(value, bytes | bytearray | memoryview):
             return f"[{len(value)} bytes]"
         if depth >= MAX_DEPTH:
@@ -389,8 +414,23 @@ class _Redactor:
 
 def summarize(value: Any, sensitive: frozenset[str] = frozenset()) -> str:
     """`redact` then serialise, capped at MAX_SUMMARY_CHARS. Never raises."""
+    return _serialise(_Redactor(sensitive), value)
+
+
+def summarize_call(
+    arguments: Any, result: Any, sensitive: frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """Summaries of a call's arguments and result; secret values of the arguments are also
+    removed from the result (an error message that quotes what was typed)."""
+    args = _Redactor(sensitive)
+    args_summary = _serialise(args, arguments)
+    known = tuple(sorted(set(args.secrets), key=len, reverse=True))
+    return args_summary, _serialise(_Redactor(sensitive, known), result)
+
+
+def _serialise(redactor: _Redactor, value: Any) -> str:
     try:
-        text = dumps(redact(value, sensitive=sensitive))  # lone surrogates cleaned by redact
+        text = dumps(redactor.run(value, "", 0, False))  # lone surrogates cleaned by redact
     except Exception:
         return '"[UNSERIALIZABLE]"'
     if len(text) > MAX_SUMMARY_CHARS:
