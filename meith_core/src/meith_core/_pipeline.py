@@ -22,7 +22,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from meith_core._audit.log import AuditLog, now_ms
-from meith_core._audit.redact import summarize
+from meith_core._audit.redact import sensitive_fields_of, summarize
 from meith_core._audit_entry import audit_entry
 from meith_core._caller import CallerInfo
 from meith_core._callrecord import CallRecord
@@ -153,8 +153,22 @@ class CallPipeline:
                 call.decision.message or f'Tool "{call.name}" was denied: {call.decision.reason}',
                 {"reason": call.decision.reason, **call.decision.details},
             )
-        # Authorised and about to run: the one place for anything that must happen before a
-        # tool runs (an audit intent record for privileged calls belongs here).
+        # Privileged calls are recorded before they run, so a crash mid-call leaves a trace.
+        defn = call.tool.definition
+        if privileged_of(defn.capabilities) and not self.audit.intent(
+            call.caller,
+            call.request_id,
+            defn,
+            call.tool.plugin_id,
+            call.decision.reason,
+            call.cwd,
+            call.arguments,
+        ):
+            return error_result(
+                ErrorCode.PERMISSION_DENIED,
+                f'Tool "{defn.name}" was not run: audit trail unavailable ({self.audit.last_error})',
+                {"reason": "audit trail unavailable"},
+            )
         return await self._run(call, call.tool, args)
 
     async def _authorise(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> Decision:
@@ -173,7 +187,7 @@ class CallPipeline:
             request_id=call.request_id,
             # A directory grant is matched against the directory the call acts on.
             cwd=acting_directory(call.cwd, args),
-            arguments_summary=lambda: summarize(dict(arguments)),
+            arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
             cancel=call.cancel,
         )
 

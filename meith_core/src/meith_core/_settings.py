@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from meith_core._audit.segments import AuditSettings
 from meith_core._home import file_signature, read_json, write_json_atomic
 from meith_core._protocol.framing import dumps_bytes
 
@@ -59,7 +60,8 @@ def _freeze(value: Any) -> Any:
 class SettingsStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.sections: dict[str, type[BaseModel]] = {}
+        # Core sections; plugins add theirs with `register_section`.
+        self.sections: dict[str, type[BaseModel]] = {"audit": AuditSettings}
         #: section -> its policy keys (see the module docstring)
         self.policy: dict[str, frozenset[str]] = {}
         self._sig: tuple[int, int, int] | None = None

@@ -1,4 +1,4 @@
-"""The local-admin commands: instances, stop, plugins, grants, audit, settings.
+"""The local-admin commands: instances, stop, plugins, grants, settings.
 
 These edit the trust root under $MEITH_HOME directly (as the local user), never through the
 socket; a running runtime notices the changed files without a restart.
@@ -294,66 +294,6 @@ def run_grants_revoke(grant_id: str) -> int:
         sys.stdout.write(f"Revoked {grant_id}.\n")
         return EXIT_OK
     return fail(f"No standing grant {grant_id} (see meith grants list).", EXIT_TOOL_FAILED)
-
-
-# -- audit -------------------------------------------------------------------------------
-
-
-def _audit_row(r: dict[str, Any]) -> list[str]:
-    caller = str(r.get("caller"))
-    if r.get("claimedCaller"):
-        caller += f" (claimed {r['claimedCaller']})"
-    return [
-        _when(r.get("ts")),
-        caller,
-        str(r.get("toolName")),
-        str(r.get("decision")),
-        str(r.get("outcome", "")),
-        str(r.get("reason", ""))[:60],
-        f"{float(r.get('durationMs') or 0):.1f}ms",
-    ]
-
-
-_AUDIT_HEADER = ["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "REASON", "DURATION"]
-
-
-def run_audit(follow: bool, as_json: bool, tool: str | None, denied: bool, limit: int) -> int:
-    from meith_core._audit.log import AuditLog
-
-    log = AuditLog(_home().audit_path)
-
-    def keep(r: dict[str, Any]) -> bool:
-        return (tool is None or r.get("toolName") == tool) and (
-            not denied or r.get("decision") == "deny"
-        )
-
-    def emit(records: list[dict[str, Any]], header: bool) -> None:
-        if as_json:
-            for r in records:
-                sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
-        elif records:
-            if header:
-                _table([_audit_row(r) for r in records], _AUDIT_HEADER)
-            else:
-                for r in records:
-                    sys.stdout.write("  ".join(_audit_row(r)) + "\n")
-        sys.stdout.flush()
-
-    records = log.tail(max(0, limit), keep)
-    if not records and not follow and not as_json:
-        sys.stdout.write("No audit entries" + (" match." if tool or denied else " yet.") + "\n")
-    emit(records, header=True)
-    if not follow:
-        return EXIT_OK
-    seen = {r.get("id") for r in records}
-    try:
-        while True:
-            time.sleep(0.5)
-            fresh = [r for r in log.tail(200, keep) if r.get("id") not in seen]
-            seen.update(r.get("id") for r in fresh)
-            emit(fresh, header=False)
-    except KeyboardInterrupt:
-        return EXIT_OK
 
 
 # -- settings ----------------------------------------------------------------------------
