@@ -17,11 +17,12 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import ErrorCode, ToolError
+from meith_core import CallerInfo, ErrorCode, ToolError
 from meith_core._ids import new_id
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
+from meith_plugins_process.owners import Owner, check_access
 from meith_plugins_process.ports import port_in_chunk
 from meith_plugins_process.supervisor import Supervisor
 from meith_plugins_process.tree import subtree_ports
@@ -61,8 +62,10 @@ class DevServer:
         args: list[str],
         name: str | None,
         env_extra: Mapping[str, str] | None,
+        owner: Owner,
     ) -> None:
         self.id = new_id("dev")
+        self.owner = owner
         self.name = name
         self.cwd = cwd
         self.command = command
@@ -234,18 +237,24 @@ class DevServerManager:
         self.sup = supervisor
         self.servers: dict[str, DevServer] = {}
 
-    def get(self, server_id: str) -> DevServer:
+    def get(self, server_id: str, caller: CallerInfo) -> DevServer:
         server = self.servers.get(server_id)
         if server is None:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown dev server: {server_id}")
+        check_access(server.owner, caller, f"Dev server {server_id}")
         return server
 
-    def newest_in(self, cwd: str) -> DevServer | None:
-        found = [s for s in self.servers.values() if s.cwd == cwd]
+    def visible(self, caller: CallerInfo) -> list[DevServer]:
+        return [s for s in self.servers.values() if s.owner.may_access(caller)]
+
+    def newest_in(self, cwd: str, caller: CallerInfo) -> DevServer | None:
+        found = [s for s in self.visible(caller) if s.cwd == cwd]
         return max(found, key=lambda s: s.started_at) if found else None
 
-    def find_running(self, cwd: str, command: str, args: list[str]) -> DevServer | None:
-        for server in self.servers.values():
+    def find_running(
+        self, cwd: str, command: str, args: list[str], caller: CallerInfo
+    ) -> DevServer | None:
+        for server in self.visible(caller):
             if server.active and server.same_as(cwd, command, args):
                 return server
         return None
@@ -258,8 +267,11 @@ class DevServerManager:
         args: list[str],
         name: str | None,
         env: Mapping[str, str] | None,
+        owner: Owner,
     ) -> DevServer:
-        server = DevServer(cwd=cwd, command=command, args=args, name=name, env_extra=env)
+        server = DevServer(
+            cwd=cwd, command=command, args=args, name=name, env_extra=env, owner=owner
+        )
         # Registered before the first await, so a concurrent duplicate start finds it.
         self.servers[server.id] = server
         loop = asyncio.get_running_loop()

@@ -19,11 +19,12 @@ import termios
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from meith_core import ErrorCode, ToolError
+from meith_core import CallerInfo, ErrorCode, ToolError
 from meith_core._ids import new_id
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
+from meith_plugins_process.owners import Owner, check_access
 from meith_plugins_process.supervisor import Supervisor
 
 #: kill_terminal's default, as a terminal window closing sends (an interactive shell ignores
@@ -81,8 +82,9 @@ def resolve_terminal_cwd(raw: str | None, base: str) -> tuple[str, str | None]:
 
 
 class Terminal:
-    def __init__(self, *, cwd: str, shell: str, cols: int, rows: int) -> None:
+    def __init__(self, *, cwd: str, shell: str, cols: int, rows: int, owner: Owner) -> None:
         self.id = new_id("term")
+        self.owner = owner
         self.cwd = cwd
         self.shell = shell
         self.cols = cols
@@ -214,16 +216,27 @@ class TerminalManager:
         self.sup = supervisor
         self.terminals: dict[str, Terminal] = {}
 
-    def get(self, terminal_id: str) -> Terminal:
+    def get(self, terminal_id: str, caller: CallerInfo) -> Terminal:
         term = self.terminals.get(terminal_id)
         if term is None:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown terminal: {terminal_id}")
+        check_access(term.owner, caller, f"Terminal {terminal_id}")
         return term
 
+    def visible(self, caller: CallerInfo) -> list[Terminal]:
+        return [t for t in self.terminals.values() if t.owner.may_access(caller)]
+
     async def create(
-        self, *, cwd: str, shell: str, cols: int, rows: int, env: Mapping[str, str] | None
+        self,
+        *,
+        cwd: str,
+        shell: str,
+        cols: int,
+        rows: int,
+        env: Mapping[str, str] | None,
+        owner: Owner,
     ) -> Terminal:
-        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows)
+        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
         child_env = self.sup.child_env(term.id, extra=extra)
@@ -270,10 +283,10 @@ class TerminalManager:
             self.sup.untrack(term.id)
         return outcomes[0].was_running
 
-    async def close(self, terminal_id: str) -> bool:
-        term = self.terminals.get(terminal_id)
-        if term is None:
+    async def close(self, terminal_id: str, caller: CallerInfo) -> bool:
+        if terminal_id not in self.terminals:
             return False
+        term = self.get(terminal_id, caller)
         await self.kill(term, DEFAULT_KILL_SIGNAL)
         term.close()
         self.terminals.pop(terminal_id, None)
