@@ -24,7 +24,7 @@ from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import Owner, check_access
 from meith_plugins_process.ports import port_in_chunk
-from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.supervisor import Confined, Supervisor
 from meith_plugins_process.tree import subtree_ports
 
 Status = Literal["starting", "running", "exited", "errored", "stopped"]
@@ -63,9 +63,11 @@ class DevServer:
         name: str | None,
         env_extra: Mapping[str, str] | None,
         owner: Owner,
+        confined: Confined | None = None,
     ) -> None:
         self.id = new_id("dev")
         self.owner = owner
+        self.confined = confined
         self.name = name
         self.cwd = cwd
         self.command = command
@@ -106,6 +108,7 @@ class DevServer:
             "exitCode": self.exit_code,
             "signal": self.signal,
             "startedAt": self.started_at,
+            "confinedTo": self.confined.scope if self.confined else None,
         }
 
     @property
@@ -187,6 +190,8 @@ class DevServer:
         if self._finalized:
             return
         self._finalized = True
+        if self.confined is not None:
+            self.confined.cleanup()
         if self._linger is not None:
             self._linger.cancel()
         code = "null" if self.exit_code is None else str(self.exit_code)
@@ -208,6 +213,8 @@ class DevServer:
             self._linger.cancel()
         if self._transport is not None:
             self._transport.close()
+        if self.confined is not None:
+            self.confined.cleanup()
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -268,20 +275,31 @@ class DevServerManager:
         name: str | None,
         env: Mapping[str, str] | None,
         owner: Owner,
+        confined: Confined | None = None,
     ) -> DevServer:
         server = DevServer(
-            cwd=cwd, command=command, args=args, name=name, env_extra=env, owner=owner
+            cwd=cwd,
+            command=command,
+            args=args,
+            name=name,
+            env_extra=env,
+            owner=owner,
+            confined=confined,
         )
         # Registered before the first await, so a concurrent duplicate start finds it.
         self.servers[server.id] = server
         loop = asyncio.get_running_loop()
         child_env = self.sup.child_env(
-            server.id, extra=server.env_extra, defaults={"PYTHONUNBUFFERED": "1"}
+            server.id,
+            extra=server.env_extra,
+            defaults={"PYTHONUNBUFFERED": "1"},
+            confined=confined,
         )
+        argv = confined.wrap(server.argv) if confined is not None else server.argv
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(server),
-                *server.argv,
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -25,7 +25,7 @@ from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import Owner, check_access
-from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.supervisor import Confined, Supervisor
 
 #: kill_terminal's default, as a terminal window closing sends (an interactive shell ignores
 #: SIGTERM, but exits on SIGHUP and passes it on to its jobs).
@@ -82,9 +82,19 @@ def resolve_terminal_cwd(raw: str | None, base: str) -> tuple[str, str | None]:
 
 
 class Terminal:
-    def __init__(self, *, cwd: str, shell: str, cols: int, rows: int, owner: Owner) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        shell: str,
+        cols: int,
+        rows: int,
+        owner: Owner,
+        confined: Confined | None = None,
+    ) -> None:
         self.id = new_id("term")
         self.owner = owner
+        self.confined = confined
         self.cwd = cwd
         self.shell = shell
         self.cols = cols
@@ -114,6 +124,7 @@ class Terminal:
             "createdAt": self.created_at,
             "exitCode": self.exit_code,
             "signal": self.signal,
+            "confinedTo": self.confined.scope if self.confined else None,
         }
 
     def target(self, sig: signal.Signals) -> Target:
@@ -196,6 +207,8 @@ class Terminal:
         self._close_master()
         if self._transport is not None:
             self._transport.close()
+        if self.confined is not None:
+            self.confined.cleanup()
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -235,18 +248,20 @@ class TerminalManager:
         rows: int,
         env: Mapping[str, str] | None,
         owner: Owner,
+        confined: Confined | None = None,
     ) -> Terminal:
-        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner)
+        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
-        child_env = self.sup.child_env(term.id, extra=extra)
+        child_env = self.sup.child_env(term.id, extra=extra, confined=confined)
+        argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()
         try:
             _set_winsize(slave, cols, rows)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(term),
-                shell,
+                *argv,
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,

@@ -15,6 +15,7 @@ from meith_core import (
     ToolContext,
     ToolDefinition,
     ToolError,
+    landlock_status,
     ok_result,
     tool,
 )
@@ -70,6 +71,19 @@ _WAIT_TOOL_TIMEOUT_MS: Final = 610_000
 _TAIL_ON_FAILURE: Final = 20
 
 
+def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
+    """Say so when a directory-confined grant cannot be enforced by the kernel."""
+    if ctx.grant_scope is None or landlock_status().available:
+        return []
+    return [
+        {
+            "level": "warn",
+            "message": "Not confined: this kernel has no Landlock, so the process runs with the "
+            f"user's full access although the grant is limited to {ctx.grant_scope}",
+        }
+    ]
+
+
 def _check_scope(ctx: ToolContext, cwd: str) -> None:
     """A grant confined to a directory confines where processes may start, too."""
     if ctx.grant_scope is not None and not is_within(cwd, ctx.grant_scope):
@@ -91,6 +105,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         cwd, warning = resolve_terminal_cwd(args.cwd, ctx.cwd)
         _check_scope(ctx, cwd)
         shell = resolve_shell(args.shell)
+        diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         term = await terms.create(
             cwd=cwd,
             shell=shell,
@@ -98,12 +113,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             rows=args.rows,
             env=args.env,
             owner=Owner.of(ctx.caller),
+            confined=sup.confine(ctx.grant_scope),
         )
-        diagnostics: list[Diagnostic | dict[str, str]] | None = (
-            [{"level": "warn", "message": warning}] if warning else None
-        )
+        if warning:
+            diagnostics.append({"level": "warn", "message": warning})
         return ok_result(
-            TerminalSession.model_validate(term.record()).model_dump(), diagnostics=diagnostics
+            TerminalSession.model_validate(term.record()).model_dump(),
+            diagnostics=diagnostics or None,
         )
 
     async def list_terminals(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
@@ -182,13 +198,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller),
+            confined=sup.confine(ctx.grant_scope),
         )
-        diagnostics: list[Diagnostic | dict[str, str]] | None = None
+        diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         if server.status == "errored":
-            diagnostics = [
+            diagnostics.append(
                 {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}
-            ]
-        return ok_result(server.record(), diagnostics=diagnostics)
+            )
+        return ok_result(server.record(), diagnostics=diagnostics or None)
 
     async def list_dev_servers(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
         """Every dev server of this runtime with its status, pid and port."""
