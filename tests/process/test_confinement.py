@@ -60,6 +60,11 @@ def test_a_dev_server_under_a_directory_grant_cannot_touch_the_trust_root(
     srv = meith_server(plugins="process")
     srv.approve("process")
     srv.grant("starts-process", cwd=str(repo))
+    # The grant says what it confines, and so does app_health.
+    assert "Confinement: Landlock ABI" in srv.last.stderr
+    health = {c["name"]: c for c in srv.call("app_health")["content"]["checks"]}
+    assert health["confinement"]["status"] == "ok"
+    assert health["confinement"]["details"]["abi"] == landlock_status().abi
     grants_before = (srv.home.root / "grants.json").read_bytes()
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
