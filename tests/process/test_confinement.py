@@ -168,3 +168,78 @@ def test_without_landlock_the_wording_says_full_user_access() -> None:
     assert LandlockStatus(5).to_dict()["scopesSignals"] is False
     assert "cannot signal" in LandlockStatus(6).describe()
     assert os.path.isabs(Confinement.beneath("/").wrap(["true"])[0])
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout
+
+
+needs_namespaces = pytest.mark.skipif(
+    not landlock_status().namespaces, reason="no user namespaces here"
+)
+
+
+@needs_landlock
+@needs_namespaces
+@pytest.mark.slow
+def test_a_confined_process_plants_nothing_in_git_metadata_nor_reaches_the_runtime(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    main = ws / "main"
+    main.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=main)
+    git(
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+        cwd=main,
+    )
+    git("worktree", "add", "-q", "../wt", "-b", "side", cwd=main)
+    canary = tmp_path / "canary"
+    srv = meith_server(plugins="process")
+    srv.approve("process")
+    srv.grant("starts-process", cwd=str(ws))
+    hook = f"#!/bin/sh\ntouch {canary}\n"
+    steps = [
+        f"printf '{hook}' > main/.git/hooks/post-checkout; echo hook:$?",
+        f"git -C main config core.fsmonitor 'touch {canary}'; echo config:$?",
+        f"echo 'gitdir: {tmp_path}' > wt/.git; echo pointer:$?",
+        "echo x > main/.git/worktrees/wt/config.worktree; echo gitdir:$?",
+        f"cat {srv.home.root}/grants.json; echo read:$?",
+        f"MEITH_HOME={srv.home.root} MEITH_SOCKET={srv.socket} {MEITH} call app_health;"
+        " echo socket:$?",
+        "echo ok > wt/file; echo inside:$?",
+        "echo done-marker",
+    ]
+    dev = srv.call("start_dev_server", {"command": "; ".join(steps)}, cwd=str(ws))
+    assert dev["ok"], dev
+
+    def logs() -> str:
+        env = srv.call("get_process_logs", {"processId": dev["content"]["id"]}, cwd=str(ws))
+        return "\n".join(e["text"] for e in env["content"]["logs"])
+
+    assert wait_until(lambda: "done-marker" in logs())
+    got = {}
+    for line in logs().splitlines():
+        key, _, value = line.strip().partition(":")
+        if value.isdigit():
+            got[key] = value
+    for plant in ("hook", "config", "pointer", "gitdir", "read", "socket"):
+        assert got[plant] != "0", (plant, logs())
+    assert got["inside"] == "0"
+    # The user's own git afterwards runs nothing that was planted.
+    git("status", cwd=main)
+    git("checkout", "-q", "-b", "other", cwd=ws / "wt")
+    assert not canary.exists()
+    assert "fsmonitor" not in (main / ".git" / "config").read_text()

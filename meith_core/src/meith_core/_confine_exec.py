@@ -8,6 +8,10 @@ creating, removing, renaming and truncating are allowed only beneath the `--writ
 directories (and on the `--write-file` files); reading and executing stay allowed. With
 Landlock ABI 6+, signals and abstract unix sockets are scoped to the new domain too.
 
+With `--read-only PATH` or `--hide PATH`, it first enters a user and mount namespace of its own
+and bind-mounts PATH read-only (repository metadata) or covers it (meith's home, its socket), so
+these hold even inside a writable directory; Landlock then forbids changing mounts.
+
 Standard library only, and importable without the `meith_core` package: it runs under `-I -S`
 for a fast start, and `meith_core._confinement` imports the same constants from here.
 """
@@ -40,6 +44,24 @@ REFER: Final = 1 << 13  # ABI 2
 TRUNCATE: Final = 1 << 14  # ABI 3
 SCOPE_ABSTRACT_UNIX_SOCKET: Final = 1 << 0  # ABI 6
 SCOPE_SIGNAL: Final = 1 << 1  # ABI 6
+
+CLONE_NEWNS: Final = 0x00020000
+CLONE_NEWUSER: Final = 0x10000000
+MS_RDONLY: Final = 1
+MS_REMOUNT: Final = 32
+MS_BIND: Final = 4096
+MS_REC: Final = 16384
+MS_PRIVATE: Final = 1 << 18
+#: statvfs flag -> mount flag that a remount inside a user namespace must keep (the kernel
+#: refuses to drop a flag the outer mount has).
+_LOCKED_FLAGS: Final = {
+    2: 2,  # nosuid
+    4: 4,  # nodev
+    8: 8,  # noexec
+    1024: 1024,  # noatime
+    2048: 2048,  # nodiratime
+    4096: 1 << 21,  # relatime
+}
 
 #: Exit status when confinement or exec fails (like a shell's "cannot run").
 EXIT_FAILED: Final = 126
@@ -144,14 +166,73 @@ def restrict_self(write_dirs: list[str], write_files: list[str], abi: int | None
     return abi
 
 
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def enter_user_mount_namespace() -> None:
+    """A user and mount namespace of its own (this uid and gid map to themselves), with mount
+    events kept private: what is mounted next is seen by this process and its children only."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS):
+        raise _fail("unshare(user, mount)")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None):
+        raise _fail("mount(private /)")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    enc = [x.encode() if x is not None else None for x in (source, target, fstype)]
+    if _libc().mount(enc[0], enc[1], enc[2], flags, None):
+        raise _fail(f"mount {target}")
+
+
+def read_only(path: str) -> None:
+    """Bind `path` onto itself, read-only (a directory with everything below it, or a file)."""
+    _mount(path, path, None, MS_BIND | MS_REC)
+    kept = os.statvfs(path).f_flag
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+    for vfs_flag, mount_flag in _LOCKED_FLAGS.items():
+        if kept & vfs_flag:
+            flags |= mount_flag
+    _mount(None, path, None, flags)
+
+
+def hide(path: str) -> None:
+    """Make `path` look empty and unwritable: an empty read-only tmpfs over a directory,
+    /dev/null over anything else (a socket cannot be connected to through it)."""
+    if os.path.isdir(path):
+        _mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
+    else:
+        _mount("/dev/null", path, None, MS_BIND)
+
+
 def main(argv: list[str]) -> int:
-    write_dirs: list[str] = []
-    write_files: list[str] = []
+    if argv == ["--probe-namespaces"]:
+        try:
+            enter_user_mount_namespace()
+        except OSError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_FAILED
+        return 0
+    lists: dict[str, list[str]] = {
+        "--write": [],
+        "--write-file": [],
+        "--read-only": [],
+        "--hide": [],
+    }
     i = 0
     while i < len(argv) and argv[i] != "--":
         flag = argv[i]
-        if flag in ("--write", "--write-file") and i + 1 < len(argv):
-            (write_dirs if flag == "--write" else write_files).append(argv[i + 1])
+        if flag in lists and i + 1 < len(argv):
+            lists[flag].append(argv[i + 1])
             i += 2
             continue
         print(f"meith confine: unexpected argument {flag!r}", file=sys.stderr)
@@ -161,7 +242,15 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     try:
-        restrict_self(write_dirs, write_files)
+        if lists["--read-only"] or lists["--hide"]:
+            # Mounts first: once Landlock applies, the mount topology cannot change any more
+            # (so the confined process cannot undo them either).
+            enter_user_mount_namespace()
+            for path in lists["--read-only"]:
+                read_only(path)
+            for path in lists["--hide"]:
+                hide(path)
+        restrict_self(lists["--write"], lists["--write-file"])
     except OSError as exc:
         # Never run the command unconfined when confinement was asked for.
         print(f"meith confine: could not confine the process: {exc}", file=sys.stderr)

@@ -95,7 +95,8 @@ class Supervisor:
             return None
         tmpdir = tempfile.mkdtemp(prefix="meith-confined-")
         home = self.home.root if self.home is not None else None
-        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir])
+        hide = [self.socket_path] if self.socket_path else []
+        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide)
         return Confined(scope, plan, tmpdir)
 
     # -- children's environment ---------------------------------------------------------
