@@ -272,6 +272,8 @@ class TerminalManager:
             )
         except BaseException as exc:
             os.close(master)
+            if confined is not None:
+                confined.cleanup()
             if isinstance(exc, OSError | ValueError):
                 raise ToolError(
                     ErrorCode.TOOL_FAILED, f"Could not start shell {shell}: {exc}"
