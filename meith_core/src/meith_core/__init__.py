@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "write_file_beneath": "meith_core._paths",
     # settings
     "SettingsSection": "meith_core._settings",
+    # kernel confinement of started processes (Landlock)
+    "Confinement": "meith_core._confinement",
+    "landlock_status": "meith_core._confinement",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -55,6 +58,7 @@ __all__ = [
     "CallerKind",
     "CancelToken",
     "Capability",
+    "Confinement",
     "Diagnostic",
     "ErrorCode",
     "EventKind",
@@ -71,6 +75,7 @@ __all__ = [
     "error_result",
     "hookimpl",
     "is_within",
+    "landlock_status",
     "ok_result",
     "resolve_within",
     "tool",
@@ -95,6 +100,7 @@ if TYPE_CHECKING:
     from meith_core._caller import CallerInfo, CallerKind
     from meith_core._cancel import CancelToken
     from meith_core._capabilities import Capability
+    from meith_core._confinement import Confinement, landlock_status
     from meith_core._context import ToolContext
     from meith_core._errors import ErrorCode, ToolError
     from meith_core._events import EventKind

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from meith_core._confinement import landlock_status
 from meith_core._context import ToolContext
 from meith_core._errors import ErrorCode, ToolError
 from meith_core._instances import live_instances
@@ -104,6 +105,16 @@ class CorePlugin:
                 "name": "audit",
                 "status": "ok" if problem is None and audit["ok"] else "error",
                 "details": {**audit, "problem": problem},
+            }
+        )
+        landlock = landlock_status()
+        checks.append(
+            {
+                # Whether a directory-confined grant confines what processes do, or only
+                # where they start.
+                "name": "confinement",
+                "status": "ok" if landlock.available else "degraded",
+                "details": landlock.to_dict(),
             }
         )
         worst = "ok"
