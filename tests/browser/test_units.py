@@ -412,12 +412,11 @@ def test_cdp_local_files_only_inside_the_grant_scope(tmp_path: Path) -> None:
         with pytest.raises(ToolError) as err:
             check_cdp("DOM.setFileInputFiles", {"files": files}, confined)
         assert err.value.code is ErrorCode.VALIDATION_ERROR
-    # No directory-confined grant: no local files at all, except for trusted callers.
+    # No directory-confined grant: no local files at all.
     with pytest.raises(ToolError) as err:
         check_cdp("DOM.setFileInputFiles", {"files": [str(scope / "ok.txt")]}, CdpScope())
+    assert err.value.code is ErrorCode.PERMISSION_DENIED
     assert err.value.details["reason"] == "no grant scope"
-    trusted = CdpScope(any_file=True)
-    assert check_cdp("DOM.setFileInputFiles", {"files": [str(outside / "secret")]}, trusted)
 
 
 # -- settings and plugin shape ---------------------------------------------------------------

@@ -25,10 +25,9 @@ class CdpScope:
     """What a caller's parameters may reach."""
 
     extra_schemes: tuple[str, ...] = ()
-    #: The directory the caller's grant is confined to: local files must lie inside it.
+    #: The directory the caller's grant is confined to: local files must lie inside it (no
+    #: such directory, no local files).
     file_root: str | None = None
-    #: Trusted in-process callers (renderer, internal) may hand the page any local file.
-    any_file: bool = False
 
 
 ParamCheck = Callable[[str, dict[str, Any], CdpScope], dict[str, Any]]
@@ -44,29 +43,26 @@ def _local_files(method: str, paths: Any, scope: CdpScope) -> list[str]:
         raise _bad(method, "files must be a list of paths")
     out = []
     for path in paths:
-        if scope.any_file:
-            real = os.path.realpath(path)
-        elif scope.file_root is None:
+        if scope.file_root is None:
             raise ToolError(
                 ErrorCode.PERMISSION_DENIED,
                 f"{method} may hand a page local files only from the directory a grant is "
                 f"confined to (meith grants add --cwd DIR); this call's grant is not: {path}",
                 {"method": method, "path": path, "reason": "no grant scope"},
             )
-        else:
-            try:
-                real = str(resolve_within(scope.file_root, path))
-            except PathEscapeError:
-                raise ToolError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"{path} is outside the directory this grant is limited to ({scope.file_root})",
-                    {
-                        "method": method,
-                        "path": path,
-                        "reason": "outside grant scope",
-                        "grantScope": scope.file_root,
-                    },
-                ) from None
+        try:
+            real = str(resolve_within(scope.file_root, path))
+        except PathEscapeError:
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{path} is outside the directory this grant is limited to ({scope.file_root})",
+                {
+                    "method": method,
+                    "path": path,
+                    "reason": "outside grant scope",
+                    "grantScope": scope.file_root,
+                },
+            ) from None
         # A directory would let the page walk its tree, symlinks out of the scope included.
         if not os.path.isfile(real):
             raise _bad(method, f"{path} is not a regular file")

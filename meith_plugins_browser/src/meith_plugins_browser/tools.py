@@ -364,11 +364,7 @@ class BrowserTools:
         settings = self._settings(ctx)
         params = dict(args.params or {})
         if not settings.cdpUnrestricted:
-            scope = CdpScope(
-                extra_schemes=tuple(settings.extraSchemes),
-                file_root=ctx.grant_scope,
-                any_file=ctx.caller.trusted,
-            )
+            scope = CdpScope(tuple(settings.extraSchemes), file_root=ctx.grant_scope)
             params = check_cdp(args.method, params, scope)
         # Under the tab's lock: a claim cannot end (and be cleaned up) half-way through, so
         # no CDP session of a former owner outlives its claim.
