@@ -28,10 +28,9 @@ from meith_plugins_browser.logs import ConsoleLog, NetworkLog, console_level
 from meith_plugins_browser.ownership import (
     Access,
     Controller,
-    assert_control,
     check_access,
+    check_release,
     claim,
-    release,
 )
 from meith_plugins_browser.plugin import Plugin
 from meith_plugins_browser.settings import BrowserSettings, browser_settings
@@ -220,24 +219,23 @@ def test_claim_control_release_rules() -> None:
     root = Controller("internal", require_claim=False, may_force=True)
     tab = FakeTab()
     with pytest.raises(ToolError) as err:
-        assert_control(tab, a)
+        check_access(tab, a, Access.CONTROL)
     assert err.value.details == {"tabId": "btab_1", "reason": "claim_required"}
-    assert_control(tab, root)
+    check_access(tab, root, Access.CONTROL)
     claim(tab, a)
     claim(tab, a)
     assert tab.owner_id == "a"
-    assert_control(tab, a)
-    for action in (lambda: assert_control(tab, b), lambda: claim(tab, b)):
+    check_access(tab, a, Access.CONTROL)
+    for action in (lambda: check_access(tab, b, Access.CONTROL), lambda: claim(tab, b)):
         with pytest.raises(ToolError) as err:
             action()
         assert err.value.code is ErrorCode.PERMISSION_DENIED
         assert err.value.details == {"tabId": "btab_1", "ownerId": "a"}
     with pytest.raises(ToolError):
-        release(tab, b, force=True)  # force is for internal callers only
-    assert tab.owner_id == "a"
-    release(tab, root, force=True)
-    assert tab.owner_id is None
-    release(tab, b)  # releasing an unclaimed tab is fine
+        check_release(tab, b, force=True)  # force is for internal callers only
+    check_release(tab, root, force=True)
+    tab.owner_id = None
+    check_release(tab, b)  # releasing an unclaimed tab is fine
 
 
 # -- element ids -----------------------------------------------------------------------------

@@ -46,12 +46,15 @@ async def on_claimed(tab: Tab, owner: str) -> None:
                 await detach(tab, other)
 
 
-async def end_claim(host: BrowserHost, tab: Tab) -> None:
-    """Wipe what the claim left in the tab, then release it."""
+async def end_claim(host: BrowserHost, tab: Tab, owner: str) -> None:
+    """Wipe what `owner`'s claim left in the tab, then release it (a no-op once the claim is
+    gone: a second release racing the first must not wipe the next claimant's tab)."""
     async with tab.lock:
+        if tab.owner_id != owner:
+            return
         try:
-            for owner in list(tab.cdp):
-                await detach(tab, owner)
+            for principal in list(tab.cdp):
+                await detach(tab, principal)
             if host.tabs.find(tab.id) is not None and not host.closing:
                 await _blank(host, tab)
         finally:
@@ -83,8 +86,10 @@ async def end_session(host: BrowserHost, session_id: str) -> None:
     """A session ended: its claims end, and what it set on tabs it used unclaimed goes."""
     for tab in host.tabs:
         if tab.owner_id == session_id:
-            await end_claim(host, tab)
+            await end_claim(host, tab, session_id)
             continue
+        if session_id not in tab.cdp and session_id not in tab.readers:
+            continue  # nothing of it here: do not wait for the tab's lock
         async with tab.lock:
             await detach(tab, session_id)
             old = tab.forget_reader(session_id)

@@ -91,10 +91,6 @@ def check_access(tab: Ownable, ctl: Controller, access: Access) -> None:
         )
 
 
-def assert_control(tab: Ownable, ctl: Controller) -> None:
-    check_access(tab, ctl, Access.CONTROL)
-
-
 def claim(tab: Ownable, ctl: Controller) -> bool:
     """Claim an unclaimed tab; claiming one's own tab again is a no-op (returns False)."""
     if tab.owner_id is not None and tab.owner_id != ctl.owner_id:
@@ -109,8 +105,3 @@ def check_release(tab: Ownable, ctl: Controller, *, force: bool = False) -> None
     `internal` caller can force."""
     if tab.owner_id is not None and tab.owner_id != ctl.owner_id and not (force and ctl.may_force):
         raise _owned_by_other(tab)
-
-
-def release(tab: Ownable, ctl: Controller, *, force: bool = False) -> None:
-    check_release(tab, ctl, force=force)
-    tab.owner_id = None

@@ -199,7 +199,7 @@ class BrowserTools:
         tab = self.host.tabs.get(args.tabId)
         check_release(tab, Controller.of(ctx.caller), force=args.force)
         if tab.owner_id is not None:
-            await end_claim(self.host, tab)
+            await end_claim(self.host, tab, tab.owner_id)
             self._raise_if_closed(tab)
         return self._done(tab.to_dict())
 
