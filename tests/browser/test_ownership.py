@@ -232,3 +232,35 @@ async def test_files_reach_a_page_only_from_the_grant_scope(
     assert received["result"]["result"]["value"] == [
         {"name": "notes.txt", "text": "shared on purpose"}
     ]
+
+
+async def test_claiming_a_tab_drops_what_others_injected_while_it_was_open(
+    browsing: Browsing,
+) -> None:
+    cli = browsing.rt.open_session("cli")
+    browsing.rt.grant(cli, ["controls-browser"])
+    tid = (await browsing.open())["id"]
+    spy = "window.__spy = []; addEventListener('input', (e) => __spy.push(e.target.value), true);"
+    for method, params in (
+        ("Page.enable", {}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": spy}),
+    ):
+        await browsing.ok("cdp_command", {"tabId": tid, "method": method, "params": params}, cli)
+    await browsing.ok("refresh", {"tabId": tid}, cli)
+    assert await browsing.js(tid, "typeof window.__spy") == "object"  # it works unclaimed
+    a = agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    await browsing.ok("navigate", {"tabId": tid, "url": browsing.site.url()}, a)
+    state = await browsing.ok("get_browser_state", {"tabId": tid}, a)
+    field = next(e["id"] for e in state["elements"] if e.get("name") == "Search")
+    await browsing.ok("type_text", {"tabId": tid, "elementId": field, "text": "hunter2"}, a)
+    seen = await browsing.ok(
+        "cdp_command",
+        {
+            "tabId": tid,
+            "method": "Runtime.evaluate",
+            "params": {"expression": "typeof window.__spy", "returnByValue": True},
+        },
+        a,
+    )
+    assert seen["result"]["result"]["value"] == "undefined"
