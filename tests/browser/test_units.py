@@ -406,6 +406,14 @@ def test_cdp_local_files_only_inside_the_grant_scope(tmp_path: Path) -> None:
             check_cdp(method, params, confined)
         assert err.value.code is ErrorCode.PERMISSION_DENIED
         assert err.value.details["reason"] == "outside grant scope"
+    uri = {"mimeType": "text/uri-list", "data": "# links\nhttp://x/\nfile:///etc/passwd"}
+    with pytest.raises(ToolError) as err:
+        check_cdp("Input.dispatchDragEvent", {"type": "drop", "data": {"items": [uri]}}, confined)
+    assert err.value.code is ErrorCode.VALIDATION_ERROR
+    uri["data"] = "http://x/"
+    assert check_cdp(
+        "Input.dispatchDragEvent", {"type": "drop", "data": {"items": [uri]}}, confined
+    )
     for files in (["sub"], "ok.txt", [1]):  # a directory would hand over its whole tree
         with pytest.raises(ToolError) as err:
             check_cdp("DOM.setFileInputFiles", {"files": files}, confined)

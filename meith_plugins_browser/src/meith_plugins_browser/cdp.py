@@ -83,7 +83,15 @@ def _file_input(method: str, params: dict[str, Any], scope: CdpScope) -> dict[st
 
 def _drag(method: str, params: dict[str, Any], scope: CdpScope) -> dict[str, Any]:
     data = params.get("data")
-    if not isinstance(data, dict) or "files" not in data:
+    if not isinstance(data, dict):
+        return params
+    # A dropped link is a navigation in a headed browser: it meets the URL policy too.
+    for item in data.get("items") or []:
+        if isinstance(item, dict) and str(item.get("mimeType", "")).lower() == "text/uri-list":
+            for line in str(item.get("data", "")).splitlines():
+                if line.strip() and not line.startswith("#"):
+                    check_url(line, scope.extra_schemes)
+    if "files" not in data:
         return params
     return {**params, "data": {**data, "files": _local_files(method, data["files"], scope)}}
 
