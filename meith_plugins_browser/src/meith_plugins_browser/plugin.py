@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from meith_core import SettingsSection, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
+from meith_plugins_browser.claims import end_session
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tools import BrowserTools
 
@@ -32,7 +33,7 @@ class Plugin:
 
     @hookimpl
     async def meith_session_ended(self, runtime: Any, session_id: str) -> None:
-        self.host.tabs.release_owner(session_id)
+        await end_session(self.host, session_id)
 
     @hookimpl
     async def meith_shutdown(self, runtime: Any) -> None:
