@@ -44,6 +44,8 @@ from meith_core._runtime.frames import PONG, error_frame, frame
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
 #: How long a connection gets to answer an approval request; no answer is a denial.
 APPROVAL_TIMEOUT_S: float = 60.0
+#: Distinct scope hints (cwd, spaceId, tabId) whose caller identity a connection keeps built.
+_MAX_CACHED_CALLERS: Final = 64
 #: Longest `answeredBy` kept (it lands in the audit record's reason).
 MAX_ANSWERED_BY_CHARS: Final = 80
 
@@ -136,6 +138,7 @@ class ServerConnection:
         self._max_in_flight = max_in_flight
         self._framer = NdjsonFramer(max_frame_bytes=max_frame_bytes)
         self._identity: Identity | None = None
+        self._callers: dict[tuple[str | None, ...], CallerInfo] = {}
         self._in_flight: dict[str, CancelToken] = {}
         self._approvals: dict[str, str] = {}  # approval id -> request id of the call
         self._closed = False
@@ -245,19 +248,26 @@ class ServerConnection:
 
     def _claim(self, info: ClientInfo, out: list[Action]) -> str | None:
         """Apply a claim; returns what to record as `claimedCaller` for this frame, if any."""
-        kind = _normalise(info.caller)
-        if self._identity is None:
-            self._identity = Identity(kind, sanitize_label(info.label), info.approvals)
-            out.append(IdentityFixed(self._identity))
-            return None if kind.value == info.caller else info.caller
-        if "caller" not in info.model_fields_set:
-            return None  # a frame that names no kind claims nothing new
-        if kind is not self._identity.caller or kind.value != info.caller:
-            return info.caller
-        return None
+        claim = info.caller
+        ident = self._identity
+        if ident is not None:
+            # Anything but the fixed kind, spelled as such, is another claim (a different
+            # kind, or one that would be downgraded); a frame naming no kind claims nothing.
+            if claim == ident.caller.value or "caller" not in info.model_fields_set:
+                return None
+            return claim
+        kind = _normalise(claim)
+        self._identity = Identity(kind, sanitize_label(info.label), info.approvals)
+        out.append(IdentityFixed(self._identity))
+        return None if kind.value == claim else claim
 
     def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo:
-        """The call's identity: the connection's, with this frame's scope hints."""
+        """The call's identity: the connection's, with this frame's scope hints. A client
+        sends the same hints call after call, so the (immutable) result is reused."""
+        key = (info.cwd, info.spaceId, info.tabId, claimed)
+        cached = self._callers.get(key)
+        if cached is not None:
+            return cached
         cwd = info.cwd
         if cwd is not None:
             if "\0" in cwd:
@@ -265,7 +275,7 @@ class ServerConnection:
             # Relative hints are taken from the runtime's cwd.
             cwd = os.path.join(self._runtime_cwd, cwd)
         ident = self.identity
-        return CallerInfo(
+        caller = CallerInfo(
             caller=ident.caller,
             session_id=self.session_id,  # the peer's sessionId is never used
             cwd=cwd or self._runtime_cwd,
@@ -274,6 +284,10 @@ class ServerConnection:
             claimed_caller=claimed,
             label=ident.label,
         )
+        if len(self._callers) >= _MAX_CACHED_CALLERS:
+            self._callers.clear()
+        self._callers[key] = caller
+        return caller
 
     # -- calls -----------------------------------------------------------------------------
 
