@@ -46,3 +46,15 @@ async def test_an_idle_connection_is_closed_but_not_while_a_call_runs(
     assert result["ok"] is True
     frame = await busy.next(timeout=30)
     assert "idle" in frame["message"]
+
+
+@pytest.mark.parametrize("server_options", [{"idle_timeout_s": 0.5}])
+async def test_the_async_client_keepalive_outlives_the_idle_timeout(served, server_options) -> None:
+    from meith_core.client.aio import AsyncClient
+
+    async with await AsyncClient.connect(served.socket, keepalive_s=0.05) as client:
+        control = await served.connect()  # opened at the same time, sends nothing
+        assert "idle" in (await control.next(timeout=30))["message"]
+        assert await control.closed_by_server()
+        # As long as the silent one was idle, and the keepalive one is still served.
+        assert (await client.call("probe_echo", {"value": 7})).content == 7

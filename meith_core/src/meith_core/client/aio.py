@@ -39,6 +39,7 @@ from meith_core.client._core import (
     list_tools_frame,
     locate,
     open_socket,
+    ping_frame,
     tool_call_frame,
 )
 
@@ -51,6 +52,9 @@ _END = object()
 ApprovalHandler = Callable[[dict[str, Any]], Awaitable[str | tuple[str, str]]]
 #: Told that the tool list changed (after `list_tools(watch=True)`); may be async.
 ToolsChangedHandler = Callable[[], Awaitable[None] | None]
+#: Seconds between `ping` frames: keeps an idle connection clear of the runtime's idle
+#: timeout (10 minutes by default), so a client that waits for a person is never cut off.
+KEEPALIVE_S = 60.0
 #: Answers that come back in the order their requests were sent (no requestId).
 _ORDERED = frozenset({"tools_list", "sessions_list", "welcome"})
 
@@ -108,6 +112,7 @@ class AsyncClient:
         *,
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
+        keepalive_s: float | None = KEEPALIVE_S,
     ) -> None:
         self.socket_path = socket_path
         self._reader = reader
@@ -120,6 +125,8 @@ class AsyncClient:
         self._handlers: set[asyncio.Task[None]] = set()
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
+        if keepalive_s:
+            self._spawn(self._keepalive(keepalive_s))
 
     @classmethod
     async def connect(
@@ -134,6 +141,7 @@ class AsyncClient:
         label: str | None = None,
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
+        keepalive_s: float | None = KEEPALIVE_S,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -151,6 +159,7 @@ class AsyncClient:
             info,
             on_approval=on_approval,
             on_tools_changed=on_tools_changed,
+            keepalive_s=keepalive_s,
         )
 
     async def __aenter__(self) -> AsyncClient:
@@ -234,6 +243,12 @@ class AsyncClient:
         task = asyncio.ensure_future(coro)
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
+
+    async def _keepalive(self, interval_s: float) -> None:
+        while self._closed is None:
+            await asyncio.sleep(interval_s)
+            with contextlib.suppress(TransportError, OSError):
+                await self._send(ping_frame())
 
     async def _answer_approval(self, request: dict[str, Any]) -> None:
         approval_id = request.get("approvalId")
