@@ -3,13 +3,16 @@
 `ServerConnection` decides everything a connection decides — protocol version, message
 validity, who the caller is, duplicate and excess in-flight calls, cancel routing, approval
 bookkeeping, congestion, idleness — and knows nothing of sockets, tasks or the runtime. The
-asyncio adapter (`_runtime.socket_server`) feeds it bytes and carries out the actions it returns.
+asyncio adapter (`_runtime.socket_connection`) feeds it bytes and carries out the actions it
+returns.
 
 Identity: the first frame that carries `clientInfo` (a `hello`, a `tool_call`, or a
 `list_tools` that names one) fixes the connection's caller kind, label and whether it answers
 approval requests. A socket peer may claim `cli`, `agent` or `plugin`; any other claim is
 downgraded to `cli`. A later frame that claims a different kind runs as the fixed identity and
-records the claim as `claimedCaller` (audited); later labels are ignored.
+records the claim as `claimedCaller` (audited); later labels are ignored. A peer the runtime
+itself started (a process or terminal of a tool, found by its parent chain) is never asked to
+approve: it would be approving its own calls.
 """
 
 from __future__ import annotations
@@ -131,8 +134,11 @@ class ServerConnection:
         now: float = 0.0,
         max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION,
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        may_answer_approvals: bool = True,
     ) -> None:
         self.session_id = session_id
+        #: False for a peer the runtime itself started: it may not approve its own calls.
+        self._may_answer_approvals = may_answer_approvals
         self._runtime_cwd = runtime_cwd
         self._server_version = server_version
         self._max_in_flight = max_in_flight
@@ -257,7 +263,8 @@ class ServerConnection:
                 return None
             return claim
         kind = _normalise(claim)
-        self._identity = Identity(kind, sanitize_label(info.label), info.approvals)
+        approvals = info.approvals and self._may_answer_approvals
+        self._identity = Identity(kind, sanitize_label(info.label), approvals)
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
 

@@ -8,6 +8,7 @@ list, resolve an approval), and bounds what it queues for a client that stops re
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -16,6 +17,7 @@ import structlog
 from meith_core._caller import CallerInfo
 from meith_core._events import EventDict
 from meith_core._ids import new_session_id
+from meith_core._instances import is_descendant
 from meith_core._permissions.service import ApprovalReply, ApprovalRequest
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._protocol.messages import ToolCall
@@ -85,6 +87,8 @@ class Connection(asyncio.Protocol):
             runtime_cwd=runtime.cwd,
             server_version=__version__,
             now=time.monotonic(),
+            # A process a tool started must not answer its own approval requests.
+            may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
