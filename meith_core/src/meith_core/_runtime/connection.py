@@ -150,10 +150,8 @@ class ServerConnection:
         self._closed = False
         self._partial_since: float | None = None
         self._last_active = now
-        #: The client asked to be told when the tool list changes.
-        self.watching = False
-        #: The outbound buffer is above its high-water mark (flow-controlled streams wait).
-        self.congested = False
+        self._watching = False
+        self._congested = False
 
     # -- state, read-only from outside ---------------------------------------------------
 
@@ -164,6 +162,16 @@ class ServerConnection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def watching(self) -> bool:
+        """The client asked to be told when the tool list changes."""
+        return self._watching
+
+    @property
+    def congested(self) -> bool:
+        """The outbound buffer is above its high-water mark (flow-controlled streams wait)."""
+        return self._congested
 
     @property
     def in_flight(self) -> int:
@@ -232,7 +240,7 @@ class ServerConnection:
         elif isinstance(parsed, ListTools):
             if "clientInfo" in parsed.model_fields_set:
                 self._claim(parsed.clientInfo, out)
-            self.watching = self.watching or parsed.watch
+            self._watching = self._watching or parsed.watch
             out.append(SendTools(parsed.names))
         elif isinstance(parsed, Hello):
             self._claim(parsed.clientInfo, out)
@@ -376,10 +384,10 @@ class ServerConnection:
     # -- liveness --------------------------------------------------------------------------
 
     def pause_writing(self) -> None:
-        self.congested = True
+        self._congested = True
 
     def resume_writing(self) -> None:
-        self.congested = False
+        self._congested = False
 
     def overdue(self, now: float, partial_timeout_s: float, idle_timeout_s: float | None) -> str:
         """Why the connection should be closed now, or "" when it should not."""
