@@ -99,7 +99,7 @@ class CallStream:
     ) -> None:
         if self.result is None:
             await self.cancel()
-        self._client._pending.pop(self.request_id, None)
+        self._client.forget(self.request_id)
 
 
 class AsyncClient:
@@ -302,9 +302,14 @@ class AsyncClient:
     ) -> _StreamStarter:
         return _StreamStarter(self, name, arguments, timeout_ms)
 
-    async def _start(
+    def forget(self, request_id: str) -> None:
+        """Stop routing frames of this call (its stream is done with)."""
+        self._pending.pop(request_id, None)
+
+    async def start_stream(
         self, name: str, arguments: dict[str, Any] | None, timeout_ms: int | None
     ) -> CallStream:
+        """Send a call; its events and result arrive through the returned stream."""
         frame = tool_call_frame(
             name, arguments, request_id=None, info=self._info, timeout_ms=timeout_ms
         )
@@ -322,7 +327,7 @@ class AsyncClient:
         on_event: EventCallback | None = None,
     ) -> ToolResult:
         """Call a tool; a cancelled await sends `cancel_tool_call` for it."""
-        stream = await self._start(name, arguments, timeout_ms)
+        stream = await self.start_stream(name, arguments, timeout_ms)
         try:
             async for event in stream:
                 if on_event is not None:
@@ -359,7 +364,7 @@ class _StreamStarter:
         self._stream: CallStream | None = None
 
     async def __aenter__(self) -> CallStream:
-        self._stream = await self._client._start(*self._args)
+        self._stream = await self._client.start_stream(*self._args)
         return self._stream
 
     async def __aexit__(
