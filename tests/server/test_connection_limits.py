@@ -13,6 +13,9 @@ async def test_one_process_cannot_take_more_than_its_share_of_connections(
 ) -> None:
     kept = [await served.connect() for _ in range(3)]
     refused = await served.connect()
+    frame = await refused.next()
+    assert frame["type"] == "error"
+    assert "this process holds too many connections (limit 3)" in frame["message"]
     assert await refused.closed_by_server()
     for i, conn in enumerate(kept):  # the admitted ones still work
         await conn.call(f"e{i}", "probe_echo", {"value": i})

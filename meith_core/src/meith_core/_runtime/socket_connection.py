@@ -75,12 +75,16 @@ class Connection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=FLOW_HIGH_WATER, low=FLOW_LOW_WATER)
-        refusal = self.server.admit(transport.get_extra_info("socket"))
-        if isinstance(refusal, str):
-            _log.warning("connection refused: " + refusal)
-            transport.abort()
+        admitted = self.server.admit(transport.get_extra_info("socket"))
+        if not isinstance(admitted, int):
+            _log.warning("connection refused", reason=admitted.reason)
+            if admitted.tell:
+                transport.write(frames.error_frame(None, f"connection refused: {admitted.reason}"))
+                transport.close()
+            else:
+                transport.abort()
             return
-        self.peer_pid = refusal
+        self.peer_pid = admitted
         runtime = self.server.runtime
         self.rules = ServerConnection(
             new_session_id("socket"),

@@ -17,7 +17,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import structlog
 
@@ -39,6 +39,14 @@ MAX_CONNECTIONS_PER_PEER: Final = 256
 #: A connection with nothing in flight that sends nothing for this long is closed. Any frame
 #: resets it; `{"type":"ping"}` is the cheap one.
 IDLE_TIMEOUT_S: Final = 600.0
+
+
+class Refusal(NamedTuple):
+    """A connection the server will not serve; `tell`: say why to the peer (a same-user
+    peer over a limit) before closing, instead of dropping it silently."""
+
+    reason: str
+    tell: bool = False
 
 
 class SocketServer:
@@ -82,20 +90,19 @@ class SocketServer:
 
     # -- admission --------------------------------------------------------------------------
 
-    def admit(self, sock: Any) -> int | str:
+    def admit(self, sock: Any) -> int | Refusal:
         """The peer's pid when it may connect, else why not."""
         try:
             pid, uid, _gid = peer_credentials(sock)
         except OSError as exc:
-            return f"peer credentials unavailable ({exc})"
+            return Refusal(f"peer credentials unavailable ({exc})")
         if uid != self.uid and uid != 0:
-            return f"peer pid {pid} belongs to another user (uid {uid})"
+            return Refusal(f"peer pid {pid} belongs to another user (uid {uid})")
         if len(self.connections) >= MAX_CONNECTIONS:
-            return f"too many connections (limit {MAX_CONNECTIONS})"
+            return Refusal(f"too many connections (limit {MAX_CONNECTIONS})", tell=True)
         if self._per_peer[pid] >= self.max_connections_per_peer:
-            return (
-                f"peer pid {pid} holds too many connections (limit {self.max_connections_per_peer})"
-            )
+            limit = self.max_connections_per_peer
+            return Refusal(f"this process holds too many connections (limit {limit})", tell=True)
         self._per_peer[pid] += 1
         return pid
 
