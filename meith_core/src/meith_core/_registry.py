@@ -282,7 +282,8 @@ class ToolRegistry:
 
         # A privileged call never runs unaudited. Checked before authorising, so a refused
         # call neither uses up a one-use grant nor asks anyone at a prompt.
-        problem = self.audit.preflight() if privileged_of(defn.capabilities) else None
+        privileged = bool(privileged_of(defn.capabilities))
+        problem = self.audit.preflight() if privileged else None
         if problem is not None:
             decision = Decision(
                 False, problem, message=f'Tool "{defn.name}" was not run: {problem}.'
@@ -294,7 +295,8 @@ class ToolRegistry:
                 defn.capabilities,
                 reg.plugin_id,
                 request_id=request_id,
-                cwd=acting_directory(cwd, args),
+                # Only grants look at the directory; resolving it costs syscalls.
+                cwd=acting_directory(cwd, args) if privileged else cwd,
                 arguments_summary=lambda: summarize(dict(arguments)),
                 cancel=cancel,
             )
