@@ -121,6 +121,10 @@ class Supervisor:
         for key, value in (defaults or {}).items():
             env.setdefault(key, value)
         if confined is not None:
+            # Caches under the home directory are not writable in there: default them to the
+            # private temp dir (the caller's `env` may point them elsewhere inside the grant).
+            env["XDG_CACHE_HOME"] = os.path.join(confined.tmpdir, "cache")
+            env["npm_config_cache"] = os.path.join(confined.tmpdir, "npm")
             env.update(extra or {})
             for key in _CALLBACK_ENV:
                 env.pop(key, None)
