@@ -74,9 +74,20 @@ def test_one_agent_session_cannot_type_into_read_or_kill_anothers(
         assert term.ok, term
         tid = term.content["id"]
         assert a.call("write_terminal", {"terminalId": tid, "data": "export PW=hunter2\r"}).ok
-        dev = a.call("start_dev_server", {"cwd": str(tmp_path), "command": "sleep 300"})
+        show_env = "echo env:${MEITH_SOCKET:-no}:${MEITH_HOME:-no}:${MEITH_CLI_BIN:-no}"
+        dev = a.call(
+            "start_dev_server", {"cwd": str(tmp_path), "command": f"{show_env}; sleep 300"}
+        )
         assert dev.ok, dev
         did = dev.content["id"]
+
+        def env_line() -> list[str]:
+            logs = a.call("get_process_logs", {"processId": did}).content["logs"]
+            return [e["text"] for e in logs if e["text"].startswith("env:")]
+
+        # What an agent starts cannot call back into the runtime as the local user.
+        assert wait_until(env_line)
+        assert env_line() == ["env:no:no:no"]
         pwned = tmp_path / "pwned"
         for name, args in [
             ("write_terminal", {"terminalId": tid, "data": f"touch {pwned}\r"}),
