@@ -286,7 +286,7 @@ def test_the_client_path_imports_no_plugin_playwright_or_server_module(argv) -> 
         "    run()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._registry', 'meith_core._permissions', "
+        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._pipeline', 'meith_core._permissions', "
         "'meith_core._plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
