@@ -12,6 +12,20 @@ from meith_plugins_process.killer import parse_signal
 
 _ID = Annotated[str, Field(min_length=1, max_length=200)]
 _DIM = Annotated[int, Field(ge=1, le=10_000)]
+_TERMINAL_ID = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=200, description="The terminal's id (term_…, from create_terminal)"
+    ),
+]
+_DEV_SERVER_ID = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="The dev server's id (dev_…, from start_dev_server)",
+    ),
+]
 _ENV = Annotated[
     dict[str, str] | None,
     Field(default=None, description="Extra environment variables for the process"),
@@ -47,30 +61,30 @@ class CreateTerminalArgs(_Args):
     shell: str | None = Field(
         None, description="Shell to run (default: $SHELL, /bin/bash, /bin/sh)"
     )
-    cols: _DIM = 80
-    rows: _DIM = 24
+    cols: _DIM = Field(80, description="Width in character columns")
+    rows: _DIM = Field(24, description="Height in lines")
     env: _ENV
 
     _env = field_validator("env")(_check_env)
 
 
 class TerminalIdArgs(_Args):
-    terminalId: _ID
+    terminalId: _TERMINAL_ID
 
 
 class WriteTerminalArgs(_Args):
-    terminalId: _ID
+    terminalId: _TERMINAL_ID
     data: str = Field(max_length=1_000_000, description="Raw input; include \\r to submit a line")
 
 
 class ResizeTerminalArgs(_Args):
-    terminalId: _ID
-    cols: _DIM
-    rows: _DIM
+    terminalId: _TERMINAL_ID
+    cols: _DIM = Field(description="Width in character columns")
+    rows: _DIM = Field(description="Height in lines")
 
 
 class KillTerminalArgs(_Args):
-    terminalId: _ID
+    terminalId: _TERMINAL_ID
     signal: str | None = Field(
         None, description="Signal name (default SIGHUP), e.g. SIGTERM, SIGINT"
     )
@@ -79,7 +93,7 @@ class KillTerminalArgs(_Args):
 
 
 class SnapshotArgs(_Args):
-    terminalId: _ID
+    terminalId: _TERMINAL_ID
     sinceSeq: int | None = Field(
         None, ge=0, description="Only output from this sequence number on (a previous nextSeq)"
     )
@@ -93,14 +107,14 @@ class StartDevServerArgs(_Args):
         "through /bin/sh -c",
     )
     args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
-    name: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, max_length=200, description="A name to show in listings")
     env: _ENV
 
     _env = field_validator("env")(_check_env)
 
 
 class StopDevServerArgs(_Args):
-    devServerId: _ID
+    devServerId: _DEV_SERVER_ID
     signal: str | None = Field(None, description="Signal name (default SIGTERM)")
 
     _signal = field_validator("signal")(_check_signal)
@@ -113,7 +127,9 @@ class ProcessLogsArgs(_Args):
 
 
 class AttachLogsArgs(_Args):
-    devServerId: str | None = Field(None, min_length=1)
+    devServerId: str | None = Field(
+        None, min_length=1, description="The dev server's id (dev_…); or give cwd"
+    )
     cwd: str | None = Field(
         None, description="Attach to the newest dev server started in this directory"
     )
@@ -127,7 +143,7 @@ class AttachLogsArgs(_Args):
 
 
 class WaitForDevServerArgs(_Args):
-    devServerId: _ID
+    devServerId: _DEV_SERVER_ID
     port: int | None = Field(
         None,
         ge=1,
@@ -140,7 +156,9 @@ class WaitForDevServerArgs(_Args):
     url: str | None = Field(
         None, description="Wait until this http(s) URL answers with a status below 500"
     )
-    timeoutMs: int = Field(60_000, ge=1, le=600_000)
+    timeoutMs: int = Field(
+        60_000, ge=1, le=600_000, description="Give up (TIMEOUT) after this many milliseconds"
+    )
 
     @field_validator("logPattern")
     @classmethod

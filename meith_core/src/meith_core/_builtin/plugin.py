@@ -45,8 +45,10 @@ class AuditLogArgs(BaseModel):
     caller: str | None = Field(
         default=None, description="Only this caller kind (cli, agent, plugin, ...)"
     )
-    decision: Literal["allow", "deny"] | None = None
-    sessionId: str | None = None
+    decision: Literal["allow", "deny"] | None = Field(
+        default=None, description="Only calls with this decision"
+    )
+    sessionId: str | None = Field(default=None, description="Only calls of this session")
     since: int | None = Field(
         default=None, description="Only entries at or after this epoch-ms timestamp"
     )
