@@ -521,3 +521,33 @@ def test_serve_prompt_asks_on_its_terminal_and_the_answer_decides(probe_env, tmp
         assert reasons == ["approved once at prompt", "denied at prompt"]
     finally:
         serve.close()
+
+
+def test_a_call_waiting_at_the_serve_prompt_says_so_on_its_own_terminal(
+    probe_env, tmp_path
+) -> None:
+    """The calling CLI is told where its call waits, while it waits (not only once answered)."""
+    from tests.harness import base_env
+
+    env = base_env(tmp_path / "home", probe_env)
+    subprocess.run([MEITH, "plugins", "approve", "probe"], env=env, check=True, capture_output=True)
+    serve = PtyServe(env, "--approvals", "prompt", "--log-format", "json")
+    try:
+        serve.read_until(b"listening on")
+        call = subprocess.Popen(
+            [MEITH, "call", "probe_write", "--name", "waiting"],
+            env=serve.cli_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        serve.read_until(b"Allow? [o]nce")
+        assert call.stderr is not None
+        ready, _, _ = select.select([call.stderr], [], [], 30)
+        told = call.stderr.readline() if ready else ""
+        os.write(serve.fd, b"o\n")
+        _, rest = call.communicate(timeout=30)
+        assert told == f"… waiting for approval in the meith serve terminal (pid {serve.pid})…\n"
+        assert call.returncode == 0, rest
+    finally:
+        serve.close()

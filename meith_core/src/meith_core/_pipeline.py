@@ -15,7 +15,7 @@ import asyncio
 import contextvars
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -190,6 +190,7 @@ class CallPipeline:
             cwd=acting_directory(call.cwd, args) if privileged else call.cwd,
             arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
             cancel=call.cancel,
+            notify=_progress_notifier(call.emit),
         )
 
     async def _run(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> ToolResult:
@@ -258,6 +259,22 @@ class CallPipeline:
         )
         if not self.audit.write(entry):
             _log.error("audit record not written", toolName=call.name, error=self.audit.last_error)
+
+
+def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
+    """A message to the caller as a progress event on its call, before the tool runs (an
+    approver saying where the call waits). The caller's sink failing is not the call's
+    failure."""
+    if emit is None:
+        return None
+
+    def notify(message: str) -> None:
+        try:
+            emit({"kind": "progress", "message": message})
+        except Exception as exc:
+            _log.warning("event sink failed", error=repr(exc))
+
+    return notify
 
 
 def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:

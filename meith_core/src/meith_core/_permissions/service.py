@@ -49,6 +49,9 @@ class ApprovalRequest:
     privileged: tuple[Capability, ...]
     cwd: str
     arguments_summary: str  # already redacted
+    #: Tells the waiting caller something (a progress event on its call), e.g. where it is
+    #: being asked; never raises. None when the call has no event sink.
+    notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +213,11 @@ class PermissionService:
         cwd: str,
         arguments_summary: Callable[[], str],
         cancel: CancelToken | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> Decision:
         """Decide one call. `cancel` (the call's token) ends a pending approval prompt: a call
-        cancelled while waiting for a person is denied."""
+        cancelled while waiting for a person is denied. `notify` reaches the caller while an
+        approver keeps it waiting (see ApprovalRequest.notify)."""
         privileged = privileged_of(capabilities)
         if not privileged:
             return Decision(True, "no privileged capability")
@@ -235,6 +240,7 @@ class PermissionService:
             cwd,
             arguments_summary,
             cancel,
+            notify,
         )
 
     def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
@@ -322,6 +328,7 @@ class PermissionService:
         cwd: str,
         arguments_summary: Callable[[], str],
         cancel: CancelToken | None,
+        notify: Callable[[str], None] | None,
     ) -> Decision:
         kind, session = caller.caller, caller.session_id
         if not session:
@@ -345,6 +352,7 @@ class PermissionService:
                 privileged=privileged,
                 cwd=cwd,
                 arguments_summary=arguments_summary(),
+                notify=notify,
             )
             try:
                 answer, by = await _ask_unless_cancelled(self.approver, request, cancel)

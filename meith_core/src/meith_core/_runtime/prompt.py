@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from typing import TextIO
 
@@ -38,6 +39,10 @@ class TerminalApprover:
         self._lock = asyncio.Lock()
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        if request.notify is not None:
+            # Said before queueing behind another open prompt: the caller's own terminal
+            # otherwise shows nothing while it waits.
+            request.notify(f"waiting for approval in the meith serve terminal (pid {os.getpid()})…")
         async with self._lock:
             caps = ", ".join(c.value for c in request.privileged)
             self.out.write(
