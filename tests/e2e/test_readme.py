@@ -5,17 +5,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+from tests.readme import README, readme_block
 
 
 def test_the_in_process_example_runs_and_audits_its_calls() -> None:
-    example = next(block for block in _python_blocks() if "asyncio.run(main())" in block)
+    example = readme_block("runtime.register(greet)", "python").text
     proc = subprocess.run(
         [sys.executable, "-c", example], capture_output=True, text=True, timeout=60
     )
@@ -37,14 +32,13 @@ def test_the_quick_start_has_exactly_two_commands() -> None:
 
 
 def test_the_ci_script_runs_the_readme_test_command() -> None:
-    quick = README.read_text().split("## Quick start", 1)[1]
-    test_command = re.findall(r"```sh\n(.*?)```", quick, flags=re.S)[1].strip()
+    test_command = readme_block("&& nox", "sh").text.strip()
     ci = (README.parent / ".ci" / "run").read_text()
     assert test_command in ci
 
 
 def test_the_plugin_authoring_example_loads_and_confines_writes(tmp_path) -> None:
-    source = next(block for block in _python_blocks() if "class Plugin:" in block)
+    source = readme_block("class Plugin:", "python").text
     driver = f"""
 import asyncio
 from pathlib import Path

@@ -3,19 +3,15 @@ directory, with the approval and the one-use grant it shows."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.git.conftest import git_env
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import readme_block
 
 
 def test_the_readme_agent_example_commits_once_then_is_denied(git_home, sh, tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    example = next(b for b in blocks if 'open_session("agent")' in b and "asyncio.run" in b)
+    example = readme_block('runtime.open_session("agent")', "python").text
     repo = git_home / "src" / "demo"
     repo.mkdir(parents=True)
     sh(repo, "init", "-q")

@@ -551,3 +551,21 @@ def test_a_call_waiting_at_the_serve_prompt_says_so_on_its_own_terminal(
         assert call.returncode == 0, rest
     finally:
         serve.close()
+
+
+def test_output_into_a_closed_pipe_ends_quietly(meith_server) -> None:
+    """`meith tools | head`: a reader that leaves early is no traceback on the terminal."""
+    srv = meith_server()
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before meith writes a byte
+    # Unbuffered (as many shells' environments make Python), the first write meets the pipe.
+    env = {**srv.cli_env, "PYTHONUNBUFFERED": "1"}
+    try:
+        done = subprocess.run(
+            [MEITH, "tools"], env=env, stdout=write, stderr=subprocess.PIPE,
+            text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 141
+    assert done.stderr == ""

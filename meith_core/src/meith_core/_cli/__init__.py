@@ -9,13 +9,23 @@ goes through the typer app in `cli.main`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 _HELP = frozenset({"--help", "-h"})
 
 
 def run() -> None:
-    argv = sys.argv[1:]
+    try:
+        _dispatch(sys.argv[1:])
+    except BrokenPipeError:
+        # `meith tools | head`: the reader left. Say nothing (like other Unix tools) and keep
+        # Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command killed by it
+
+
+def _dispatch(argv: list[str]) -> None:
     if len(argv) >= 2 and argv[0] == "call" and argv[1] not in _HELP:
         from meith_core._cli.call import run_call
 

@@ -1,0 +1,158 @@
+"""The README followed literally by a newcomer: the quick start's install command in a fresh
+home, then every command of the walkthrough's transcripts typed as shown, each printing the
+lines shown under it; then a plugin written from the README's example is pip-installed next to
+meith-core while the runtime runs, and its tool is called without a restart.
+
+Slow: the install makes a virtual environment and pip-installs meith and its plugins into it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.harness import reap, wait_until
+from tests.readme import ROOT, Block, assert_shown, readme_block, readme_section, transcript
+
+pytestmark = pytest.mark.slow
+
+
+def _person_env(home: Path) -> dict[str, str]:
+    """A newcomer's shell: their own HOME (so `~/.meith`, `~/.local/bin` are theirs), `meith`
+    found through `~/.local/bin` on PATH, no MEITH_* from the test run. pip's and git's
+    configuration and pip's cache stay the machine's (XDG_* pointing at the real ones)."""
+    real_home = Path.home()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEITH_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_USER"))
+    }
+    env.setdefault("XDG_CONFIG_HOME", str(real_home / ".config"))
+    env.setdefault("XDG_CACHE_HOME", str(real_home / ".cache"))
+    env.pop("XDG_DATA_HOME", None)  # install.py puts the venv under it
+    env["HOME"] = str(home)
+    env["PATH"] = f"{home / '.local' / 'bin'}{os.pathsep}{env['PATH']}"
+    for keep in ("MEITH_BROWSER_EXECUTABLE",):
+        if keep in os.environ:
+            env[keep] = os.environ[keep]
+    return env
+
+
+def _sh(command: str, cwd: Path, env: dict[str, str], rc: int = 0) -> tuple[int, str]:
+    """`command` in bash, `$?` starting as `rc` (so `echo $?` sees the previous command's)."""
+    done = subprocess.run(
+        ["bash", "-c", f"(exit {rc}); {command}"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    return done.returncode, done.stdout
+
+
+def _ok(command: str, cwd: Path, env: dict[str, str], rc: int = 0) -> str:
+    """The output of `command`, which must succeed (exit `rc`)."""
+    got, out = _sh(command, cwd, env)
+    assert got == rc, f"`{command}` exited {got}, not {rc}:\n{out}"
+    return out
+
+
+def _run_transcripts(console: list[Block], cwd: Path, env: dict[str, str], home: Path) -> None:
+    rc = 0
+    for block in console:
+        for step in transcript(block):
+            rc, out = _sh(step.command, cwd, env, rc)
+            shows_error = any(line.startswith("error (") for line in step.expected)
+            assert rc == 0 or shows_error, f"`{step.command}` exited {rc}:\n{out}"
+            assert_shown(step, out, str(home))
+
+
+def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
+    home = tmp_path / "you"
+    home.mkdir()
+    env = _person_env(home)
+    (home / ".gitconfig").write_text("[user]\n\tname = You\n\temail = you@example.com\n")
+
+    # Quick start: install, then the runtime in the foreground of "one terminal".
+    quick = readme_block("python3 install.py && ", "sh").text.strip()
+    install, serve_command = quick.split(" && ")
+    _ok(install, ROOT, env)  # "from a clone of this repository"
+    log = tmp_path / "serve.out"
+    with log.open("wb") as sink:
+        serve = subprocess.Popen(
+            ["bash", "-c", f"exec {serve_command}"],
+            cwd=home,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        assert wait_until(lambda: b"listening on" in log.read_bytes(), 120), log.read_text()
+        walkthrough = readme_section("Walkthrough")
+        started = transcript(walkthrough[0])
+        assert [s.command for s in started] == ["meith serve"]
+        assert_shown(started[0], log.read_text(), str(home))
+
+        # "In another terminal, inside a git repository": ~/src/demo with a change to commit.
+        repo = home / "src" / "demo"
+        repo.mkdir(parents=True)
+        for git in ("init -q -b main", "add README.md", "commit -q -m first"):
+            if git == "add README.md":
+                (repo / "README.md").write_text("# demo\n")
+            _sh(f"git {git}", repo, env)
+        with (repo / "README.md").open("a") as readme:
+            readme.write("a second line\n")
+        _run_transcripts(walkthrough[1:], repo, env, home)
+        assert "second commit" in _sh("git log --format=%s", repo, env)[1]
+
+        _run_transcripts(readme_section("Configuration and files"), repo, env, home)
+
+        # The protocol, from the standard library (and with socat where it is installed).
+        one_liner = readme_block("import socket,os,sys", "sh").text.strip()
+        out = _ok(one_liner, repo, env)
+        assert '"type":"tool_result"' in out, out
+        assert '"ok":true' in out, out
+        if shutil.which("socat"):
+            (step,) = transcript(readme_block("socat - UNIX-CONNECT", "console"))
+            assert '"type":"tool_result"' in _ok(step.command, repo, env)
+
+        _install_the_example_plugin_while_it_runs(tmp_path, repo, env, log)
+    finally:
+        assert reap(serve, signal.SIGTERM, 60) == 0, log.read_text()
+
+
+def _install_the_example_plugin_while_it_runs(
+    tmp_path: Path, repo: Path, env: dict[str, str], log: Path
+) -> None:
+    """ "`pip install` it next to meith-core and it appears in `meith plugins` and `meith
+    tools`; its privileged tools work once the user runs `meith plugins approve hello`"."""
+    project = tmp_path / "meith-plugins-hello"
+    package = project / "src" / "meith_plugins_hello"
+    package.mkdir(parents=True)
+    (project / "pyproject.toml").write_text(readme_block("meith-plugins-hello", "toml").text)
+    (package / "__init__.py").write_text(readme_block("class Plugin:", "python").text)
+    pip = Path(env["HOME"]) / ".local" / "share" / "meith" / "venv" / "bin" / "pip"
+    _ok(f"{pip} install -q {project}", repo, env)
+
+    listed = _ok("meith plugins", repo, env)
+    assert "hello  (meith-plugins-hello 0.1.0)  loaded" in listed, listed
+    assert "write_note" in _ok("meith tools", repo, env)
+    denied = _ok("meith call write_note --name note.txt --text hi", repo, env, rc=4)
+    assert "meith plugins approve hello" in denied
+    approved = _ok("meith plugins approve hello", repo, env)
+    assert approved.startswith("Approved hello 0.1.0 for: writes-files"), approved
+    # The walkthrough's grant (writes-files under this repository) covers it.
+    _ok("meith call write_note --name note.txt --text hi", repo, env)
+    assert (repo / "note.txt").read_text() == "hi"
+    assert "plugins: core, browser, git, process" in log.read_text()  # never restarted
