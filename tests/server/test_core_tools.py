@@ -20,6 +20,7 @@ async def test_core_tools_are_registered_with_their_capabilities(served) -> None
         "app_health": ["read-only"],
         "app_list_instances": ["read-only"],
         "list_plugins": ["read-only"],
+        "reload_plugins": ["read-only"],
         "get_app_settings": ["read-only"],
         "set_app_settings": ["writes-files"],
         "get_audit_log": ["read-only"],

@@ -15,7 +15,7 @@ import asyncio
 import contextvars
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -67,6 +67,9 @@ class CallPipeline:
         self.executor = executor or Executor()
         self._shutting_down = False
         self.calls_total = 0
+        #: Asked before a call is answered UNKNOWN_TOOL: the host loads plugins installed
+        #: since it started, which may provide the tool.
+        self.on_unknown_tool: Callable[[], Awaitable[object]] | None = None
 
     # -- shutdown -----------------------------------------------------------------------
 
@@ -137,6 +140,9 @@ class CallPipeline:
         if self._shutting_down:
             return error_result(ErrorCode.RUNTIME_SHUTTING_DOWN, "Runtime is shutting down")
         call.tool = self.catalogue.get(call.name)
+        if call.tool is None and self.on_unknown_tool is not None:
+            await self.on_unknown_tool()
+            call.tool = self.catalogue.get(call.name)
         if call.tool is None:
             return error_result(
                 ErrorCode.UNKNOWN_TOOL,

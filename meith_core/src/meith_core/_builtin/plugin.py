@@ -74,6 +74,7 @@ class CorePlugin:
             tool(self.app_health, capabilities=["read-only"], input=_NoArgs),
             tool(self.app_list_instances, capabilities=["read-only"], input=_NoArgs),
             tool(self.list_plugins, capabilities=["read-only"], input=_NoArgs),
+            tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
             tool(self.get_app_settings, capabilities=["read-only"], input=_NoArgs),
             tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
             tool(self.get_audit_log, capabilities=["read-only"], input=AuditLogArgs),
@@ -141,9 +142,20 @@ class CorePlugin:
         return [r.to_json() for r in live_instances(self._rt().home)]
 
     async def list_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
-        """Every discovered plugin: status, tools, requested and approved capabilities."""
+        """Every plugin this runtime has loaded or tried to: status, tools, requested and
+        approved capabilities (plugins installed since it started are loaded first)."""
         rt = self._rt()
+        rt.load_new_plugins()
+        await rt.wait_late_startups()
         return describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+
+    async def reload_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Load plugins installed since the runtime started, and retry those that failed to
+        load; returns them (an upgraded or removed plugin needs a restart)."""
+        rt = self._rt()
+        new = rt.load_new_plugins(force=True)
+        await rt.wait_late_startups()
+        return describe_plugins(new, rt.permissions.approvals)
 
     async def get_app_settings(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
         """The user settings in $MEITH_HOME/settings.json."""

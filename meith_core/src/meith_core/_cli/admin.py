@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from meith_core._cli.output import EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, fail, pretty
+from meith_core._cli.output import (
+    EXIT_OK,
+    EXIT_TOOL_FAILED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    fail,
+    pretty,
+)
 from meith_core._home import MeithHome
 from meith_core._instances import live_instances, match_instances
 
@@ -127,11 +134,41 @@ def _loaded_runtime() -> Any:
     return runtime
 
 
+def _ask_runtime(tool: str) -> tuple[Any, str] | None:
+    """`tool`'s content from the running runtime and words naming that runtime; None when no
+    runtime is reachable (or it cannot answer)."""
+    from meith_core.client import Client
+    from meith_core.client._core import TransportError
+
+    try:
+        with Client(home=_home(), connect_timeout=2.0) as client:
+            result = client.call(tool, {}, timeout_ms=60_000)
+            instance = client.target.instance
+    except (TransportError, OSError):
+        return None
+    if not result.ok:
+        return None
+    where = f"pid {instance.pid}" if instance is not None else client.socket_path
+    return result.content, where
+
+
 def run_plugins_list(as_json: bool) -> int:
     from meith_core._plugins.listing import describe_plugins
 
-    runtime = _loaded_runtime()
-    listing = describe_plugins(runtime.plugins.records.values(), runtime.permissions.approvals)
+    # What the running runtime has loaded is what its tools are; the environment may differ
+    # (a plugin installed since, a MEITH_PLUGINS of its own).
+    running = _ask_runtime("list_plugins")
+    if running is not None:
+        listing, where = running
+        if not as_json:
+            sys.stdout.write(f"Plugins of the running meith runtime ({where}):\n")
+    else:
+        sys.stderr.write(
+            "No meith runtime is running: these are the plugins installed here, which a "
+            "runtime started now would load.\n"
+        )
+        runtime = _loaded_runtime()
+        listing = describe_plugins(runtime.plugins.records.values(), runtime.permissions.approvals)
     if as_json:
         sys.stdout.write(pretty(listing) + "\n")
         return EXIT_OK
@@ -182,6 +219,26 @@ def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
     approval = runtime.permissions.approvals.get(plugin_id)
     caps = ", ".join(c.value for c in approval.capabilities) if approval else ""
     sys.stdout.write(f"Approved {plugin_id} {record.version or ''} for: {caps or 'nothing'}\n")
+    # A plugin installed while the runtime runs is loaded now rather than at the next listing.
+    _ask_runtime("reload_plugins")
+    return EXIT_OK
+
+
+def run_plugins_reload() -> int:
+    running = _ask_runtime("reload_plugins")
+    if running is None:
+        return fail(
+            "No meith runtime is running; one started now loads every installed plugin.",
+            EXIT_UNREACHABLE,
+        )
+    new, where = running
+    if not new:
+        sys.stdout.write(f"No new plugins: the runtime ({where}) has loaded every installed one.\n")
+    for p in new:
+        dist = f"{p['distribution']} {p['version']}" if p["distribution"] else "-"
+        status = p["status"] + (f": {p['reason']}" if p["reason"] else "")
+        tools = ", ".join(t["name"] for t in p["tools"]) or "no tools"
+        sys.stdout.write(f"{p['id']}  ({dist})  {status}  [{tools}]\n")
     return EXIT_OK
 
 

@@ -213,7 +213,8 @@ app.add_typer(plugins_app, name="plugins")
 
 @plugins_app.callback(invoke_without_command=True, epilog=_examples("meith plugins --json"))
 def plugins_list(ctx: typer.Context, json_output: JsonOpt = False) -> None:
-    """Every discovered plugin: id, distribution and version, status, tools, capabilities, approval."""
+    """Every plugin of the running runtime (else: installed here): id, distribution and version,
+    status, tools, capabilities, approval."""
     if ctx.invoked_subcommand is None:
         from meith_core._cli.admin import run_plugins_list
 
@@ -236,6 +237,15 @@ def plugins_approve(
     from meith_core._cli.admin import run_plugins_approve
 
     raise typer.Exit(run_plugins_approve(plugin_id, capabilities or []))
+
+
+@plugins_app.command("reload", epilog=_examples("meith plugins reload"))
+def plugins_reload() -> None:
+    """Have the running runtime load plugins installed since it started (it also notices them
+    by itself when tools or plugins are listed), and retry those that failed to load."""
+    from meith_core._cli.admin import run_plugins_reload
+
+    raise typer.Exit(run_plugins_reload())
 
 
 @plugins_app.command("revoke", epilog=_examples("meith plugins revoke browser"))

@@ -38,6 +38,7 @@ from meith_core._permissions.service import (
     PermissionService,
 )
 from meith_core._pipeline import CallPipeline
+from meith_core._plugins.installed import InstalledWatch
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
@@ -103,6 +104,11 @@ class Runtime:
         #: Per session: the connection that answers its approval requests itself.
         self._session_approvers: dict[str, Approver] = {}
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
+        #: Set at discovery: notices distributions installed afterwards (`load_new_plugins`).
+        self._installed: InstalledWatch | None = None
+        #: `meith_startup` of plugins loaded after start, still running.
+        self._late_startups: set[asyncio.Task[None]] = set()
+        self.pipeline.on_unknown_tool = self._load_for_unknown_tool
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -126,11 +132,70 @@ class Runtime:
                     version=__version__,
                 )
             if self._load_plugins:
+                self._installed = InstalledWatch()
                 self.plugins.discover(
                     self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
                 )
             self._collect_settings_sections()
         return list(self.plugins.records.values())
+
+    def load_new_plugins(self, *, force: bool = False) -> list[PluginRecord]:
+        """Load plugins installed since the runtime discovered its plugins; returns them.
+
+        Cheap when nothing was installed (a `stat` of each import directory), so it runs
+        whenever tools or plugins are listed and before a call is answered UNKNOWN_TOOL.
+        `force` looks even when no directory changed, and retries plugins that failed to load
+        (e.g. before a missing dependency was installed). A plugin upgraded or removed while
+        the runtime runs keeps its loaded code until a restart.
+        """
+        watch = self._installed
+        if watch is None or self._closed:
+            return []
+        if force:
+            watch.prepare()
+            for record in list(self.plugins.records.values()):
+                if record.status == "failed" and not record.tools:  # nothing of it registered
+                    del self.plugins.records[record.id]
+        elif not watch.changed():
+            return []
+        before = set(self.plugins.records)
+        self.plugins.discover(
+            self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+        )
+        new = [r for pid, r in self.plugins.records.items() if pid not in before]
+        if not new:
+            return []
+        self._collect_settings_sections()
+        for record in new:
+            _log.info(
+                "plugin installed while running",
+                plugin=record.id,
+                status=record.status,
+                reason=record.reason,
+                version=record.version,
+            )
+        self._start_late([r.id for r in new if r.status == "loaded"])
+        return new
+
+    async def _load_for_unknown_tool(self) -> None:
+        """A call names no known tool: perhaps a plugin installed since provides it."""
+        if self.load_new_plugins():
+            await self.wait_late_startups()
+
+    def _start_late(self, plugin_ids: list[str]) -> None:
+        """Run the `meith_startup` of plugins loaded into a runtime that already started."""
+        if not self._started or not plugin_ids:
+            return
+        loop = asyncio.get_running_loop()
+        for plugin_id in plugin_ids:
+            task = loop.create_task(self._run_hooks("meith_startup", only=plugin_id, runtime=self))
+            self._late_startups.add(task)
+            task.add_done_callback(self._late_startups.discard)
+
+    async def wait_late_startups(self) -> None:
+        """Until the `meith_startup` of every plugin loaded after start has returned."""
+        if self._late_startups:
+            await asyncio.gather(*self._late_startups, return_exceptions=True)
 
     async def start(self) -> Runtime:
         if self._started:
@@ -158,6 +223,7 @@ class Runtime:
         await self.pipeline.drain(0.3)
         for record in self.sessions:
             await self.close_session(record.session_id)
+        await self.wait_late_startups()
         if self._started:
             await self._run_hooks("meith_shutdown", runtime=self, budget_s=SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
@@ -318,6 +384,7 @@ class Runtime:
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""
+        self.load_new_plugins()
         allowed = self.permissions.provider_approved
         return [
             {**d, "approved": allowed(d["plugin"] or "", parse_capabilities(d["capabilities"]))}
@@ -327,17 +394,23 @@ class Runtime:
     def catalogue_version(self) -> tuple[object, ...]:
         """Changes whenever `tool_listing()` may: a registration or an edit of plugins.json.
 
-        Cheap (one stat): watchers poll it instead of the call path checking anything."""
+        Cheap (a few stats): watchers poll it instead of the call path checking anything. A
+        plugin installed since the last look is loaded first, so watchers hear of its tools."""
+        self.load_new_plugins()
         # The descriptor list itself, not its id: holding it means a new list never reuses
         # the id of the one compared against, and an unchanged one compares by identity.
         return (self.catalogue.describe(), file_signature(self.home.plugins_path))
 
     # -- hooks --------------------------------------------------------------------------
 
-    async def _run_hooks(self, hook: str, *, budget_s: float | None = None, **kwargs: Any) -> None:
+    async def _run_hooks(
+        self, hook: str, *, budget_s: float | None = None, only: str | None = None, **kwargs: Any
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = None if budget_s is None else loop.time() + budget_s
         for plugin_id, thunk in self.plugins.call_each(hook, **kwargs):
+            if only is not None and plugin_id != only:
+                continue
             try:
                 value = thunk()
                 if inspect.isawaitable(value):
