@@ -108,6 +108,7 @@ class Runtime:
         self._installed: InstalledWatch | None = None
         #: `meith_startup` of plugins loaded after start, still running.
         self._late_startups: set[asyncio.Task[None]] = set()
+        self._deferred_startups: list[str] = []
         self.pipeline.on_unknown_tool = self._load_for_unknown_tool
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -186,7 +187,11 @@ class Runtime:
         """Run the `meith_startup` of plugins loaded into a runtime that already started."""
         if not self._started or not plugin_ids:
             return
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # sync code outside the loop: started by wait_late_startups
+            self._deferred_startups.extend(plugin_ids)
+            return
         for plugin_id in plugin_ids:
             task = loop.create_task(self._run_hooks("meith_startup", only=plugin_id, runtime=self))
             self._late_startups.add(task)
@@ -194,6 +199,10 @@ class Runtime:
 
     async def wait_late_startups(self) -> None:
         """Until the `meith_startup` of every plugin loaded after start has returned."""
+        while self._deferred_startups:
+            await self._run_hooks(
+                "meith_startup", only=self._deferred_startups.pop(0), runtime=self
+            )
         if self._late_startups:
             await asyncio.gather(*self._late_startups, return_exceptions=True)
 
@@ -266,6 +275,8 @@ class Runtime:
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
         else:
             self.sessions.count_call(caller.session_id)
+        if self._late_startups or self._deferred_startups:
+            await self.wait_late_startups()
         return await self.pipeline.call(
             caller,
             name,
