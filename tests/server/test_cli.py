@@ -341,6 +341,13 @@ def test_a_changed_plugin_shows_its_approval_void(probe_server, probe_env) -> No
     site = Path(probe_env["PYTHONPATH"].split(os.pathsep)[0])
     metadata = site / "meith_probe_plugin-0.1.0.dist-info" / "METADATA"
     metadata.write_text(metadata.read_text().replace("Version: 0.1.0", "Version: 0.2.0"))
+    # The running runtime still runs the version it loaded, under its approval; it says
+    # what is installed now.
+    probe = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}["probe"]
+    assert probe["approval"]["valid"] is True
+    assert probe["installedVersion"] == "0.2.0"
+    assert "installed: 0.2.0 (restart the runtime" in srv.cli("plugins").stdout
+    srv.stop()  # what a runtime started now would load: the new version, its approval void
     probe = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}["probe"]
     assert probe["approval"]["valid"] is False
     assert "VOID" in srv.cli("plugins").stdout

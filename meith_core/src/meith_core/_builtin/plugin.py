@@ -6,6 +6,7 @@ go through the same pipeline as every other tool.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import time
 from typing import Any, Literal
@@ -147,7 +148,14 @@ class CorePlugin:
         rt = self._rt()
         rt.load_new_plugins()
         await rt.wait_late_startups()
-        return describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+        listing = describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+        for entry in listing:
+            # Upgraded on disk since it was loaded: this runtime runs the old code until it
+            # restarts (and the approval, pinned to the version, is then void).
+            installed = _installed_version(entry["distribution"])
+            if installed is not None and installed != entry["version"]:
+                entry["installedVersion"] = installed
+        return listing
 
     async def reload_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
         """Load plugins installed since the runtime started, and retry those that failed to
@@ -187,3 +195,12 @@ class CorePlugin:
             )
 
         return {"entries": self._rt().audit.tail(args.limit, keep)}
+
+
+def _installed_version(distribution: str | None) -> str | None:
+    if not distribution:
+        return None
+    try:
+        return importlib.metadata.version(distribution)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None

@@ -176,6 +176,11 @@ def run_plugins_list(as_json: bool) -> int:
         dist = f"{p['distribution']} {p['version']}" if p["distribution"] else "-"
         status = p["status"] + (f": {p['reason']}" if p["reason"] else "")
         sys.stdout.write(f"{p['id']}  ({dist})  {status}\n")
+        if p.get("installedVersion"):
+            sys.stdout.write(
+                f"    installed: {p['installedVersion']} (restart the runtime to load it; it "
+                "must then be approved again)\n"
+            )
         if p["tools"]:
             sys.stdout.write(f"    tools:     {', '.join(t['name'] for t in p['tools'])}\n")
             sys.stdout.write(f"    requests:  {', '.join(p['requestedCapabilities'])}\n")
@@ -219,8 +224,6 @@ def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
     approval = runtime.permissions.approvals.get(plugin_id)
     caps = ", ".join(c.value for c in approval.capabilities) if approval else ""
     sys.stdout.write(f"Approved {plugin_id} {record.version or ''} for: {caps or 'nothing'}\n")
-    # A plugin installed while the runtime runs is loaded now rather than at the next listing.
-    _ask_runtime("reload_plugins")
     return EXIT_OK
 
 
