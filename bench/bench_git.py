@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _serve import ServeProcess  # bench/ is the script's directory: sys.path[0]
+from _launch import MeithServer, serve  # bench/ is the script's directory: sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "git.json"
@@ -83,13 +83,9 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-class Server(ServeProcess):
+def start_server(work: Path, user_home: Path) -> MeithServer:
     """`meith serve` with only the git plugin, git's user config isolated in `user_home`."""
-
-    def __init__(self, work: Path, user_home: Path) -> None:
-        super().__init__(
-            work, plugins="git", env={"HOME": str(user_home)}, drop_env=("GIT_", "MEITH_")
-        )
+    return serve(work, plugins="git", env={"HOME": str(user_home)}, drop_env=("GIT_",))
 
 
 def main() -> None:
@@ -112,7 +108,7 @@ def main() -> None:
             f"generated {opts.files} files, {opts.modified} modified in {time.perf_counter() - t0:.1f}s"
         )
         env = git_env(work / "home")
-        server = Server(work, work / "home")
+        server = start_server(work, work / "home")
         client = Client(server.socket, cwd=str(repo))
         try:
             figures = asyncio.run(measure(repo, env, client, opts))
