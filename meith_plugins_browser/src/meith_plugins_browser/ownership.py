@@ -1,4 +1,4 @@
-"""Who may control a tab: the original's claim rules.
+"""Who may control a tab: the claim rules.
 
 - The owner identity is the caller's trusted session id (server-assigned for socket peers),
   else its caller kind. Nothing a caller sends in arguments takes part.
