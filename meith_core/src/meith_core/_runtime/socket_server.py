@@ -10,7 +10,6 @@ growing the runtime's memory). Calls themselves run as tasks through `CallPipeli
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from typing import Any, Final
@@ -36,6 +35,7 @@ from meith_core._protocol.messages import (
 from meith_core._results import ToolResult, error_result
 from meith_core._runtime.host import Runtime
 from meith_core._runtime.socketbind import BoundSocket
+from meith_core._tasks import TaskSet
 
 _log = structlog.get_logger("meith.server")
 
@@ -81,7 +81,6 @@ class Connection(asyncio.Protocol):
         self.peer_pid = 0
         self.closed = False
         self.in_flight: dict[str, CancelToken] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
         self.partial_since: float | None = None
         #: Set while the transport's write buffer is below the high-water mark.
         self.writable = asyncio.Event()
@@ -242,16 +241,7 @@ class Connection(asyncio.Protocol):
             return
         token = CancelToken()
         self.in_flight[rid] = token
-        task = asyncio.get_running_loop().create_task(self._run_call(call, caller, token))
-        self.tasks.add(task)
-        self.server.call_tasks.add(task)
-        task.add_done_callback(self._call_done)
-
-    def _call_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        self.server.call_tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("call task failed", error=repr(task.exception()))
+        self.server.call_tasks.spawn(self._run_call(call, caller, token))
 
     async def _run_call(self, call: ToolCall, caller: CallerInfo, token: CancelToken) -> None:
         rid = call.requestId
@@ -361,10 +351,10 @@ class SocketServer:
         self.max_outbound_bytes = max_outbound_bytes
         self.partial_frame_timeout_s = partial_frame_timeout_s
         self.connections: set[Connection] = set()
-        self.call_tasks: set[asyncio.Task[None]] = set()
+        self.call_tasks = TaskSet("calls")
         self._server: asyncio.AbstractServer | None = None
         self._watchdog: asyncio.Task[None] | None = None
-        self._session_tasks: set[asyncio.Task[None]] = set()
+        self._session_tasks = TaskSet("session clean-up")
         self._tools_frame: tuple[int, bytes] | None = None
         self.started_at = time.time()
 
@@ -391,9 +381,7 @@ class SocketServer:
         return self._tools_frame[1]
 
     def session_ended(self, session_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self.runtime.close_session(session_id))
-        self._session_tasks.add(task)
-        task.add_done_callback(self._session_tasks.discard)
+        self._session_tasks.spawn(self.runtime.close_session(session_id))
 
     async def _watch_partial_frames(self) -> None:
         interval = min(1.0, self.partial_frame_timeout_s / 4)
@@ -429,11 +417,8 @@ class SocketServer:
         if self._server is not None:
             self._server.close()
         self.runtime.pipeline.cancel_all("runtime shutting down")
-        pending = [t for t in self.call_tasks if not t.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=answer_timeout_s)
-        for task in self.call_tasks:
-            task.cancel()
+        await self.call_tasks.wait(answer_timeout_s)
+        self.call_tasks.cancel()
         for conn in list(self.connections):
             conn.close()
         if self._watchdog is not None:
@@ -448,6 +433,4 @@ class SocketServer:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.abort()
-        if self._session_tasks:
-            with contextlib.suppress(Exception):
-                await asyncio.wait(list(self._session_tasks), timeout=0.2)
+        await self._session_tasks.wait(0.2)
