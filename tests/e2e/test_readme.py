@@ -6,9 +6,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.readme import README, readme_block
 
 
+@pytest.mark.slow
 def test_the_in_process_example_runs_and_audits_its_calls() -> None:
     example = readme_block("runtime.register(greet)", "python").text
     proc = subprocess.run(
@@ -37,6 +40,7 @@ def test_the_ci_script_runs_the_readme_test_command() -> None:
     assert test_command in ci
 
 
+@pytest.mark.slow
 def test_the_plugin_authoring_example_loads_and_confines_writes(tmp_path) -> None:
     source = readme_block("class Plugin:", "python").text
     driver = f"""

@@ -66,16 +66,11 @@ class CallPipeline:
         self.settings = settings
         self.executor = executor or Executor()
         self._shutting_down = False
-        self.calls_total = 0
         #: Asked before a call is answered UNKNOWN_TOOL: the host loads plugins installed
         #: since it started, which may provide the tool.
         self.on_unknown_tool: Callable[[], Awaitable[object]] | None = None
 
     # -- shutdown -----------------------------------------------------------------------
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
 
     def begin_shutdown(self) -> None:
         """Every later call answers RUNTIME_SHUTTING_DOWN (checked before anything else)."""
@@ -115,7 +110,6 @@ class CallPipeline:
             cancel=cancel,
             emit=emit,
         )
-        self.calls_total += 1
         try:
             result = await self._steps(call)
         except asyncio.CancelledError:
