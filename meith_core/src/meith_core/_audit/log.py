@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from meith_core._caller import CallerInfo
     from meith_core._tooldef import ToolDefinition
 
+#: How often a writer looks the path up again although its file looks unchanged (another
+#: program renaming the file is noticed within this time).
+PATH_CHECK_S: Final = 1.0
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
 
@@ -74,6 +78,7 @@ class AuditLog:
         self._head: str | None = None
         self._segment_bytes = 0
         self._pruned_at_open = False
+        self._checked = 0.0
         self.records_written = 0
         self.records_coalesced = 0
         self.last_error: str | None = None
@@ -212,6 +217,7 @@ class AuditLog:
             ino = os.stat(self.path, follow_symlinks=False).st_ino
         except FileNotFoundError:
             ino = -2
+        self._checked = time.monotonic()
         if self._fd >= 0 and ino == self._ino:
             return False
         self._close_locked()
@@ -228,6 +234,18 @@ class AuditLog:
 
     def _sync_locked(self) -> None:
         """Make the cached chain head and file end true to the file (under the flock)."""
+        if self._fd >= 0 and self._pruned_at_open:
+            # The common case costs one fstat: nobody appended (same size), nobody sealed the
+            # segment (a rotation makes it read-only first) or removed it, and the path was
+            # looked up recently.
+            st = os.fstat(self._fd)
+            if (
+                st.st_size == self._size
+                and st.st_mode & stat.S_IWUSR
+                and st.st_nlink > 0
+                and time.monotonic() - self._checked < PATH_CHECK_S
+            ):
+                return
         reopened = self._reopen_if_moved_locked()
         if not self._pruned_at_open:
             self._pruned_at_open = True
@@ -278,6 +296,8 @@ class AuditLog:
         return _hash_of(line) if line is not None else None
 
     def _rotate_locked(self) -> None:
+        # Sealed segments are read-only; that is also how other writers notice the rotation.
+        os.fchmod(self._fd, 0o400)
         segments.rotate(self.path)
         self._close_locked()
         self._apply_retention_locked(rotate=True)

@@ -72,12 +72,24 @@ _QUERY_SECRET_NAME: Final = _SECRET_NAME[:-1] + r"|key|sig|signature|session|sid
 _FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*$", re.IGNORECASE)
 _USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
 
+# Trigger literals of the rules below (lower case).
+_T_PEM: Final = ("private key",)
+_T_HEADER: Final = ("authorization", "cookie", "api-key", "auth-token", "private-token")
+_T_SCHEME: Final = ("bearer", "basic", "token")
+_T_NAMES: Final = ("pass", "pwd", "token", "secret", "key", "auth", "credential", "cookie")
+_T_USER: Final = ("-u",)
+_T_ENV_NAMES: Final = (*_T_NAMES, "session")
+_T_QUERY: Final = (*_T_ENV_NAMES, "sig", "sid", "code")
+_T_QUOTED_KEY: Final = ('":', '" :', "':", "' :", '"=', "'=")
+_T_QUOTED_LIST: Final = ('",', '" ,', "',", "' ,")
+
 # Secrets recognised inside any string (arguments, results, error messages); each is replaced
 # where it stands so the rest of the string (a command line, a URL) stays readable.
 _SECRET_PATTERNS: Final[
-    tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
+    tuple[tuple[tuple[str, ...], re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
 ] = (
     (
+        _T_PEM,
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
             re.DOTALL,
@@ -87,6 +99,7 @@ _SECRET_PATTERNS: Final[
     # Headers: `Authorization: Basic ...`, `Cookie: a=b`, `X-Api-Key: ...` (to the line end;
     # the scheme word stays readable).
     (
+        _T_HEADER,
         re.compile(
             r"((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
             r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?"
@@ -96,11 +109,13 @@ _SECRET_PATTERNS: Final[
         lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}",
     ),
     (
+        _T_SCHEME,
         re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
         r"\1 [REDACTED]",
     ),
     # Options: `--password X`, `--password=X`, `--api-key=X`, `--db-pass 'a b'`.
     (
+        _T_NAMES,
         re.compile(
             rf"(?<![\w-])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*)(=|[ \t]+)"
             r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)",
@@ -110,12 +125,14 @@ _SECRET_PATTERNS: Final[
     ),
     # `-u user:pass`, `-uuser:pass`, `--user=user:pass` (curl and friends).
     (
+        _T_USER,
         re.compile(r"(?<![\w-])(-u[ \t]*|--(?:proxy-)?user[= \t]+)([\"']?[^\s:\"'@/]*):[^\s\"']+"),
         r"\1\2:[REDACTED]",
     ),
     # Assignments of secret-named variables: `export DB_PASSWORD=x`, `GITHUB_TOKEN=x cmd`,
     # `password=x` in a connection string.
     (
+        _T_ENV_NAMES,
         re.compile(
             r"\b([A-Z_][A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)"
             r"[A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)"
@@ -123,6 +140,7 @@ _SECRET_PATTERNS: Final[
         r"\1=[REDACTED]",
     ),
     (
+        _T_NAMES,
         re.compile(
             rf"(?<![\w.-])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)",
             re.IGNORECASE,
@@ -132,6 +150,7 @@ _SECRET_PATTERNS: Final[
     # Quoted keys inside text (a JSON body or a repr in an error message): the value of a
     # secret or large-text key, a string or a list of strings.
     (
+        _T_QUOTED_KEY,
         re.compile(
             rf"([\"'])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
             r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
@@ -145,6 +164,7 @@ _SECRET_PATTERNS: Final[
     ),
     # A quoted argument vector inside text: `'--password', 'X'`, `"-u", "bob:X"`.
     (
+        _T_QUOTED_LIST,
         re.compile(
             rf"([\"'])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*|-u|--user)\1(\s*,\s*)"
             r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')",
@@ -154,28 +174,51 @@ _SECRET_PATTERNS: Final[
     ),
     # URL query parameters with credential-like names.
     (
+        _T_QUERY,
         re.compile(
             rf"([?&;][A-Za-z0-9_.-]*{_QUERY_SECRET_NAME}[A-Za-z0-9_.-]*=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
         r"\1[REDACTED]",
     ),
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), REDACTED),
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
+    (
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
+        REDACTED,
+    ),
+    (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        REDACTED,
+    ),
+    (("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (("sk-",), re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
+    (
+        ("eyj",),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        REDACTED,
+    ),
     # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
-    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
+    (
+        ("://",),
+        re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE),
+        r"\1:[REDACTED]@",
+    ),
 )
-# A quick gate so ordinary strings skip the pattern list entirely.
-_MAYBE_SECRET: Final = re.compile(
-    r"PRIVATE KEY|bearer|basic|token|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_"
-    r"|glpat-|xox|sk-|eyJ|://|pass|pwd|auth|secret|key|credential|cookie|session|sig|code|-u|--user"
-    r"|[\"']\s*[:=]",
-    re.IGNORECASE,
-)
+# Which rules may apply is decided in one scan of the lower-cased text for the literals the
+# rules need (each rule lists the literals at least one of which it cannot match without);
+# ordinary strings match none and skip the table. Literals are tried longest first, and the
+# rules of a literal include those of every literal it starts with.
+_LITERALS: Final = sorted({t for rule in _SECRET_PATTERNS for t in rule[0]}, key=len, reverse=True)
+_ANY_LITERAL: Final = re.compile("|".join(re.escape(t) for t in _LITERALS))
+_GATE: Final = re.compile("(?=(" + "|".join(re.escape(t) for t in _LITERALS) + "))")
+_RULES_OF: Final = {
+    lit: tuple(
+        i for i, rule in enumerate(_SECRET_PATTERNS) if any(lit.startswith(t) for t in rule[0])
+    )
+    for lit in _LITERALS
+}
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
 #: Bounds the work on one summary: a value shared many times (a DAG, or a cycle) would
 #: otherwise be expanded up to MAX_OBJECT_KEYS ** MAX_DEPTH times. Far more than 2000
@@ -288,8 +331,11 @@ def redact_string(text: str, key: str = "") -> str:
     if len(text) > 64 * 1024:
         # Never run patterns over megabytes; nothing this long is shown whole anyway.
         return f"[REDACTED_TEXT {len(text)} chars]"
-    if _MAYBE_SECRET.search(text):
-        for pattern, replacement in _SECRET_PATTERNS:
+    low = text.lower()
+    if _ANY_LITERAL.search(low):  # one fast scan; most strings stop here
+        rules = {i for m in _GATE.finditer(low) for i in _RULES_OF[m.group(1)]}
+        for i in sorted(rules):
+            _, pattern, replacement = _SECRET_PATTERNS[i]
             text = pattern.sub(replacement, text)
     if len(text) >= 32:
         # Whole string or embedded (a command line, a header value): each long run of token
