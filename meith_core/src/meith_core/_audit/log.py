@@ -33,8 +33,7 @@ from meith_core._audit.segments import Limits
 from meith_core._ids import new_id
 
 if TYPE_CHECKING:
-    from meith_core._caller import CallerInfo
-    from meith_core._tooldef import ToolDefinition
+    from meith_core._callrecord import CallRecord
 
 #: How often a writer looks the path up again although its file looks unchanged (another
 #: program renaming the file is noticed within this time).
@@ -97,39 +96,37 @@ class AuditLog:
             records.append(entry)
             return self._append_locked(records)
 
-    def intent(
-        self,
-        caller: CallerInfo,
-        request_id: str,
-        tool: ToolDefinition,
-        plugin: str,
-        reason: str,
-        cwd: str,
-        arguments: Any,
-    ) -> bool:
-        """Record that a privileged call is about to run. Its outcome record follows with the
-        same requestId; a trail with the intent alone shows the call as interrupted."""
+    def intent(self, call: CallRecord) -> bool:
+        """Record that an authorised privileged call is about to run. Its outcome record follows
+        with the same requestId; a trail with the intent alone shows the call as interrupted."""
+        caller, tool = call.caller, call.tool
+        assert tool is not None
+        assert call.decision is not None
+        defn = tool.definition
         record: dict[str, Any] = {
             "id": new_id("audit"),
             "ts": now_ms(),
             "kind": "intent",
-            "requestId": request_id,
+            "requestId": call.request_id,
             "caller": caller.caller.value,
             "sessionId": caller.session_id,
-            "toolName": tool.name,
-            "plugin": plugin,
-            "capabilities": [c.value for c in tool.capabilities],
+            "toolName": defn.name,
+            "plugin": tool.plugin_id,
+            "capabilities": [c.value for c in defn.capabilities],
             "decision": "allow",
-            "reason": reason,
+            "reason": call.decision.reason,
             "outcome": "started",
-            "cwd": cwd,
-            "argsSummary": summarize(arguments, sensitive_fields_of(tool)),
+            "cwd": call.cwd,
+            "argsSummary": summarize(call.arguments, sensitive_fields_of(defn)),
             "pid": os.getpid(),
         }
-        if caller.claimed_caller is not None:
-            record["claimedCaller"] = caller.claimed_caller
-        if caller.plugin_id is not None:
-            record["pluginId"] = caller.plugin_id
+        for key, value in (
+            ("claimedCaller", caller.claimed_caller),
+            ("label", caller.label),
+            ("pluginId", caller.plugin_id),
+        ):
+            if value is not None:
+                record[key] = value
         with self._lock:
             return self._append_locked([record])
 
