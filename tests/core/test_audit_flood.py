@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from meith_core import ErrorCode, ToolContext
-from meith_core._audit.coalesce import Coalescer
+from meith_core._audit.coalesce import IN_FULL, Coalescer
 from meith_core._audit.log import AuditLog
 from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
@@ -33,16 +33,16 @@ async def test_a_flood_of_unknown_tool_calls_keeps_every_earlier_record(runtime:
     evidence = [r for r in records if r.get("requestId") == "req_evidence"]
     assert [r.get("kind", "outcome") for r in evidence] == ["intent", "outcome"]
     flood = [r for r in records if r.get("sessionId") == attacker.session_id]
-    # The first call in full, then one record counting the rest.
-    assert len(flood) == 2
-    first, summary = flood
-    assert first["outcome"] == "UNKNOWN_TOOL"
-    assert first["toolName"] == "no_such_tool_0"
+    # The first calls in full, then one record counting the rest.
+    assert len(flood) == IN_FULL + 1
+    *first, summary = flood
+    assert [r["outcome"] for r in first] == ["UNKNOWN_TOOL"] * IN_FULL
+    assert [r["toolName"] for r in first] == [f"no_such_tool_{i}" for i in range(IN_FULL)]
     assert summary["kind"] == "coalesced"
-    assert summary["count"] == FLOOD - 1
+    assert summary["count"] == FLOOD - IN_FULL
     assert summary["toolName"] == "*unknown*"
-    assert summary["toolNames"][:2] == ["no_such_tool_1", "no_such_tool_2"]
-    assert "40999 more similar calls refused" in summary["reason"]
+    assert summary["toolNames"][:2] == [f"no_such_tool_{IN_FULL}", f"no_such_tool_{IN_FULL + 1}"]
+    assert f"{FLOOD - IN_FULL} more similar calls refused" in summary["reason"]
 
 
 @pytest.mark.anyio
@@ -68,9 +68,9 @@ async def test_denied_privileged_calls_are_coalesced_per_session_and_tool(
     for session in (a, b):
         mine = [r for r in records if r["sessionId"] == session.session_id]
         writes = [r for r in mine if r["toolName"] == "write"]
-        assert [r.get("kind") for r in writes] == [None, "coalesced"]
-        assert writes[1]["count"] == 4
-        assert writes[1]["decision"] == "deny"
+        assert [r.get("kind") for r in writes] == [None] * IN_FULL + ["coalesced"]
+        assert writes[-1]["count"] == 5 - IN_FULL
+        assert writes[-1]["decision"] == "deny"
     # Another tool is another kind: written in full.
     [other_record] = [r for r in records if r["toolName"] == "other"]
     assert other_record["decision"] == "deny"
@@ -110,10 +110,9 @@ async def test_read_only_failures_and_validation_errors_are_coalesced_too(
     records = [r for r in runtime.audit.read() if r["sessionId"] == session.session_id]
     kinds = [(r["outcome"], r.get("kind"), r.get("count")) for r in records]
     assert kinds == [
-        ("TOOL_FAILED", None, None),
-        ("VALIDATION_ERROR", None, None),
-        ("TOOL_FAILED", "coalesced", 9),
-        ("VALIDATION_ERROR", "coalesced", 9),
+        *[("TOOL_FAILED", None, None), ("VALIDATION_ERROR", None, None)] * IN_FULL,
+        ("TOOL_FAILED", "coalesced", 10 - IN_FULL),
+        ("VALIDATION_ERROR", "coalesced", 10 - IN_FULL),
     ]
 
 
@@ -134,16 +133,18 @@ def _failure(session: str, request: str, ts: int = 1) -> dict[str, Any]:
 def test_a_window_closes_with_the_next_record_after_it(tmp_path: Any) -> None:
     now = [0.0]
     log = AuditLog(tmp_path / "audit.jsonl", coalesce_window_s=10, clock=lambda: now[0])
-    for i in range(5):
+    for i in range(6):
         assert log.write(_failure("s1", f"r{i}", ts=i))
-    assert [r["requestId"] for r in log.read()] == ["r0"]  # four counted, not yet written
+    # Three in full; three counted, not yet written.
+    assert [r["requestId"] for r in log.read()] == ["r0", "r1", "r2"]
     now[0] = 11.0
     log.write({"id": "ok", "outcome": "ok"})  # any later record closes the window first
     records = list(log.read())
-    assert [r.get("kind") for r in records] == [None, "coalesced", None]
-    assert records[1]["count"] == 4
-    assert (records[1]["firstTs"], records[1]["lastTs"]) == (1, 4)
-    assert records[1]["requestIds"] == ["r1", "r2", "r3", "r4"]
+    assert [r.get("kind") for r in records] == [None, None, None, "coalesced", None]
+    summary = records[3]
+    assert summary["count"] == 3
+    assert (summary["firstTs"], summary["lastTs"]) == (3, 5)
+    assert summary["requestIds"] == ["r3", "r4", "r5"]
     # A new flood after the window starts over with a full record.
     log.write(_failure("s1", "r9"))
     assert [r.get("requestId") for r in log.read()][-1] == "r9"
@@ -155,7 +156,8 @@ def test_open_windows_are_bounded_and_an_evicted_one_is_still_counted() -> None:
 
     c = Coalescer()
     for s in range(coalesce.MAX_WINDOWS):
-        assert not c.absorb(_failure(f"s{s}", "first"), 0.0)
+        for _ in range(IN_FULL):
+            assert not c.absorb(_failure(f"s{s}", "in full"), 0.0)
         assert c.absorb(_failure(f"s{s}", "again"), 0.0)
     assert not c.absorb(_failure("one more", "first"), 0.0)  # evicts the oldest window
     [evicted] = c.due(0.0)
