@@ -19,6 +19,8 @@ from meith_core._audit.chain import check_line, seal
 from meith_core._audit.log import AuditLog
 from meith_core._audit.segments import Limits
 from meith_core._audit.verify import verify
+from meith_core._home import MeithHome
+from meith_core._runtime.host import Runtime
 from meith_core._settings import SettingsError, SettingsStore
 from tests.harness import MEITH, base_env
 
@@ -325,3 +327,37 @@ def test_writers_in_several_processes_extend_one_chain(tmp_path: Path) -> None:
     records = list(AuditLog(path).read())
     for name in ("a", "b", "c"):
         assert [r["seq"] for r in records if r.get("writer") == name] == list(range(700))
+
+
+# -- through a runtime ----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_runtime_applies_the_retention_settings(meith_home: MeithHome) -> None:
+    meith_home.settings_path.write_text(json.dumps({"audit": {"maxBytes": 1024 * 1024}}))
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        for i in range(2500):  # about 1.5 MB of records against a 1 MiB budget
+            assert (await rt.call("app_health", request_id=f"req_{i}")).ok
+    files = segments.all_files(meith_home.audit_path)
+    assert sum(p.stat().st_size for p in files if p.exists()) <= 1024 * 1024 + 64 * 1024
+    records = list(AuditLog(meith_home.audit_path).read())
+    assert records[-1]["requestId"] == "req_2499"
+    assert any(r.get("kind") == "retention" for r in records)
+    assert verify(meith_home.audit_path).ok
+
+
+@pytest.mark.anyio
+async def test_a_runtime_starting_on_a_torn_trail_records_it(meith_home: MeithHome) -> None:
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        await rt.call("app_health", request_id="req_before")
+    with open(meith_home.audit_path, "ab") as fh:
+        fh.write(b'{"id":"audit_x","requestId":"req_torn","cal')
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        await rt.call("app_health", request_id="req_after")
+    records = list(AuditLog(meith_home.audit_path).read())
+    assert [r.get("kind") or r["requestId"] for r in records] == [
+        "req_before",
+        "torn-tail",
+        "req_after",
+    ]
+    assert verify(meith_home.audit_path).ok
