@@ -130,12 +130,6 @@ class AuditLog:
         with self._lock:
             return self._append_locked([record])
 
-    def flush(self) -> bool:
-        """Write the records of coalescing windows that have closed."""
-        with self._lock:
-            records = self._coalescer.due(self._clock())
-            return self._append_locked(records) if records else True
-
     def preflight(self) -> str | None:
         """None when a record can be written now, else why not (checked before privileged calls)."""
         with self._lock:
