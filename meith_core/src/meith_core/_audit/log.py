@@ -5,9 +5,9 @@ the trail). `segments` says which files make up the trail and what retention kee
 a record is sealed, `coalesce` which failures are counted rather than written one by one.
 
 Several runtimes may share a home, so each append happens under an exclusive `flock` on
-`audit.lock`. Under that lock a writer compares the file with what it last wrote (one `stat`);
-when another runtime appended or rotated since, it re-reads the chain head from the end of the
-file, so every runtime extends the same chain. A file whose last record was cut short (a crash
+`audit.lock`. Under that lock a writer compares the file with what it last wrote (one `fstat`
+in the common case); when another runtime appended or rotated since, it re-reads the chain head
+from the end of the file (a seek, not a scan), so every runtime extends the same chain. A file whose last record was cut short (a crash
 mid-write) is repaired by the next writer: it ends the fragment with a newline and writes a
 `torn-tail` record that links to the last whole record.
 """
@@ -60,7 +60,7 @@ class AuditLog:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
-        self.lock_path = path.with_name(path.name.removesuffix(".jsonl") + ".lock")
+        self.lock_path = segments.lock_path(path)
         if limits is None or isinstance(limits, Limits):
             fixed = limits or Limits()
             self._limits: Callable[[], Limits] = lambda: fixed
