@@ -212,6 +212,10 @@ def test_segments_roll_over_and_keep_one_chain(tmp_path: Path) -> None:
     assert len(sealed) >= 3
     assert all(s.path.name == f"audit.{s.number:06d}.jsonl" for s in sealed)
     assert seqs(AuditLog(path)) == list(range(300))  # nothing pruned under a large budget
+    reader = AuditLog(path)
+    assert [r["seq"] for r in reader.tail(5)] == list(range(295, 300))
+    # A sparse filter reaches back into older segments.
+    assert [r["seq"] for r in reader.tail(4, lambda r: r["seq"] % 90 == 0)] == [0, 90, 180, 270]
     report = verify(path)
     assert report.ok, report.problems
     assert report.files[-1] == "audit.jsonl"

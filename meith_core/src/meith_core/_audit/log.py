@@ -331,30 +331,22 @@ class AuditLog:
     def read(self) -> Iterator[dict[str, Any]]:
         """Every parseable record, oldest first, across the segments."""
         for path in segments.all_files(self.path):
-            try:
-                fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
-            except OSError:
-                continue
-            with fh:
-                for raw in fh:
-                    try:
-                        record = json.loads(raw)
-                    except ValueError:
-                        continue  # a foreign or torn line: skip, never fail the reader
-                    if isinstance(record, dict):
-                        yield record
+            yield from _records_of(path)
 
     def tail(
         self, limit: int = 200, predicate: Callable[[dict[str, Any]], bool] | None = None
     ) -> list[dict[str, Any]]:
-        """The newest `limit` records matching `predicate`, oldest first."""
-        out: list[dict[str, Any]] = []
-        for record in self.read():
-            if predicate is None or predicate(record):
-                out.append(record)
-                if len(out) > limit * 2:
-                    del out[: len(out) - limit]
-        return out[-limit:] if limit > 0 else []
+        """The newest `limit` records matching `predicate`, oldest first. Reads segments newest
+        first and stops when it has enough (the trail may hold hundreds of megabytes)."""
+        if limit <= 0:
+            return []
+        found: list[dict[str, Any]] = []
+        for path in reversed(segments.all_files(self.path)):
+            matching = [r for r in _records_of(path) if predicate is None or predicate(r)]
+            found = matching[-(limit - len(found)) :] + found
+            if len(found) >= limit:
+                break
+        return found
 
     def status(self) -> dict[str, Any]:
         return {
@@ -364,6 +356,21 @@ class AuditLog:
             "recordsWritten": self.records_written,
             "recordsCoalesced": self.records_coalesced,
         }
+
+
+def _records_of(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
+    except OSError:
+        return
+    with fh:
+        for raw in fh:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a foreign or torn line: skip, never fail the reader
+            if isinstance(record, dict):
+                yield record
 
 
 def _hash_of(line: bytes) -> str | None:
