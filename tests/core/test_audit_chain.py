@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from meith_core import ErrorCode
 from meith_core._audit import segments
 from meith_core._audit.chain import check_line, seal
 from meith_core._audit.log import AuditLog
@@ -365,3 +366,21 @@ async def test_a_runtime_starting_on_a_torn_trail_records_it(meith_home: MeithHo
         "req_after",
     ]
     assert verify(meith_home.audit_path).ok
+
+
+@pytest.mark.anyio
+async def test_a_granted_agent_cannot_shorten_the_retention_to_flush_the_trail(
+    runtime: Runtime,
+) -> None:
+    agent = runtime.open_session("agent")
+    runtime.grant(agent, ["writes-files"])
+    for patch in ({"retentionDays": 1}, {"maxBytes": 1024 * 1024}):
+        result = await runtime.call(
+            "set_app_settings", {"settings": {"audit": patch}}, caller=agent
+        )
+        assert result.error.code is ErrorCode.PERMISSION_DENIED, result
+        assert "meith settings set" in result.error.message
+    assert "audit" not in runtime.settings.load()
+    # The local user changes it (what `meith settings set audit.retentionDays 7` does).
+    runtime.settings.merge({"audit": {"retentionDays": 7}})
+    assert Limits.from_settings(runtime.settings.snapshot()["audit"]).retention_s == 7 * 86_400

@@ -27,6 +27,8 @@ def audit_entry(
     args_summary, result_summary = summarize_call(call.arguments, result.to_wire(), sensitive)
     caller = call.caller
     name = call.name
+    sensitive = sensitive_fields_of(tool.definition) if tool else frozenset[str]()
+    args_summary, result_summary = summarize_call(call.arguments, result.to_wire(), sensitive)
     entry: dict[str, Any] = {
         "id": entry_id,
         "ts": ts,

@@ -34,6 +34,7 @@ from meith_core._errors import ErrorCode, ToolError
 from meith_core._executor import Executor, Outcome
 from meith_core._home import MeithHome
 from meith_core._ids import new_id
+from meith_core._permissions.grants import acting_directory
 from meith_core._permissions.service import Decision, PermissionService
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._results import ToolResult, error_result
@@ -145,7 +146,7 @@ class CallPipeline:
         args = _validate(call, call.tool)
         if isinstance(args, ToolResult):
             return args
-        call.decision = await self._authorise(call, call.tool)
+        call.decision = await self._authorise(call, call.tool, args)
         if not call.decision.allowed:
             return error_result(
                 ErrorCode.PERMISSION_DENIED,
@@ -163,7 +164,7 @@ class CallPipeline:
             )
         return await self._run(call, call.tool, args)
 
-    async def _authorise(self, call: CallRecord, tool: RegisteredTool) -> Decision:
+    async def _authorise(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> Decision:
         defn = tool.definition
         # A privileged call never runs unaudited. Checked before authorising, so a refused
         # call neither uses up a one-use grant nor asks anyone at a prompt.
@@ -177,7 +178,8 @@ class CallPipeline:
             defn.capabilities,
             tool.plugin_id,
             request_id=call.request_id,
-            cwd=call.cwd,
+            # A directory grant is matched against the directory the call acts on.
+            cwd=acting_directory(call.cwd, args),
             arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
             cancel=call.cancel,
         )
@@ -216,6 +218,7 @@ class CallPipeline:
                 plugin=tool.plugin_id,
             ),
             grant_scope=call.decision.grant_scope,
+            grant_check=self.permissions.grant_check(caller, defn.name),
         )
         reset = _depth.set(depth + 1)
         try:

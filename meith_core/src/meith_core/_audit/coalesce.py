@@ -1,12 +1,13 @@
 """Coalescing floods of refused and failed calls, so that nobody can push evidence out of the
 trail by failing fast.
 
-The first refused or failed calls of a kind — same caller, session, tool and outcome — are
-written in full (the first opens a window; a few more keep a trail of ordinary use readable);
-further calls of that kind within the window are only counted, and one `coalesced` record says
-how many there were when the window closes (at the next record written after it, or when the
-trail is closed). Calls of tools that do not exist are one kind
-whatever name was tried, or a flood of invented names would never repeat. A privileged call that
+The first refused or failed call of a kind — same caller, session, tool and outcome — is written
+in full and opens a window; the next few of that kind within the window (`BURST` in all) are
+written in full too, so ordinary mistakes and retries stay exact evidence; beyond that, calls of
+the kind are only counted, and one `coalesced` record says how many there were when the window
+closes (at the next record written after it, or when the trail is closed). Calls of tools that
+do not exist are one kind whatever name was tried, or a flood of invented names would never
+repeat. A privileged call that
 was allowed is never coalesced: it ran, and each one is evidence of its own.
 """
 
@@ -19,8 +20,8 @@ from meith_core._capabilities import PRIVILEGED
 from meith_core._ids import new_id
 
 WINDOW_S: Final = 10.0
-#: Calls of one kind written in full in each window before the rest are counted.
-IN_FULL: Final = 3
+#: Calls of one kind written in full per window before the rest are only counted.
+BURST: Final = 20
 #: Open windows kept at once; the oldest is closed (its record written) beyond that.
 MAX_WINDOWS: Final = 1024
 SAMPLE: Final = 5
@@ -52,8 +53,9 @@ def coalescible(entry: dict[str, Any]) -> bool:
 
 
 class Coalescer:
-    def __init__(self, window_s: float = WINDOW_S) -> None:
+    def __init__(self, window_s: float = WINDOW_S, burst: int = BURST) -> None:
         self.window_s = window_s
+        self.burst = max(1, burst)
         self._open: dict[_Key, _Window] = {}
         self._next_end = float("inf")
         self._ready: list[dict[str, Any]] = []
@@ -74,7 +76,7 @@ class Coalescer:
             self._open[key] = _Window(ends=now + self.window_s, first=entry)
             self._next_end = min(self._next_end, now + self.window_s)
             return False
-        if win.written < IN_FULL:
+        if win.written < self.burst:
             win.written += 1
             return False
         win.count += 1
@@ -131,7 +133,7 @@ def _summary(win: _Window) -> dict[str, Any]:
         "capabilities": first.get("capabilities"),
         "decision": first.get("decision"),
         "outcome": first.get("outcome"),
-        "reason": f"{win.count} more similar calls {refused} ({first.get('outcome')}) since "
+        "reason": f"{win.count} more similar calls {refused} ({first.get('outcome')}) after "
         f"request {first.get('requestId')}",
         "count": win.count,
         "firstTs": win.first_ts,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from meith_core._audit import segments
 from meith_core._audit.chain import seal
-from meith_core._audit.coalesce import WINDOW_S, Coalescer
+from meith_core._audit.coalesce import BURST, WINDOW_S, Coalescer
 from meith_core._audit.redact import sensitive_fields_of, summarize
 from meith_core._audit.segments import Limits
 from meith_core._ids import new_id
@@ -57,6 +57,7 @@ class AuditLog:
         limits: Callable[[], Limits] | Limits | None = None,
         on_error: Callable[[str], None] | None = None,
         coalesce_window_s: float = WINDOW_S,
+        coalesce_burst: int = BURST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
@@ -68,7 +69,7 @@ class AuditLog:
             self._limits = limits
         self._on_error = on_error
         self._clock = clock
-        self._coalescer = Coalescer(coalesce_window_s)
+        self._coalescer = Coalescer(coalesce_window_s, coalesce_burst)
         self._lock = threading.Lock()
         self._fd = -1
         self._lock_fd = -1

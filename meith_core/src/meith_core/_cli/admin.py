@@ -12,12 +12,16 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meith_core._cli.output import EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, fail, pretty
 from meith_core._home import MeithHome
 from meith_core._instances import live_instances, match_instances
+
+if TYPE_CHECKING:
+    from meith_core._capabilities import Capability
 
 
 def _home() -> MeithHome:
@@ -276,6 +280,7 @@ def run_grants_add(
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
     StandingGrants(_home().grants_path).add(grant)
+    _confinement_note(grant.cwd_prefix, caps)
     if as_json:
         sys.stdout.write(pretty(grant.to_json()) + "\n")
     else:
@@ -285,6 +290,23 @@ def run_grants_add(
             f"{' until ' + _when(grant.expires_at) + ' UTC' if grant.expires_at else ''}\n"
         )
     return EXIT_OK
+
+
+def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
+    """A directory-confined starts-process grant confines only where the kernel can enforce it."""
+    from meith_core._capabilities import Capability as Cap
+    from meith_core._confinement import landlock_status
+
+    if prefix is None or Cap.STARTS_PROCESS not in caps:
+        return
+    status = landlock_status()
+    if status.available:
+        sys.stderr.write(f"Confinement: {status.describe()}.\n")
+    else:
+        sys.stderr.write(
+            f"warning: {status.describe()}. This grant lets processes started in {prefix} do "
+            "anything you can do.\n"
+        )
 
 
 def run_grants_revoke(grant_id: str) -> int:
@@ -302,11 +324,16 @@ def run_grants_revoke(grant_id: str) -> int:
 def run_settings_get(key: str | None) -> int:
     from meith_core._settings import SettingsStore
 
-    value: Any = SettingsStore(_home().settings_path).load()
-    for part in key.split(".") if key else []:
-        if not isinstance(value, dict) or part not in value:
-            return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
-        value = value[part]
+    store = SettingsStore(_home().settings_path)
+    value: Any = store.load()
+    if key:
+        try:
+            value = store.get(key)
+        except KeyError:
+            try:  # not set: the default documented by the plugin that owns the section
+                value = _loaded_runtime().settings.get(key)
+            except KeyError:
+                return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
     sys.stdout.write((value if isinstance(value, str) else pretty(value)) + "\n")
     return EXIT_OK
 

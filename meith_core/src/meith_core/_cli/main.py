@@ -267,7 +267,10 @@ def grants_add(
     expires: Annotated[
         str | None, typer.Option("--expires", help="Lifetime such as 30m, 1h, 7d.")
     ] = None,
-    uses: Annotated[int | None, typer.Option("--uses", help="Allowed calls per session.")] = None,
+    uses: Annotated[
+        int | None,
+        typer.Option("--uses", help="Allowed calls in all, across sessions and restarts."),
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""

@@ -383,8 +383,8 @@ class Runtime:
         for plugin_id, thunk in self.plugins.call_each("meith_settings"):
             try:
                 sections = thunk() or {}
-                for name, model in sections.items():
-                    self.settings.register_section(name, model)
+                for name, section in sections.items():
+                    self.settings.register_section(name, section)
             except Exception as exc:
                 _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))
 
