@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -212,6 +213,8 @@ def test_segments_roll_over_and_keep_one_chain(tmp_path: Path) -> None:
     assert [s.number for s in sealed] == list(range(1, len(sealed) + 1))
     assert len(sealed) >= 3
     assert all(s.path.name == f"audit.{s.number:06d}.jsonl" for s in sealed)
+    assert {stat.S_IMODE(s.path.stat().st_mode) for s in sealed} == {0o400}  # sealed: read-only
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert seqs(AuditLog(path)) == list(range(300))  # nothing pruned under a large budget
     reader = AuditLog(path)
     assert [r["seq"] for r in reader.tail(5)] == list(range(295, 300))

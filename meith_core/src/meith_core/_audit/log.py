@@ -290,7 +290,11 @@ class AuditLog:
     def _rotate_locked(self) -> None:
         # Sealed segments are read-only; that is also how other writers notice the rotation.
         os.fchmod(self._fd, 0o400)
-        segments.rotate(self.path)
+        try:
+            segments.rotate(self.path)
+        except OSError:
+            os.fchmod(self._fd, 0o600)  # still the segment being written
+            raise
         self._close_locked()
         self._apply_retention_locked(rotate=True)
 
