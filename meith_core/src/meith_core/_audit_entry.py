@@ -23,8 +23,6 @@ def audit_entry(
     """The audit record (see `_audit/log.py` for how it is written); summaries are redacted."""
     code = result.error_code
     tool = call.tool
-    sensitive = sensitive_fields_of(tool.definition) if tool else frozenset[str]()
-    args_summary, result_summary = summarize_call(call.arguments, result.to_wire(), sensitive)
     caller = call.caller
     name = call.name
     sensitive = sensitive_fields_of(tool.definition) if tool else frozenset[str]()
