@@ -1,0 +1,63 @@
+"""The flood attack against a real `meith serve`: a peer with no grant sends more calls of
+nonexistent tools than the old trail kept records; the earlier privileged call stays in the
+trail, every flooded call is accounted for, and the chain verifies."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from meith_core._audit.log import AuditLog
+
+FLOOD = 41_000  # what pushed every earlier record out of the old trail (20,000 kept, twice)
+BATCH = 500
+
+
+def _flood(path: str) -> None:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        reader = sock.makefile("rb")
+        for start in range(0, FLOOD, BATCH):
+            frames = b"".join(
+                json.dumps(
+                    {
+                        "type": "tool_call",
+                        "protocol": 1,
+                        "requestId": f"f{i}",
+                        "toolName": f"no_such_tool_{i}",
+                        "arguments": {},
+                    }
+                ).encode()
+                + b"\n"
+                for i in range(start, min(start + BATCH, FLOOD))
+            )
+            sock.sendall(frames)
+            for _ in range(min(BATCH, FLOOD - start)):
+                result = json.loads(reader.readline())
+                assert result["type"] == "tool_result"
+                assert result["result"]["error"]["code"] == "UNKNOWN_TOOL"
+
+
+@pytest.mark.slow
+def test_a_flood_over_the_socket_keeps_the_evidence(meith_server) -> None:
+    srv = meith_server()
+    srv.grant("writes-files", tool="set_app_settings")
+    assert srv.call("set_app_settings", {"settings": {"theme": "dark"}})["ok"]
+    _flood(srv.socket)
+    srv.stop()  # closes the trail: the open coalescing window is written
+
+    records = list(AuditLog(srv.home.audit_path).read())
+    evidence = [r for r in records if r["toolName"] == "set_app_settings"]
+    assert [(r.get("kind"), r["outcome"]) for r in evidence] == [
+        ("intent", "started"),
+        (None, "ok"),
+    ]
+    flood = [r for r in records if str(r.get("requestId", "")).startswith("f")]
+    counted = sum(r["count"] if r.get("kind") == "coalesced" else 1 for r in flood)
+    assert counted == FLOOD
+    assert len(flood) < FLOOD // 100
+    verified = srv.cli("audit", "verify", "--json")
+    assert verified.returncode == 0, verified.stdout
+    assert json.loads(verified.stdout)["ok"] is True
