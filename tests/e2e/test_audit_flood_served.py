@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from meith_core._audit.coalesce import BURST_ALL_SESSIONS
 from meith_core._audit.log import AuditLog
 
 FLOOD = 41_000  # what pushed every earlier record out of the old trail (20,000 kept, twice)
@@ -61,3 +62,27 @@ def test_a_flood_over_the_socket_keeps_the_evidence(meith_server) -> None:
     verified = srv.cli("audit", "verify", "--json")
     assert verified.returncode == 0, verified.stdout
     assert json.loads(verified.stdout)["ok"] is True
+
+
+@pytest.mark.slow
+def test_a_new_connection_for_every_call_is_coalesced_too(meith_server) -> None:
+    srv = meith_server()
+    n = 2_000
+    for i in range(n):
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(srv.socket)
+            frame = {"type": "tool_call", "protocol": 1, "requestId": f"c{i}"}
+            frame |= {"toolName": f"no_such_tool_{i}", "arguments": {}}
+            sock.sendall(json.dumps(frame).encode() + b"\n")
+            result = json.loads(sock.makefile("rb").readline())
+            assert result["result"]["error"]["code"] == "UNKNOWN_TOOL"
+    srv.stop()
+    flood = [r for r in AuditLog(srv.home.audit_path).read() if r.get("outcome") == "UNKNOWN_TOOL"]
+    counted = sum(r["count"] if r.get("kind") == "coalesced" else 1 for r in flood)
+    assert counted == n
+    # Each coalescing window spanning the sessions writes at most a burst in full (how many
+    # windows the run spans depends on the machine's speed, so that number is not asserted).
+    wide = [r for r in flood if r.get("kind") == "coalesced" and r["sessionId"] == "*"]
+    in_full = [r for r in flood if r.get("kind") is None]
+    assert wide
+    assert len(in_full) <= BURST_ALL_SESSIONS * (len(wide) + 1)
