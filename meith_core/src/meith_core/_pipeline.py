@@ -147,21 +147,14 @@ class CallPipeline:
                 call.decision.message or f'Tool "{call.name}" was denied: {call.decision.reason}',
                 {"reason": call.decision.reason, **call.decision.details},
             )
-        # Privileged calls are recorded before they run, so a crash mid-call leaves a trace.
-        defn = call.tool.definition
-        if privileged_of(defn.capabilities) and not self.audit.intent(
-            call.caller,
-            call.request_id,
-            defn,
-            call.tool.plugin_id,
-            call.decision.reason,
-            call.cwd,
-            call.arguments,
-        ):
+        # Authorised and about to run: a privileged call is recorded before it runs, so a crash
+        # mid-call leaves a trace (read-only calls pay nothing for it).
+        if privileged_of(call.tool.definition.capabilities) and not self.audit.intent(call):
+            problem = f"audit trail unavailable ({self.audit.last_error})"
             return error_result(
                 ErrorCode.PERMISSION_DENIED,
-                f'Tool "{defn.name}" was not run: audit trail unavailable ({self.audit.last_error})',
-                {"reason": "audit trail unavailable"},
+                f'Tool "{call.name}" was not run: {problem}.',
+                {"reason": problem},
             )
         return await self._run(call, call.tool, args)
 
