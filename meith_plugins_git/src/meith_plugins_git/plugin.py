@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from pydantic import BaseModel
 
 from meith_core import ToolDefinition, hookimpl, landlock_status
+from meith_plugins_git.health import bare_repository_check
 from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
@@ -41,3 +42,9 @@ class Plugin:
         # Probing namespace support spawns a process: now, off the event loop, rather than
         # in the first commit that runs hooks.
         await anyio.to_thread.run_sync(landlock_status)
+
+    @hookimpl
+    def meith_health(self) -> list[dict[str, Any]]:
+        if self.tools is None:
+            return []
+        return [bare_repository_check(self.tools.git)]
