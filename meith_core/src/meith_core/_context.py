@@ -81,6 +81,7 @@ class ToolContext:
         logger: Callable[[], structlog.typing.FilteringBoundLogger],
         grant_scope: str | None = None,
         grant_check: GrantCheck | None = None,
+        child_env: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self.caller = caller
         self.request_id = request_id
@@ -91,6 +92,7 @@ class ToolContext:
         #: tools must keep writes inside it (see `meith_core._paths`).
         self.grant_scope = grant_scope
         self._grant_check = grant_check
+        self._child_env = child_env
         self._cancel = cancel
         self._emit = emit
         # Duck-typed (cheaper than a runtime-checkable Protocol on every call).
@@ -126,6 +128,14 @@ class ToolContext:
         if self._grant_check is None:
             return None
         return self._grant_check(tuple(capabilities), cwd)
+
+    def child_environment(self) -> dict[str, str]:
+        """The variables to give a process this call starts so that it can call tools back as
+        this caller: for the local user `MEITH_HOME` and `MEITH_SOCKET`; for an agent session
+        `MEITH_SOCKET` and `MEITH_SESSION_TOKEN` (the child's calls are that session's, with its
+        grants, never approving anything, refused once it ends); nothing for other callers or
+        without a socket. Give none of them to a process that cannot reach the socket."""
+        return self._child_env() if self._child_env is not None else {}
 
     @property
     def settings(self) -> Mapping[str, Any]:

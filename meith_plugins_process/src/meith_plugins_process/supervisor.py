@@ -38,7 +38,7 @@ KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
 
 
 #: Variables that lead a child back to meith's trust root or socket: a confined child gets none.
-_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN")
+_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +109,16 @@ class Supervisor:
         defaults: Mapping[str, str] | None = None,
         confined: Confined | None = None,
         calls_back: bool = True,
+        session_callback: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
         back through the CLI), `extra` from the caller, and the marker (never overridable).
 
         Without `calls_back` (what an agent session starts) and when confined, a child gets
-        none of the MEITH_* call-back variables: a call back would arrive as the local user,
-        not as the session that started it. A confined child also gets its private TMPDIR.
+        none of the MEITH_* call-back variables that would let it call back as the local user;
+        an unconfined child of an agent session gets `session_callback` instead (the socket
+        and its session's token, `ToolContext.child_environment`): it calls back as that
+        session. A confined child cannot reach the socket and gets neither, but its TMPDIR.
         """
         env = dict(os.environ)
         # An inherited MEITH_SOCKET points at some other runtime, not at this one.
@@ -133,6 +136,9 @@ class Supervisor:
         if confined is not None or not calls_back:
             for key in _CALLBACK_ENV:
                 env.pop(key, None)
+            if confined is None and session_callback:
+                env.update(session_callback)
+                self._add_cli(env)
         if confined is not None:
             for key in ("TMPDIR", "TMP", "TEMP"):
                 env[key] = confined.tmpdir
@@ -144,6 +150,9 @@ class Supervisor:
             env["MEITH_HOME"] = str(self.home.root)
         if self.socket_path:
             env["MEITH_SOCKET"] = self.socket_path
+        self._add_cli(env)
+
+    def _add_cli(self, env: dict[str, str]) -> None:
         cli = _meith_cli(env.get("PATH", ""))
         if cli is not None:
             env["MEITH_CLI_BIN"] = str(cli)

@@ -114,6 +114,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             env=args.env,
             owner=Owner.of(ctx.caller),
             confined=sup.confine(ctx.grant_scope),
+            session_callback=ctx.child_environment(),
         )
         if warning:
             diagnostics.append({"level": "warn", "message": warning})
@@ -199,6 +200,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             env=args.env,
             owner=Owner.of(ctx.caller),
             confined=sup.confine(ctx.grant_scope),
+            session_callback=ctx.child_environment(),
         )
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         if server.status == "errored":

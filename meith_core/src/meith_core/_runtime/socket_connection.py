@@ -93,6 +93,7 @@ class Connection(asyncio.Protocol):
             now=time.monotonic(),
             # A process a tool started must not answer its own approval requests.
             may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
+            resolve_token=runtime.child_tokens.resolve,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
