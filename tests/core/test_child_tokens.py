@@ -104,3 +104,19 @@ async def test_child_environment_by_caller(runtime) -> None:
     assert runtime.child_environment(agent) == {}  # an ended session mints nothing
     runtime.socket_path = None
     assert runtime.child_environment(cli) == {}
+
+
+@pytest.mark.parametrize("claim", ["cli", "agent", "plugin"])
+def test_a_confined_peer_without_a_token_is_refused(claim: str) -> None:
+    """A peer in a user namespace of its own reaches the socket only as a confined child
+    that was given it: without its token it is nobody, not the local user."""
+    c = conn(resolve_token=ChildTokens().resolve, token_required=True)
+    err = only_error(feed(c, call(clientInfo={"caller": claim})))
+    assert "runs confined" in err["message"]
+
+
+def test_a_confined_peer_with_its_token_is_its_session() -> None:
+    tokens = ChildTokens()
+    c = conn(resolve_token=tokens.resolve, token_required=True)
+    (start,) = started(feed(c, call(clientInfo={"sessionToken": tokens.mint(PARENT)})))
+    assert start.caller.session_id == "agent:parent"

@@ -17,7 +17,8 @@ approve: it would be approving its own calls.
 A first claim carrying `sessionToken` (a child of a session, see `_runtime.child_tokens`) is
 that session instead, whatever it claims: its kind, label and session id, never approvals. An
 unknown token, or one whose session has ended since, is refused call by call: it never falls
-back to an identity of its own choosing.
+back to an identity of its own choosing. A peer that must present one (a confined child) and
+does not is refused the same way.
 """
 
 from __future__ import annotations
@@ -144,11 +145,14 @@ class ServerConnection:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         may_answer_approvals: bool = True,
         resolve_token: Callable[[str], ChildBinding | None] | None = None,
+        token_required: bool = False,
     ) -> None:
         self.session_id = session_id
         self._resolve_token = resolve_token
-        #: The child token this connection presented, checked again before every call.
+        #: The child token this connection presented, checked again before every call ("":
+        #: none, but one was required).
         self._token: str | None = None
+        self._token_required = token_required
         #: False for a peer the runtime itself started: it may not approve its own calls.
         self._may_answer_approvals = may_answer_approvals
         self._runtime_cwd = runtime_cwd
@@ -286,9 +290,9 @@ class ServerConnection:
             if claim == ident.caller.value or "caller" not in info.model_fields_set:
                 return None
             return claim
-        if info.sessionToken is not None:
-            self._token = info.sessionToken
-            binding = self._resolve_token(info.sessionToken) if self._resolve_token else None
+        if info.sessionToken is not None or self._token_required:
+            self._token = info.sessionToken or ""
+            binding = self._resolve_token(self._token) if self._resolve_token else None
             if binding is None:
                 self._identity = Identity(CallerKind.AGENT)
             else:
@@ -306,6 +310,11 @@ class ServerConnection:
         token = self._token
         if token is None:
             return ""
+        if not token:
+            return (
+                "this process runs confined, in a namespace of its own: it may call only as the "
+                "session that started it, with that session's token (MEITH_SESSION_TOKEN)"
+            )
         binding = self._resolve_token(token) if self._resolve_token else None
         if binding is not None and binding.session_id == self.identity.session_id:
             return ""
