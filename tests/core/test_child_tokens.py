@@ -107,15 +107,15 @@ async def test_child_environment_by_caller(runtime) -> None:
 
 
 @pytest.mark.parametrize("claim", ["cli", "agent", "plugin"])
-def test_a_confined_peer_without_a_token_is_refused(claim: str) -> None:
-    """A peer in a user namespace of its own reaches the socket only as a confined child
-    that was given it: without its token it is nobody, not the local user."""
+def test_on_the_childrens_socket_a_peer_without_a_token_is_refused(claim: str) -> None:
+    """The children's socket is what a confined child can reach: without its token a peer
+    there is nobody, not the local user."""
     c = conn(resolve_token=ChildTokens().resolve, token_required=True)
     err = only_error(feed(c, call(clientInfo={"caller": claim})))
-    assert "runs confined" in err["message"]
+    assert "MEITH_SESSION_TOKEN" in err["message"]
 
 
-def test_a_confined_peer_with_its_token_is_its_session() -> None:
+def test_on_the_childrens_socket_a_peer_with_its_token_is_its_session() -> None:
     tokens = ChildTokens()
     c = conn(resolve_token=tokens.resolve, token_required=True)
     (start,) = started(feed(c, call(clientInfo={"sessionToken": tokens.mint(PARENT)})))

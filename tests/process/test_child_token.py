@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from meith_core import landlock_status
-from meith_core.client import Client
+from meith_core.client import Client, TransportError
 from tests.harness import MEITH, wait_until
 
 pytestmark = pytest.mark.slow
@@ -40,6 +40,7 @@ def test_a_dev_server_started_by_an_agent_calls_back_as_that_agent(
     script = (
         f'echo "$MEITH_SESSION_TOKEN" > {out}/token; '
         f'echo "${{MEITH_HOME:-none}}" > {out}/home; '
+        f'echo "$MEITH_SOCKET" > {out}/socket; '
         f"{MEITH} call start_dev_server --command 'sleep 300' --json > {out}/dev.json 2> {out}/dev.err; "
         f"{MEITH} call create_terminal --json > {out}/term.json; "
         f"touch {out}/done; sleep 300"
@@ -52,6 +53,8 @@ def test_a_dev_server_started_by_an_agent_calls_back_as_that_agent(
         assert (out / "home").read_text().strip() == "none"  # no way to the trust root
         token = (out / "token").read_text().strip()
         assert token.startswith("mst_")
+        # It calls back on the children's socket, where only a session's token is accepted.
+        assert (out / "socket").read_text().strip() == srv.socket + ".child"
 
         # The child's start_dev_server ran under the agent's grant, as the agent's session.
         child_dev = json.loads((out / "dev.json").read_text() or (out / "dev.err").read_text())
@@ -84,6 +87,14 @@ def test_a_dev_server_started_by_an_agent_calls_back_as_that_agent(
     )
     assert done.returncode != 0
     assert "sessionToken is not valid" in done.stdout + done.stderr
+    # The children's socket serves nobody without a token, whatever they claim.
+    with (
+        Client(srv.socket + ".child", caller="cli", cwd=str(tmp_path)) as bare,
+        pytest.raises(TransportError, match="MEITH_SESSION_TOKEN"),
+    ):
+        bare.call("app_health")
+    assert srv.stop() == 0
+    assert not Path(srv.socket + ".child").exists()
 
 
 @pytest.mark.skipif(
@@ -117,7 +128,7 @@ def test_a_confined_dev_server_calls_back_only_as_its_session(
         assert child["ok"], child
         assert child["content"]["confinedTo"] == str(ws)  # its own child is confined too
         assert child["content"]["id"] in {s["id"] for s in a.call("list_dev_servers").content}
-        assert "runs confined" in (out / "bare.json").read_text()
+        assert "calls only as that session" in (out / "bare.json").read_text()
         assert "app_health" not in {
             r.get("toolName") for r in _audit(srv) if r.get("caller") == "cli"
         }

@@ -98,9 +98,10 @@ class Supervisor:
         """The confinement for a process started under a grant limited to `scope`; None when
         the grant is not limited or the kernel has no Landlock (the caller says so).
 
-        With a session token in `session_callback` (an agent session's child), the runtime's
-        socket stays reachable inside: mounted on a file in the private temp dir where the
-        socket itself is covered. The local user's call-back variables are never passed in."""
+        With a session token in `session_callback` (an agent session's child), the socket it
+        names (the runtime's token-only one for children) stays reachable inside: mounted on a
+        file in the private temp dir, where the runtime's own socket is covered. The local
+        user's call-back variables are never passed in."""
         if scope is None or not landlock_status().available:
             return None
         tmpdir = tempfile.mkdtemp(prefix="meith-confined-")
@@ -114,7 +115,7 @@ class Supervisor:
                 inner = os.path.join(tmpdir, "meith.sock")
                 with open(inner, "x"):
                     pass
-                bind.append((self.socket_path, inner))
+                bind.append((callback["MEITH_SOCKET"], inner))
                 callback["MEITH_SOCKET"] = inner
         plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind)
         return Confined(scope, plan, tmpdir, callback)

@@ -10,15 +10,15 @@ unknown token is refused rather than downgraded to some other identity.
 One token per session (minted on first use), kept only as a digest; it is a bearer secret
 in the child's environment, as reachable to the user's other processes as the socket itself.
 
-A confined child that may call back reaches the socket through a mount inside its own user
-namespace; a peer in a user namespace other than the runtime's must present a token (it would
-otherwise claim `cli` and leave its confinement through the runtime).
+Children get a socket of their own, beside the runtime's (`<socket>.child`), on which every
+connection must present a valid token: that one can be mounted into a confined child's
+namespace (the runtime's own socket stays covered there), which can then call back as its
+session and never claim `cli` to leave its confinement through the runtime.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from dataclasses import dataclass
 
@@ -67,14 +67,3 @@ class ChildTokens:
 
     def __len__(self) -> int:
         return len(self._tokens)
-
-
-def in_other_user_namespace(pid: int) -> bool:
-    """Whether process `pid` runs in a user namespace other than this process's (a confined
-    child of a tool). False when it cannot be told (no /proc, the process is gone)."""
-    try:
-        theirs = os.stat(f"/proc/{pid}/ns/user")
-        ours = os.stat("/proc/self/ns/user")
-    except OSError:
-        return False
-    return (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino)

@@ -18,7 +18,7 @@ A first claim carrying `sessionToken` (a child of a session, see `_runtime.child
 that session instead, whatever it claims: its kind, label and session id, never approvals. An
 unknown token, or one whose session has ended since, is refused call by call: it never falls
 back to an identity of its own choosing. A peer that must present one (a confined child) and
-does not is refused the same way.
+does not (a connection on the children's token-only socket) is refused the same way.
 """
 
 from __future__ import annotations
@@ -312,8 +312,8 @@ class ServerConnection:
             return ""
         if not token:
             return (
-                "this process runs confined, in a namespace of its own: it may call only as the "
-                "session that started it, with that session's token (MEITH_SESSION_TOKEN)"
+                "this socket serves processes started for a session: a connection calls only as "
+                "that session, with its token (MEITH_SESSION_TOKEN)"
             )
         binding = self._resolve_token(token) if self._resolve_token else None
         if binding is not None and binding.session_id == self.identity.session_id:

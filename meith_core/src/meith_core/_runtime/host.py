@@ -70,6 +70,8 @@ class Runtime:
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.
         self.socket_path: str | None = None
+        #: The token-only socket processes started for agent sessions call back on.
+        self.child_socket_path: str | None = None
         #: The SocketServer when running under `meith serve` (health reporting).
         self.server: Any = None
         self.plugins = PluginManager()
@@ -301,7 +303,7 @@ class Runtime:
         ):
             return {}
         token = self.child_tokens.mint(ChildBinding(caller.caller, session, caller.label))
-        return {"MEITH_SOCKET": self.socket_path, TOKEN_ENV: token}
+        return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
     def track_session(
         self, session_id: str, kind: CallerKind, label: str | None = None

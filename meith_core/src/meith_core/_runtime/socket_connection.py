@@ -22,7 +22,6 @@ from meith_core._permissions.service import ApprovalReply, ApprovalRequest
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._protocol.messages import ToolCall
 from meith_core._runtime import frames
-from meith_core._runtime.child_tokens import in_other_user_namespace
 from meith_core._runtime.connection import (
     ApprovalAnswered,
     IdentityFixed,
@@ -47,8 +46,10 @@ FLOW_LOW_WATER: Final = 256 * 1024
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, *, token_only: bool = False) -> None:
         self.server = server
+        #: Accepted on the child socket: the peer is a session's token, or nobody.
+        self.token_only = token_only
         self.transport: asyncio.Transport | None = None
         self.rules: ServerConnection | None = None
         self.peer_pid = 0
@@ -95,8 +96,7 @@ class Connection(asyncio.Protocol):
             # A process a tool started must not answer its own approval requests.
             may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
             resolve_token=runtime.child_tokens.resolve,
-            # A confined child reaching the socket through its own mount: a token or nothing.
-            token_required=in_other_user_namespace(self.peer_pid),
+            token_required=self.token_only,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
