@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -65,6 +66,9 @@ class CallPipeline:
         self.home = home
         self.settings = settings
         self.executor = executor or Executor()
+        #: `caller -> variables` for a process a tool starts for `caller` (set by the runtime;
+        #: `ToolContext.child_environment`).
+        self.child_environment: Callable[[CallerInfo], dict[str, str]] | None = None
         self._shutting_down = False
 
     # -- shutdown -----------------------------------------------------------------------
@@ -214,6 +218,11 @@ class CallPipeline:
             ),
             grant_scope=call.decision.grant_scope,
             grant_check=self.permissions.grant_check(caller, defn.name),
+            child_env=(
+                functools.partial(self.child_environment, caller)
+                if self.child_environment is not None
+                else None
+            ),
         )
         reset = _depth.set(depth + 1)
         try:
