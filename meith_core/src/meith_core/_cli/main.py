@@ -348,3 +348,8 @@ def settings_set(
     from meith_core._cli.admin import run_settings_set
 
     raise typer.Exit(run_settings_set(key, value))
+
+
+from meith_core._cli.mcp import register as _register_mcp  # noqa: E402
+
+_register_mcp(app)  # `meith mcp`, `meith sessions`
