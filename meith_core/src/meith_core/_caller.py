@@ -38,6 +38,9 @@ class CallerInfo:
     tab_id: str | None = None
     claimed_caller: str | None = None
     plugin_id: str | None = None
+    #: An agent's self-reported name (the MCP client's): matched by `--agent` grants, shown in
+    #: the audit trail, never a secret.
+    label: str | None = None
 
     def __post_init__(self) -> None:
         # `CallerInfo("cli")` must mean the same as `CallerInfo(CallerKind.CLI)`: the gates

@@ -44,13 +44,15 @@ def mcp(
         str | None, typer.Option("--socket", help="Talk to the runtime at this socket path.")
     ] = None,
     instance: Annotated[
-        str | None, typer.Option("--instance", help="Talk to the live runtime with this PID or label.")
+        str | None,
+        typer.Option("--instance", help="Talk to the live runtime with this PID or label."),
     ] = None,
     plugins: Annotated[
         str | None, typer.Option("--plugins", help="Only these plugins' tools (comma-separated).")
     ] = None,
     tools: Annotated[
-        str | None, typer.Option("--tools", help="Only tools matching these globs (comma-separated).")
+        str | None,
+        typer.Option("--tools", help="Only tools matching these globs (comma-separated)."),
     ] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="No privileged tool is listed or callable.")
@@ -207,7 +209,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command(epilog="\b\nExamples:\n  meith sessions\n  meith sessions --json")
     def sessions(
-        json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+        json_output: Annotated[
+            bool, typer.Option("--json", help="Print machine-readable JSON.")
+        ] = False,
         socket: Annotated[
             str | None, typer.Option("--socket", help="Talk to the runtime at this socket path.")
         ] = None,
@@ -218,4 +222,3 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the runtime's live sessions: id, caller, label, since, calls, session grants."""
         raise typer.Exit(run_sessions(json_output, socket, instance))
-

@@ -80,5 +80,9 @@ def denial_hint(tool: str, plugin: str | None, capabilities: list[str], label: s
     return (
         f"To allow it for this agent, the user can run: meith grants add --caller agent{agent} "
         f"{flags} --tool {tool}"
-        + (f" (and, if the plugin is not approved: meith plugins approve {plugin})" if plugin else "")
+        + (
+            f" (and, if the plugin is not approved: meith plugins approve {plugin})"
+            if plugin
+            else ""
+        )
     )

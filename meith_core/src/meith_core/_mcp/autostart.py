@@ -64,10 +64,7 @@ def find_or_start(
             raise StartError(
                 f"meith serve exited with {proc.returncode} while starting; see {home.logs_path}"
             )
-        if socket_path:
-            path = target.socket_path
-        else:
-            path = resolve_target(home).socket_path
+        path = target.socket_path if socket_path else resolve_target(home).socket_path
         if can_connect(path):
             return path, True
         time.sleep(0.05)

@@ -376,11 +376,10 @@ class Bridge:
     ) -> types.CallToolResult:
         error = result.get("error")
         if isinstance(error, dict) and error.get("code") == "PERMISSION_DENIED":
-            details = error.get("details") if isinstance(error.get("details"), dict) else {}
+            raw = error.get("details")
+            details: dict[str, Any] = raw if isinstance(raw, dict) else {}
             required = details.get("required") or details.get("missing") or []
-            descriptor = next(
-                (d for d in session.tools or [] if d.get("name") == call.tool), {}
-            )
+            descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
             hint = approval.denial_hint(
                 call.tool,
                 descriptor.get("plugin") if details.get("gate") == "provider" else None,

@@ -44,7 +44,8 @@ def to_call_result(
     if result.get("diagnostics"):
         meta[META_PREFIX + "diagnostics"] = result["diagnostics"]
     if not result.get("ok"):
-        err = result.get("error") if isinstance(result.get("error"), dict) else {}
+        raw = result.get("error")
+        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
         out = error_result(
             str(err.get("code") or "TOOL_FAILED"),
             str(err.get("message") or "the tool failed"),
@@ -59,9 +60,7 @@ def to_call_result(
         structured = content if isinstance(content, dict) else {"result": content}
         blocks.append(types.TextContent(text=_text(content)))
     blocks.extend(artifact_block(a, artifacts_dir) for a in artifacts)
-    return types.CallToolResult(
-        content=blocks, structured_content=structured, _meta=meta or None
-    )
+    return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta or None)
 
 
 def artifact_block(event: dict[str, Any], artifacts_dir: Path | None) -> types.ContentBlock:

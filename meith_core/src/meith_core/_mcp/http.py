@@ -6,6 +6,7 @@ import hmac
 import ipaddress
 import os
 import secrets
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from meith_core._home import MeithHome
 
-TOKEN_FILE = "mcp-token"
+TOKEN_FILE = "mcp-token"  # noqa: S105 - a file name, not a secret
 
 
 def token_path(home: MeithHome) -> Path:
@@ -101,7 +102,7 @@ class BearerAuth:
             return
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _authorized(self, scope: MutableMapping[str, Any]) -> bool:
         for name, value in scope.get("headers") or []:
             if name == b"authorization":
                 scheme, _, given = value.partition(b" ")

@@ -106,7 +106,9 @@ class RuntimeLink:
                         self._route(event.message)
         except (OSError, asyncio.IncompleteReadError):
             pass
-        self._fail_all(TransportError("the runtime closed the connection", socket_path=self.socket_path))
+        self._fail_all(
+            TransportError("the runtime closed the connection", socket_path=self.socket_path)
+        )
 
     def _route(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -206,7 +208,9 @@ class RuntimeLink:
         return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
     async def list_sessions(self) -> list[dict[str, Any]]:
-        reply = await self._ask("sessions_list", {"type": "list_sessions", "protocol": PROTOCOL_VERSION})
+        reply = await self._ask(
+            "sessions_list", {"type": "list_sessions", "protocol": PROTOCOL_VERSION}
+        )
         sessions = reply.get("sessions")
         return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 

@@ -41,9 +41,7 @@ async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> No
     )
     shown = f"[{host}]" if ":" in host else host
     server = uvicorn.Server(
-        uvicorn.Config(
-            BearerAuth(app, token), log_level="warning", lifespan="on", access_log=False
-        )
+        uvicorn.Config(BearerAuth(app, token), log_level="warning", lifespan="on", access_log=False)
     )
     log(f"listening on http://{shown}:{bound}/mcp")
     try:
