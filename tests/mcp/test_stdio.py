@@ -22,8 +22,18 @@ def _git_repo(path: Path) -> Path:
     path.mkdir()
     for argv in (
         ["git", "init", "-q", "-b", "main"],
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q",
-         "--allow-empty", "-m", "first"],
+        [
+            "git",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "user.name=T",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
     ):
         subprocess.run(argv, cwd=path, check=True, capture_output=True)
     (path / "new.txt").write_text("hello\n")
@@ -43,12 +53,21 @@ async def test_list_has_explicit_annotations_from_capabilities(agent_server: Any
     for tool in tools.values():
         a = tool.annotations
         assert a is not None
-        assert None not in (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+        assert None not in (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
     echo = tools["mcptest_echo"].annotations
-    assert echo is not None and echo.read_only_hint is True and echo.destructive_hint is False
+    assert echo is not None
+    assert echo.read_only_hint is True
+    assert echo.destructive_hint is False
     assert tools["git_status"].annotations.read_only_hint is True  # type: ignore[union-attr]
     network = tools["get_network_logs"].annotations
-    assert network is not None and network.open_world_hint is True and network.read_only_hint is False
+    assert network is not None
+    assert network.open_world_hint is True
+    assert network.read_only_hint is False
     # A privileged tool of a plugin nobody approved is not offered.
     assert "mcptest_write" not in tools
     assert tools["git_status"].input_schema["type"] == "object"
@@ -99,19 +118,24 @@ async def test_privileged_call_denied_then_approved_then_declined(
         allowed = await client.call_tool("mcptest_write", {"name": "w1"})
     assert allowed.is_error is False, _text(allowed)
     assert (marks / "w1").exists()
-    assert "mcptest_write" in seen[0] and "writes-files" in seen[0] and "careful-agent" in seen[0]
+    assert "mcptest_write" in seen[0]
+    assert "writes-files" in seen[0]
+    assert "careful-agent" in seen[0]
 
     async with stdio_client(
         srv, mode=era, name="careful-agent", elicitation_callback=elicit_answer(None)
     ) as client:
         declined = await client.call_tool("mcptest_write", {"name": "w2"})
-    assert declined.is_error is True and "PERMISSION_DENIED" in _text(declined)
+    assert declined.is_error is True
+    assert "PERMISSION_DENIED" in _text(declined)
     assert not (marks / "w2").exists()
     writes = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_write"]
     assert [r["decision"] for r in writes] == ["denied", "allowed", "denied"]
 
 
-async def test_allow_for_session_covers_the_next_call(agent_server: Any, era: str, marks: Path) -> None:
+async def test_allow_for_session_covers_the_next_call(
+    agent_server: Any, era: str, marks: Path
+) -> None:
     srv = agent_server()
     srv.approve("mcptest")
     asked: list[str] = []
@@ -120,16 +144,27 @@ async def test_allow_for_session_covers_the_next_call(agent_server: Any, era: st
     ) as client:
         first = await client.call_tool("mcptest_write", {"name": "s1"})
         second = await client.call_tool("mcptest_write", {"name": "s2"})
-    assert first.is_error is False and second.is_error is False
+    assert first.is_error is False
+    assert second.is_error is False
     assert len(asked) == 1
 
 
-async def test_agent_grant_applies_to_its_agent_only(agent_server: Any, era: str, marks: Path) -> None:
+async def test_agent_grant_applies_to_its_agent_only(
+    agent_server: Any, era: str, marks: Path
+) -> None:
     srv = agent_server()
     srv.approve("mcptest")
     proc = srv.cli(
-        "grants", "add", "--caller", "agent", "--agent", "alice",
-        "--capability", "writes-files", "--tool", "mcptest_write",
+        "grants",
+        "add",
+        "--caller",
+        "agent",
+        "--agent",
+        "alice",
+        "--capability",
+        "writes-files",
+        "--tool",
+        "mcptest_write",
     )
     assert proc.returncode == 0, proc.stderr
     async with stdio_client(srv, mode=era, name="alice") as client:
@@ -137,8 +172,10 @@ async def test_agent_grant_applies_to_its_agent_only(agent_server: Any, era: str
     async with stdio_client(srv, mode=era, name="bob") as client:
         bob = await client.call_tool("mcptest_write", {"name": "bob"})
     assert alice.is_error is False, _text(alice)
-    assert bob.is_error is True and "PERMISSION_DENIED" in _text(bob)
-    assert (marks / "alice").exists() and not (marks / "bob").exists()
+    assert bob.is_error is True
+    assert "PERMISSION_DENIED" in _text(bob)
+    assert (marks / "alice").exists()
+    assert not (marks / "bob").exists()
 
 
 async def test_progress_logs_and_artifacts(agent_server: Any, era: str) -> None:
@@ -153,13 +190,16 @@ async def test_progress_logs_and_artifacts(agent_server: Any, era: str) -> None:
         logs.append(str(params.data))
 
     async with stdio_client(srv, mode=era, logging_callback=on_log, log_level="info") as client:
-        result = await client.call_tool("mcptest_steps", {"count": 3}, progress_callback=on_progress)
+        result = await client.call_tool(
+            "mcptest_steps", {"count": 3}, progress_callback=on_progress
+        )
     assert result.is_error is False
     assert [p[0] for p in progress] == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert progress[-1][2] == "step 3"
     assert logs == ["did step 1", "did step 2", "did step 3"]
     kinds = [b.type for b in result.content]
-    assert kinds[0] == "text" and "resource" in kinds
+    assert kinds[0] == "text"
+    assert "resource" in kinds
 
 
 async def test_cancellation_stops_the_tool(agent_server: Any, era: str, marks: Path) -> None:
@@ -243,7 +283,8 @@ async def test_read_only_and_selection_flags(agent_server: Any, era: str) -> Non
         with pytest.raises(MCPError):
             await client.call_tool("no_such_tool", {})
     assert names == {"mcptest_echo", "mcptest_sleep", "mcptest_steps", "mcptest_print"}
-    assert refused.is_error is True and "--read-only" in _text(refused)
+    assert refused.is_error is True
+    assert "--read-only" in _text(refused)
     async with stdio_client(srv, "--tools", "git_s*,mcptest_e*", mode=era) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert names == {"git_status", "mcptest_echo"}
