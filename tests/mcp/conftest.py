@@ -22,6 +22,13 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.harness import MEITH, MeithServer, wait_until
 from tests.mcp.agent_plugin import install
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("browser") is not None:
+        from tests.browser.support import require_browser
+
+        require_browser()
+
+
 #: The two protocol eras the SDK serves: the initialize handshake, and per-request envelopes.
 ERAS = ["legacy", "2026-07-28"]
 
