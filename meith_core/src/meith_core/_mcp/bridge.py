@@ -127,6 +127,9 @@ class Bridge:
             on_subscriptions_listen=self.listen,
             on_set_logging_level=self._set_level,
         )
+        # The SDK's default OpenTelemetry middleware costs a span per message; meith has its
+        # own audit trail and structured logs for every call.
+        self.server.middleware = []
 
     def init_options(self) -> InitializationOptions:
         return self.server.create_initialization_options()

@@ -177,7 +177,8 @@ class RuntimeLink:
         if self._closed is not None:
             raise self._closed
         self._writer.write(encode_frame(frame))
-        await self._writer.drain()
+        if self._writer.transport.get_write_buffer_size():
+            await self._writer.drain()  # only when the runtime is not keeping up
 
     async def _ask(self, reply: str, frame: dict[str, Any]) -> dict[str, Any]:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
