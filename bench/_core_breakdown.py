@@ -13,8 +13,8 @@ ever adds time, so the minimum is the best estimate of what the code itself cost
   what that part costs inside the real pipeline, including its share of allocation and
   event-loop work, which a stand-alone timing would miss.
 
-Some items use private core names (`ToolRegistry._audit`, `_run`, `Connection._caller`,
-`Connection._result_frame`); an item that no longer fits the core reports n/a instead of failing
+Some items use private core names (`ToolRegistry._audit`, `_run`, `ServerConnection`,
+`frames.result_frame`); an item that no longer fits the core reports n/a instead of failing
 the benchmark.
 
     python bench/_core_breakdown.py [--quick]
@@ -28,7 +28,6 @@ import json
 import sys
 import tempfile
 import time
-import types
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,8 +96,9 @@ async def _measure(home_dir: Path, n: int, rounds: int) -> dict[str, Any]:
     from meith_core._protocol.framing import NdjsonFramer, encode_frame
     from meith_core._protocol.messages import ToolCall, client_message_adapter
     from meith_core._results import ToolResult
+    from meith_core._runtime.connection import ServerConnection
+    from meith_core._runtime.frames import result_frame as build_result_frame
     from meith_core._runtime.host import Runtime
-    from meith_core._runtime.socket_server import Connection
     from meith_core.client._core import client_info, tool_call_frame
 
     runtime = Runtime(MeithHome(home_dir), load_plugins=False)
@@ -121,10 +121,13 @@ async def _measure(home_dir: Path, n: int, rounds: int) -> dict[str, Any]:
     if not result.ok or result.content != args:
         raise RuntimeError(f"{TOOL} did not echo in-process: {result}")
     wire = result.to_wire()
-    result_frame = Connection._result_frame(RID, TOOL, result)
-    fake_conn = types.SimpleNamespace(
-        session_id="socket:bench", server=types.SimpleNamespace(runtime=runtime)
-    )
+    result_frame = build_result_frame(RID, TOOL, result)
+    rules = ServerConnection("socket:bench", runtime_cwd=runtime.cwd, server_version="bench")
+
+    def connection_rules() -> None:
+        rules.receive_data(frame_bytes, 0.0)
+        rules.call_finished(RID, 0.0)
+
     loop = asyncio.get_running_loop()
     server_framer, client_framer = NdjsonFramer(), NdjsonFramer()
 
@@ -172,16 +175,17 @@ async def _measure(home_dir: Path, n: int, rounds: int) -> dict[str, Any]:
             lambda: client_message_adapter.validate_python(message),
         ),
         sync_item(
-            "server: caller identity (Connection._caller)",
+            "server: connection rules (ServerConnection: framing, validation, identity)",
             "server",
-            lambda: Connection._caller(fake_conn, parsed.clientInfo),  # type: ignore[arg-type]
+            connection_rules,
+            in_sum=False,
         ),
         async_item("server: one task per call (create_task + await it)", "server", one_task),
         async_item("server: ToolRegistry.call, whole pipeline", "server", pipeline),
         sync_item(
-            "server: result frame (Connection._result_frame)",
+            "server: result frame (frames.result_frame)",
             "server",
-            lambda: Connection._result_frame(RID, TOOL, result),
+            lambda: build_result_frame(RID, TOOL, result),
         ),
         sync_item(
             "client: decode the tool_result frame",

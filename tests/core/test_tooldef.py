@@ -364,6 +364,7 @@ def test_the_descriptor_has_the_protocol_fields() -> None:
         "capabilities": ["read-only", "writes-files"],
         "plugin": "git",
         "timeoutMs": 100,
+        "idempotent": False,
     }
 
 

@@ -516,6 +516,8 @@ class ToolRegistry:
         }
         if caller.claimed_caller is not None:
             entry["claimedCaller"] = caller.claimed_caller
+        if caller.label is not None:
+            entry["label"] = caller.label
         if caller.plugin_id is not None:
             entry["pluginId"] = caller.plugin_id
         if not self.audit.write(entry):

@@ -45,6 +45,8 @@ class ToolDefinition:
     func: ToolFunc = field(repr=False)
     timeout_ms: int | None = None
     output_model: type[BaseModel] | None = None
+    #: Calling it again with the same arguments has no further effect (a hint for agents).
+    idempotent: bool = False
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -112,7 +114,7 @@ class ToolDefinition:
 
     def descriptor(self, plugin: str | None) -> dict[str, Any]:
         """The wire descriptor `{name, description, inputSchema, capabilities, plugin, timeoutMs,
-        outputSchema?}`."""
+        idempotent, outputSchema?}`."""
         out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -120,6 +122,7 @@ class ToolDefinition:
             "capabilities": [c.value for c in self.capabilities],
             "plugin": plugin,
             "timeoutMs": self.effective_timeout_ms,
+            "idempotent": self.idempotent,
         }
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
@@ -148,6 +151,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition: ...
 
 
@@ -161,6 +165,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -173,6 +178,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
@@ -212,6 +218,7 @@ def tool(
             func=fn,
             timeout_ms=timeout_ms,
             output_model=output,
+            idempotent=idempotent,
         )
 
     if func is not None:

@@ -60,7 +60,15 @@ class Decision:
     details: dict[str, object] = field(default_factory=dict)
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+@dataclass(frozen=True, slots=True)
+class ApprovalReply:
+    """An answer together with who gave it; `answered_by` lands in the decision's reason."""
+
+    answer: ApprovalAnswer
+    answered_by: str
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | ApprovalReply | None]]
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -139,6 +147,12 @@ class PermissionService:
         return list(self._session_grants.get(session, ()))
 
     # -- the decision -------------------------------------------------------------------
+
+    def provider_approved(self, plugin_id: str, capabilities: tuple[Capability, ...]) -> bool:
+        """Whether the provider gate lets this plugin's tool with these capabilities run now."""
+        if not privileged_of(capabilities):
+            return True
+        return self._provider_gate("", capabilities, plugin_id) is None
 
     async def authorize(
         self,
@@ -287,7 +301,7 @@ class PermissionService:
                 arguments_summary=arguments_summary(),
             )
             try:
-                answer = await _ask_unless_cancelled(self.approver, request, cancel)
+                answer, by = await _ask_unless_cancelled(self.approver, request, cancel)
             except _PromptCancelled:
                 return self._deny(tool, privileged, "cancelled while waiting for approval", kind)
             except Exception as exc:
@@ -297,12 +311,12 @@ class PermissionService:
             if session in self._revoked:  # revoked while the prompt was open
                 return self._deny(tool, privileged, f"session {session} was revoked", kind)
             if answer is ApprovalAnswer.ALLOW_ONCE:
-                return Decision(True, "approved once at prompt")
+                return Decision(True, f"approved once {by}")
             if answer is ApprovalAnswer.ALLOW_SESSION:
                 self.grant(kind, session, privileged, tool=tool, source="prompt")
-                return Decision(True, "approved for this session at prompt")
+                return Decision(True, f"approved for this session {by}")
             if answer is ApprovalAnswer.DENY:
-                return self._deny(tool, privileged, "denied at prompt", kind)
+                return self._deny(tool, privileged, f"denied {by}", kind)
         return self._deny(tool, privileged, f"no grant for {_caps(privileged)}", kind)
 
     def _consume(
@@ -372,7 +386,7 @@ class _PromptCancelled(Exception):
 
 async def _ask_unless_cancelled(
     approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
-) -> ApprovalAnswer | None:
+) -> tuple[ApprovalAnswer | None, str]:
     """The approver's answer (normalised), racing the call's cancellation."""
     if cancel is None:
         return _answer(await approver(request))
@@ -393,12 +407,15 @@ async def _ask_unless_cancelled(
     return _answer(asking.result())
 
 
-def _answer(value: object) -> ApprovalAnswer | None:
-    """Approvers may answer with the enum or its value; anything else is an approver error."""
+def _answer(value: object) -> tuple[ApprovalAnswer | None, str]:
+    """Approvers may answer with the enum, its value or an ApprovalReply; anything else is an
+    approver error. Returns the answer and the words saying who gave it."""
+    if isinstance(value, ApprovalReply):
+        return _answer(value.answer)[0], f"by {value.answered_by}"
     if value is None or isinstance(value, ApprovalAnswer):
-        return value
+        return value, "at prompt"
     if isinstance(value, str) and value in _ANSWERS:
-        return ApprovalAnswer(value)
+        return ApprovalAnswer(value), "at prompt"
     expected = sorted(_ANSWERS)
     raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
 

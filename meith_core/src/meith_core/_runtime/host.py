@@ -20,18 +20,26 @@ from typing import Any
 import structlog
 
 from meith_core._audit.log import AuditLog
-from meith_core._caller import CallerInfo, CallerKind
+from meith_core._caller import CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
+from meith_core._capabilities import parse_capabilities
 from meith_core._context import EventSink
-from meith_core._home import MeithHome
+from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants
-from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
+from meith_core._permissions.service import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    Approver,
+    PermissionService,
+)
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._registry import ToolRegistry
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
+from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
 from meith_core._settings import SettingsStore
 from meith_core._tooldef import ToolDefinition
 from meith_core._version import __version__
@@ -80,7 +88,9 @@ class Runtime:
         self._discovered = False
         self._started = False
         self._closed = False
-        self._sessions: dict[str, CallerKind] = {}
+        self.sessions = SessionTable()
+        #: Per session: the connection that answers its approval requests itself.
+        self._session_approvers: dict[str, Approver] = {}
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -135,8 +145,8 @@ class Runtime:
         self.registry.begin_shutdown()
         self.registry.cancel_all()
         await self.registry.drain(0.3)
-        for session in list(self._sessions):
-            await self.close_session(session)
+        for record in self.sessions:
+            await self.close_session(record.session_id)
         if self._started:
             await self._run_hooks("meith_shutdown", runtime=self, budget_s=SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
@@ -177,6 +187,8 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
+        else:
+            self.sessions.count_call(caller.session_id)
         return await self.registry.call(
             caller,
             name,
@@ -211,13 +223,17 @@ class Runtime:
     # -- sessions -----------------------------------------------------------------------
 
     def open_session(
-        self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None
+        self,
+        caller: CallerKind | str = CallerKind.AGENT,
+        *,
+        cwd: str | None = None,
+        label: str | None = None,
     ) -> CallerInfo:
         """A new session with an unguessable id; standing grants of its kind apply to it."""
         kind = CallerKind(caller)
         session = new_session_id(kind.value)
-        self._sessions[session] = kind
-        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd)
+        record = self.sessions.open(session, kind, sanitize_label(label))
+        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd, label=record.label)
 
     def grant(
         self,
@@ -246,14 +262,62 @@ class Runtime:
         session_id = session.session_id if isinstance(session, CallerInfo) else session
         if session_id is None:
             return
-        known = self._sessions.pop(session_id, None) is not None
+        known = self.sessions.pop(session_id) is not None
+        self._session_approvers.pop(session_id, None)
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
             await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
 
-    def track_session(self, session_id: str, kind: CallerKind) -> None:
-        self._sessions[session_id] = kind
+    def track_session(
+        self, session_id: str, kind: CallerKind, label: str | None = None
+    ) -> SessionRecord:
+        """Record a session opened elsewhere (a socket connection); ended by close_session."""
+        return self.sessions.open(session_id, kind, label)
+
+    def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
+        """`approver` answers this session's approval requests before any other approver."""
+        if approver is None:
+            self._session_approvers.pop(session_id, None)
+        elif session_id in self.sessions:
+            self._session_approvers[session_id] = approver
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """The live sessions with their grants (session grants, then standing ones that apply)."""
+        standing = self.permissions.standing.current()
+        out = []
+        for rec in self.sessions:
+            grants = [grant_summary(g) for g in self.permissions.session_grants(rec.session_id)]
+            grants += [
+                grant_summary(g)
+                for g in standing
+                if g.caller is rec.caller and g.session in (None, rec.session_id)
+            ]
+            out.append(
+                {
+                    "sessionId": rec.session_id,
+                    "caller": rec.caller.value,
+                    "label": rec.label,
+                    "since": iso_utc(rec.since),
+                    "calls": rec.calls,
+                    "grants": grants,
+                }
+            )
+        return out
+
+    def tool_listing(self) -> list[dict[str, Any]]:
+        """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""
+        allowed = self.permissions.provider_approved
+        return [
+            {**d, "approved": allowed(d["plugin"] or "", parse_capabilities(d["capabilities"]))}
+            for d in self.registry.describe()
+        ]
+
+    def catalogue_version(self) -> tuple[object, ...]:
+        """Changes whenever `tool_listing()` may: a registration or an edit of plugins.json.
+
+        Cheap (one stat): watchers poll it instead of the call path checking anything."""
+        return (id(self.registry.describe()), file_signature(self.home.plugins_path))
 
     # -- hooks --------------------------------------------------------------------------
 
@@ -278,8 +342,15 @@ class Runtime:
                         plugin_id, f"startup failed: {type(exc).__name__}: {exc}"
                     )
 
-    async def _ask_approvers(self, request: ApprovalRequest) -> ApprovalAnswer | None:
-        """The `meith_approve` hook, then approvers the embedding program added; first answer wins."""
+    async def _ask_approvers(
+        self, request: ApprovalRequest
+    ) -> ApprovalAnswer | ApprovalReply | None:
+        """The calling connection when it answers approvals itself (its answer, a timeout
+        included, is final); else the `meith_approve` hook, then approvers the embedding
+        program added: first answer wins."""
+        own = self._session_approvers.get(request.caller.session_id or "")
+        if own is not None:
+            return await own(request)
         for plugin_id, thunk in self.plugins.call_each("meith_approve", request=request):
             try:
                 answer = thunk()
