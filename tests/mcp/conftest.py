@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.harness import MEITH, MeithServer, wait_until
 from tests.mcp.agent_plugin import install
 
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("browser") is not None:
         from tests.browser.support import require_browser

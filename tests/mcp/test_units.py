@@ -13,7 +13,7 @@ import pytest
 
 from meith_core import CallerInfo, ErrorCode, ToolContext
 from meith_core._mcp import approval
-from meith_core._mcp.bridge import sanitize_label
+from meith_core._mcp.bridge import label_of
 from meith_core._mcp.content import to_call_result
 from meith_core._mcp.http import is_loopback, parse_bind
 from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
@@ -170,10 +170,10 @@ def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
 
 
 def test_labels_are_sanitised() -> None:
-    assert sanitize_label("Claude Code") == "Claude Code"
-    assert sanitize_label("evil\n\x1b[31mname") == "evil31mname"
-    assert sanitize_label("") == "mcp-client"
-    assert len(sanitize_label("x" * 500)) == 64
+    assert label_of("Claude Code") == "Claude Code"
+    assert label_of("evil\n\x1b[31mname") == "evil[31mname"
+    assert label_of("") == "mcp-client"
+    assert len(label_of("x" * 500)) == 128
 
 
 @pytest.mark.parametrize(

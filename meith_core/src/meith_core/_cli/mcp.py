@@ -144,35 +144,14 @@ def run_mcp(
 def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -> int:
     from meith_core._cli.admin import _table, _when
     from meith_core._cli.output import EXIT_OK, EXIT_UNREACHABLE, fail, pretty
-    from meith_core._protocol.constants import PROTOCOL_VERSION
-    from meith_core._protocol.framing import Frame, NdjsonFramer, encode_frame
-    from meith_core.client._core import TransportError, locate, open_socket
+    from meith_core.client import Client, TransportError
 
     try:
-        target = locate(socket_path, instance, None)
-        sock = open_socket(target.socket_path, 5.0)
-    except TransportError as exc:
-        return fail(exc.message, EXIT_UNREACHABLE)
-    reply: dict[str, Any] | None = None
-    with sock:
-        sock.settimeout(10.0)
-        sock.sendall(encode_frame({"type": "list_sessions", "protocol": PROTOCOL_VERSION}))
-        framer = NdjsonFramer(strict=False)
-        while reply is None:
-            data = sock.recv(1 << 16)
-            if not data:
-                break
-            for event in framer.feed(data):
-                if isinstance(event, Frame) and event.message.get("type") in (
-                    "sessions_list",
-                    "error",
-                ):
-                    reply = event.message
-                    break
-    if reply is None or reply.get("type") != "sessions_list":
-        message = (reply or {}).get("message") or "no answer"
-        return fail(f"the runtime cannot list sessions ({message})", EXIT_UNREACHABLE)
-    sessions = [s for s in reply.get("sessions") or [] if isinstance(s, dict)]
+        with Client(socket_path, instance=instance) as client:
+            listed = client.list_sessions(timeout=10.0)
+    except (TransportError, TimeoutError) as exc:
+        return fail(f"cannot list the runtime's sessions: {exc}", EXIT_UNREACHABLE)
+    sessions = [s for s in listed if isinstance(s, dict)]
     if as_json:
         sys.stdout.write(pretty(sessions) + "\n")
         return EXIT_OK

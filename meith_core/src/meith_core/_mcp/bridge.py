@@ -11,8 +11,8 @@ call, which resumes when the client retries with the person's answer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import re
 import secrets
 import sys
 import time
@@ -31,9 +31,10 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from meith_core._caller import sanitize_label
 from meith_core._mcp import approval
 from meith_core._mcp.content import error_result, to_call_result
-from meith_core._mcp.link import CallHandle, RuntimeLink
+from meith_core._mcp.link import Answer, CallHandle, RuntimeLink
 from meith_core._mcp.tools import Selection, offered, to_mcp_tool, why_hidden
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
@@ -42,15 +43,13 @@ from meith_core.client._core import TransportError
 #: has denied it by then.
 PARKED_TTL_S = 180.0
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
-_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9._@+ -]")
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
 _LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
-def sanitize_label(name: str | None) -> str:
-    """The client's self-reported name, safe for logs and audit (never a secret)."""
-    cleaned = _LABEL_UNSAFE.sub("", (name or "").strip())[:64].strip()
-    return cleaned or "mcp-client"
+def label_of(name: str | None) -> str:
+    """The MCP client's self-reported name as the session label (a hint, never a secret)."""
+    return sanitize_label(name) or "mcp-client"
 
 
 def log(message: str) -> None:
@@ -76,7 +75,7 @@ class AgentSession:
 
     async def all_tools(self) -> list[dict[str, Any]]:
         if self.tools is None:
-            self.tools = await self.link.list_tools(watch=True)
+            self.tools = await self.link.list_tools()
         return self.tools
 
 
@@ -85,7 +84,7 @@ class _Parked:
     session: AgentSession
     call: CallHandle
     artifacts: list[dict[str, Any]]
-    approval_id: str
+    answer: asyncio.Future[Answer]
     since: float
 
 
@@ -151,28 +150,29 @@ class Bridge:
 
     async def _session(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
         params = ctx.session.client_params
-        label = sanitize_label(params.client_info.name if params is not None else None)
+        label = label_of(params.client_info.name if params is not None else None)
         key = self._key(ctx, label)
         session = self._sessions.get(key)
-        if session is not None and not session.link.closed:
+        if session is not None and not session.link.broken:
             return session
         async with self._lock:
             session = self._sessions.get(key)
-            if session is not None and not session.link.closed:
+            if session is not None and not session.link.broken:
                 return session
+            caps = ctx.session.client_capabilities
             try:
                 link = await RuntimeLink.connect(
-                    self.config.socket_path, label=label, cwd=self.config.cwd
+                    self.config.socket_path,
+                    label=label,
+                    cwd=self.config.cwd,
+                    approvals=caps is not None and caps.elicitation is not None,
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
             session = AgentSession(key, label, link)
             link.on_tools_changed = lambda: self._tools_changed(key)
             self._sessions[key] = session
-            if link.welcome.get("error"):
-                log(f"the runtime did not accept the agent hello ({link.welcome['error']})")
-            else:
-                log(f"session {link.session_id} for {label}")
+            log(f"runtime session {link.session_id} for {label}")
             if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 # The MCP connection's end is the runtime session's end.
                 connection = ctx.session._connection
@@ -251,9 +251,9 @@ class Bridge:
             )
         answer = (params.input_responses or {}).get("approval")
         decision = approval.decision_of(answer if isinstance(answer, types.ElicitResult) else None)
-        with contextlib.suppress(TransportError):
-            await parked.session.link.answer_approval(
-                parked.approval_id, decision, f"{parked.session.label} (MCP elicitation)"
+        if not parked.answer.done():
+            parked.answer.set_result(
+                (decision, f"the user of {parked.session.label} (MCP elicitation)")
             )
         return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
 
@@ -262,7 +262,8 @@ class Bridge:
         for token, parked in list(self._parked.items()):
             if now - parked.since > PARKED_TTL_S:
                 del self._parked[token]
-                parked.session.link.forget(parked.call)
+                if not parked.answer.done():
+                    parked.answer.set_result(("deny", "nobody answered the elicitation"))
 
     async def _drive(
         self,
@@ -272,7 +273,6 @@ class Bridge:
         artifacts: list[dict[str, Any]],
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Relay one call's events until its result (or, on 2026-07-28, an approval to ask)."""
-        parked = False
         steps = 0
         try:
             while True:
@@ -281,23 +281,20 @@ class Bridge:
                     steps += 1
                     await self._event(ctx, session, call, payload, artifacts, steps)
                 elif kind == "approval":
-                    asked = await self._approve(ctx, session, call, payload, artifacts)
+                    request, answer = payload
+                    asked = await self._approve(ctx, session, call, request, answer, artifacts)
                     if asked is not None:
-                        parked = True
                         return asked
                 elif kind == "result":
-                    return self._finish(session, call, payload, artifacts)
+                    return self._finish(session, call, payload.to_wire(), artifacts)
                 else:
                     error: TransportError = payload
                     return error_result(error.code, error.message)
         except anyio.get_cancelled_exc_class():
             # MCP cancellation (or a dropped HTTP stream): the runtime stops the tool too.
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            with anyio.CancelScope(shield=True):
                 await session.link.cancel(call)
             raise
-        finally:
-            if not parked:
-                session.link.forget(call)
 
     async def _event(
         self,
@@ -336,12 +333,12 @@ class Bridge:
         session: AgentSession,
         call: CallHandle,
         request: dict[str, Any],
+        answer: asyncio.Future[Answer],
         artifacts: list[dict[str, Any]],
     ) -> types.InputRequiredResult | None:
-        approval_id = str(request.get("approvalId") or "")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             token = secrets.token_urlsafe(24)
-            self._parked[token] = _Parked(session, call, artifacts, approval_id, time.monotonic())
+            self._parked[token] = _Parked(session, call, artifacts, answer, time.monotonic())
             return types.InputRequiredResult(
                 input_requests={"approval": approval.elicit_request(request)}, request_state=token
             )
@@ -349,25 +346,28 @@ class Bridge:
         answered_by = f"{session.label} (MCP client cannot elicit)"
         caps = ctx.session.client_capabilities
         if caps is not None and caps.elicitation is not None:
-            answered_by = f"{session.label} (MCP elicitation)"
+            answered_by = f"the user of {session.label} (MCP elicitation)"
             timeout_ms = request.get("timeoutMs")
             timeout_s = (
                 timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
             )
             try:
                 with anyio.fail_after(timeout_s):
-                    answer = await ctx.session.elicit_form(
+                    elicited = await ctx.session.elicit_form(
                         approval.elicitation_message(request),
                         approval.elicitation_schema(),
                         related_request_id=ctx.request_id,
                     )
-                decision = approval.decision_of(answer)
+                decision = approval.decision_of(elicited)
             except TimeoutError:
-                answered_by = f"{session.label} (no answer in time)"
+                answered_by = f"nobody at {session.label} (no answer in time)"
             except Exception as exc:
                 log(f"elicitation failed: {type(exc).__name__}: {exc}")
-        with contextlib.suppress(TransportError):
-            await session.link.answer_approval(approval_id, decision, answered_by)
+            finally:
+                if not answer.done():
+                    answer.set_result((decision, answered_by))
+        if not answer.done():
+            answer.set_result((decision, answered_by))
         return None
 
     def _finish(
