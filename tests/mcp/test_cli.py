@@ -112,3 +112,20 @@ async def test_a_screenshot_is_image_content(agent_server: Any) -> None:
     images = [b for b in shot.content if isinstance(b, types.ImageContent)]
     assert len(images) == 1
     assert images[0].mime_type == "image/png"
+
+
+@pytest.mark.anyio
+async def test_calls_run_in_the_clients_first_root(agent_server: Any, tmp_path: Path) -> None:
+    from tests.mcp.test_stdio import _git_repo
+
+    srv = agent_server()
+    repo = _git_repo(tmp_path / "rooted")
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=repo.as_uri())])
+
+    async with stdio_client(srv, name="rooted-agent", list_roots_callback=roots) as client:
+        status = await client.call_tool("git_status", {})
+    assert status.is_error is False
+    assert status.structured_content is not None
+    assert Path(status.structured_content["root"]).resolve() == repo.resolve()

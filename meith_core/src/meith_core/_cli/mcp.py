@@ -127,6 +127,7 @@ def run_mcp(
         cwd=workdir,
         selection=Selection.parse(plugins, tools, read_only),
         artifacts_dir=home.artifacts_dir,
+        cwd_fixed=cwd is not None,
     )
     try:
         if bind is None:

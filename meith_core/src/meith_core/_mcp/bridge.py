@@ -20,6 +20,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import anyio
 import anyio.abc
@@ -43,6 +45,7 @@ from meith_core.client._core import TransportError
 #: has denied it by then.
 PARKED_TTL_S = 180.0
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+ROOTS_TIMEOUT_S = 5.0
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
 _LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
@@ -63,6 +66,8 @@ class BridgeConfig:
     cwd: str
     selection: Selection = field(default_factory=Selection)
     artifacts_dir: Path | None = None
+    #: `--cwd` was given: the client's roots do not override it.
+    cwd_fixed: bool = False
 
 
 @dataclass
@@ -164,7 +169,7 @@ class Bridge:
                 link = await RuntimeLink.connect(
                     self.config.socket_path,
                     label=label,
-                    cwd=self.config.cwd,
+                    cwd=await self._cwd_for(ctx),
                     approvals=caps is not None and caps.elicitation is not None,
                 )
             except TransportError as exc:
@@ -179,6 +184,32 @@ class Bridge:
                 self._connections[key] = connection
                 connection.exit_stack.push_async_callback(self._end_session, key)
             return session
+
+    async def _cwd_for(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """The client's first file root where the era has roots, else the bridge's directory."""
+        caps = ctx.session.client_capabilities
+        if (
+            self.config.cwd_fixed
+            or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            or caps is None
+            or caps.roots is None
+        ):
+            return self.config.cwd
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                roots = await ctx.session.list_roots()
+        except Exception as exc:
+            log(
+                f"could not read the client's roots ({type(exc).__name__}); using {self.config.cwd}"
+            )
+            return self.config.cwd
+        for root in roots.roots:
+            uri = str(root.uri)
+            if uri.startswith("file://"):
+                path = url2pathname(urlparse(uri).path)
+                if path.startswith("/"):
+                    return path
+        return self.config.cwd
 
     async def _end_session(self, key: str) -> None:
         session = self._sessions.pop(key, None)
