@@ -143,7 +143,7 @@ def run_mcp(
 
 
 def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -> int:
-    from meith_core._cli.admin import _table, _when
+    from meith_core._cli.admin import _table
     from meith_core._cli.output import EXIT_OK, EXIT_UNREACHABLE, fail, pretty
     from meith_core.client import Client, TransportError
 
@@ -164,7 +164,7 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
                 str(s.get("sessionId") or "-"),
                 str(s.get("caller") or "-"),
                 str(s.get("label") or "-"),
-                _when(s.get("since")),
+                str(s.get("since") or "-")[:19].replace("T", " "),
                 str(s.get("calls", 0)),
                 ", ".join(_grant_text(g) for g in grants) or "-",
             ]
