@@ -124,7 +124,7 @@ async def test_every_call_writes_exactly_one_record_whatever_its_outcome(
     ]
     for request_id, name, args, kwargs in cases:
         await outcomes.call(name, args, request_id=request_id, **kwargs)
-    outcomes.registry.begin_shutdown()
+    outcomes.pipeline.begin_shutdown()
     await outcomes.call("ok", {"text": "x"}, request_id="req_shutdown")
 
     expected = {

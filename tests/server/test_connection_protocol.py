@@ -126,7 +126,7 @@ async def test_closing_the_connection_cancels_its_in_flight_calls(served) -> Non
             break
         await asyncio.sleep(0.02)
     assert sorted(served.marks("gone")) == ["c1", "c2"]
-    assert served.runtime.registry.in_flight == 0
+    assert served.runtime.pipeline.in_flight == 0
 
 
 @pytest.mark.parametrize("version", [2, 0, 99, "1", True])

@@ -199,7 +199,7 @@ class ToolContext:
                 self.logger.warning("event sink failed; dropping further events", error=repr(exc))
 
     def _close(self) -> None:
-        """Called by the registry once the call is answered: later events are dropped."""
+        """Called by the pipeline once the call is answered: later events are dropped."""
         self._closed = True
 
     # -- calling other tools ------------------------------------------------------------

@@ -94,7 +94,7 @@ class CorePlugin:
             {
                 "name": "plugins",
                 "status": "degraded" if failed else "ok",
-                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.registry)},
+                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.catalogue)},
             }
         )
         audit = rt.audit.status()

@@ -23,6 +23,7 @@ from meith_core._audit.log import AuditLog
 from meith_core._caller import CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import parse_capabilities
+from meith_core._catalogue import Catalogue
 from meith_core._context import EventSink
 from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
@@ -35,8 +36,8 @@ from meith_core._permissions.service import (
     Approver,
     PermissionService,
 )
+from meith_core._pipeline import CallPipeline
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
-from meith_core._registry import ToolRegistry
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
 from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
@@ -51,7 +52,7 @@ SHUTDOWN_HOOK_BUDGET_S = 1.0
 
 
 class Runtime:
-    """Owns the registry, permissions, audit, settings and plugins of one host."""
+    """Owns the catalogue and call pipeline, permissions, audit, settings and plugins of one host."""
 
     def __init__(
         self,
@@ -78,8 +79,14 @@ class Runtime:
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._ask_approvers,
         )
-        self.registry = ToolRegistry(
-            permissions=self.permissions, audit=self.audit, home=self.home, settings=self.settings
+        #: Which tools exist; `pipeline` is the one path that runs them.
+        self.catalogue = Catalogue()
+        self.pipeline = CallPipeline(
+            catalogue=self.catalogue,
+            permissions=self.permissions,
+            audit=self.audit,
+            home=self.home,
+            settings=self.settings,
         )
         #: False: only the built-in `core` plugin, no installed ones.
         self._load_plugins = load_plugins
@@ -110,13 +117,13 @@ class Runtime:
                 self.plugins.load_object(
                     "core",
                     CorePlugin,
-                    self.registry.register_many,
+                    self.catalogue.register_many,
                     distribution="meith-core",
                     version=__version__,
                 )
             if self._load_plugins:
                 self.plugins.discover(
-                    self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+                    self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
                 )
             self._collect_settings_sections()
         return list(self.plugins.records.values())
@@ -132,7 +139,7 @@ class Runtime:
     def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
         """Load a plugin object that is not installed as an entry point (tests, embedding)."""
         record = self.plugins.load_object(
-            plugin_id, obj, self.registry.register_many, distribution=plugin_id, version=version
+            plugin_id, obj, self.catalogue.register_many, distribution=plugin_id, version=version
         )
         self._collect_settings_sections()
         return record
@@ -142,9 +149,9 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.registry.begin_shutdown()
-        self.registry.cancel_all()
-        await self.registry.drain(0.3)
+        self.pipeline.begin_shutdown()
+        self.pipeline.cancel_all()
+        await self.pipeline.drain(0.3)
         for record in self.sessions:
             await self.close_session(record.session_id)
         if self._started:
@@ -170,7 +177,7 @@ class Runtime:
         """Register tools of the embedding application itself (approved implicitly as part of
         the host, like the built-in `core` tools)."""
         batch = [tools] if isinstance(tools, ToolDefinition) else list(tools)
-        self.registry.register_many(batch, plugin_id)
+        self.catalogue.register_many(batch, plugin_id)
 
     async def call(
         self,
@@ -189,7 +196,7 @@ class Runtime:
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
         else:
             self.sessions.count_call(caller.session_id)
-        return await self.registry.call(
+        return await self.pipeline.call(
             caller,
             name,
             arguments,
@@ -200,7 +207,7 @@ class Runtime:
         )
 
     def describe(self) -> list[dict[str, Any]]:
-        return self.registry.describe()
+        return self.catalogue.describe()
 
     def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
         """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.
@@ -310,14 +317,14 @@ class Runtime:
         allowed = self.permissions.provider_approved
         return [
             {**d, "approved": allowed(d["plugin"] or "", parse_capabilities(d["capabilities"]))}
-            for d in self.registry.describe()
+            for d in self.catalogue.describe()
         ]
 
     def catalogue_version(self) -> tuple[object, ...]:
         """Changes whenever `tool_listing()` may: a registration or an edit of plugins.json.
 
         Cheap (one stat): watchers poll it instead of the call path checking anything."""
-        return (id(self.registry.describe()), file_signature(self.home.plugins_path))
+        return (id(self.catalogue.describe()), file_signature(self.home.plugins_path))
 
     # -- hooks --------------------------------------------------------------------------
 

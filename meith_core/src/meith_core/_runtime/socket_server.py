@@ -5,7 +5,7 @@ credentials are checked in `connection_made`, before a single byte is read; fram
 synchronously as bytes arrive; and the transport's write buffer gives an exact, cheap measure
 for the per-connection outbound bound (a client that stops reading is disconnected instead of
 growing the runtime's memory). The protocol rules live in the sans-IO `ServerConnection`;
-this module only moves bytes, runs calls as tasks through `ToolRegistry.call`, and waits.
+this module only moves bytes, runs calls as tasks through `CallPipeline.call`, and waits.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class Connection(asyncio.Protocol):
         rid = call.requestId
         emit = _CallEvents(self, frames.event_prefix(rid))
         try:
-            result = await self.server.runtime.registry.call(
+            result = await self.server.runtime.pipeline.call(
                 caller,
                 call.toolName,
                 call.arguments,
@@ -399,10 +399,10 @@ class SocketServer:
 
     async def shutdown(self, answer_timeout_s: float = 0.6) -> None:
         """Refuse new calls, cancel in-flight ones and let them answer, then close everything."""
-        self.runtime.registry.begin_shutdown()
+        self.runtime.pipeline.begin_shutdown()
         if self._server is not None:
             self._server.close()
-        self.runtime.registry.cancel_all("runtime shutting down")
+        self.runtime.pipeline.cancel_all("runtime shutting down")
         pending = [t for t in self.call_tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=answer_timeout_s)
