@@ -8,7 +8,9 @@
             `Server` answering with the same content shape.
 
 Both clients run in this process, interleaved round by round; each round times sequential
-`tools/call`s on each. Reported: p50/p90 per side and the ratio of the p50s (target <= 1.3).
+`tools/call`s on each. Reported: p50/p90 per side and the ratio of the p50s (target <= 1.3),
+and, as a load-independent view, the CPU time per call of the serving processes (bridge plus
+runtime against the bare server).
 
     python bench/bench_mcp.py [--quick] [--calls N] [--rounds R] [--era legacy|2026-07-28]
 
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 from _serve import MEITH, ServeProcess  # bench/ is the script's directory: sys.path[0]
 from mcp import Client, StdioServerParameters
 
@@ -64,6 +67,19 @@ async def _timed_calls(client: Client, n: int) -> list[float]:
     return out
 
 
+def _server_processes(marker: str) -> list[psutil.Process]:
+    """This process's children with `marker` as one of their arguments."""
+    return [p for p in psutil.Process().children(recursive=True) if marker in p.cmdline()]
+
+
+def _cpu_s(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in procs:
+        times = proc.cpu_times()
+        total += times.user + times.system
+    return total
+
+
 async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     site = _plugin_root(work)
     serve = ServeProcess(
@@ -89,16 +105,31 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             # Warm both (imports, first list, caches) before timing.
             await _timed_calls(meith_client, args.warmup)
             await _timed_calls(bare_client, args.warmup)
+            meith_procs = [*_server_processes("mcp"), psutil.Process(serve.proc.pid)]
+            bare_procs = _server_processes(str(BENCH_DIR / "_mcp_bare_server.py"))
+            meith_cpu = bare_cpu = 0.0
             for _ in range(args.rounds):
+                before = _cpu_s(meith_procs)
                 meith += await _timed_calls(meith_client, args.calls)
+                meith_cpu += _cpu_s(meith_procs) - before
+                before = _cpu_s(bare_procs)
                 bare += await _timed_calls(bare_client, args.calls)
+                bare_cpu += _cpu_s(bare_procs) - before
     finally:
         serve.stop()
     return {
         "era": args.era,
         "calls": len(meith),
-        "meith": {"p50": statistics.median(meith), "p90": _pct(meith, 0.9)},
-        "bare": {"p50": statistics.median(bare), "p90": _pct(bare, 0.9)},
+        "meith": {
+            "p50": statistics.median(meith),
+            "p90": _pct(meith, 0.9),
+            "cpu_ms_per_call": meith_cpu * 1000 / len(meith),
+        },
+        "bare": {
+            "p50": statistics.median(bare),
+            "p90": _pct(bare, 0.9),
+            "cpu_ms_per_call": bare_cpu * 1000 / len(bare),
+        },
     }
 
 
@@ -124,7 +155,11 @@ def main() -> int:
         f"  bare low-level SDK server: p50 {result['bare']['p50']:.3f} ms  "
         f"p90 {result['bare']['p90']:.3f} ms\n"
         f"  ratio (p50): {ratio:.2f}x  (target <= {TARGET_RATIO}x: "
-        f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})"
+        f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})\n"
+        f"  CPU per call: bridge + runtime {result['meith']['cpu_ms_per_call']:.3f} ms, "
+        f"bare server {result['bare']['cpu_ms_per_call']:.3f} ms "
+        f"({result['meith']['cpu_ms_per_call'] / result['bare']['cpu_ms_per_call']:.2f}x)\n"
+        f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
