@@ -98,8 +98,9 @@ def test_non_loopback_bind_needs_allow_remote(agent_server: Any) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
 async def test_http_elicitation_approves_a_privileged_call(
-    agent_server: Any, http_bridge: Any, marks: Any
+    agent_server: Any, http_bridge: Any, marks: Any, era: str
 ) -> None:
     srv = agent_server()
     srv.approve("mcptest")
@@ -108,7 +109,57 @@ async def test_http_elicitation_approves_a_privileged_call(
     async def allow(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"decision": "allow_once"})
 
-    async with bridge.client(elicitation_callback=allow) as client:
+    async with bridge.client(mode=era, elicitation_callback=allow) as client:
         result = await client.call_tool("mcptest_write", {"name": "via-http"})
     assert result.is_error is False
     assert (marks / "via-http").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_cancellation_stops_the_tool(
+    agent_server: Any, http_bridge: Any, marks: Any, era: str
+) -> None:
+    import anyio
+
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    async with bridge.client(mode=era) as client:
+        async with anyio.create_task_group() as tg:
+
+            async def long_call() -> None:
+                await client.call_tool("mcptest_sleep", {"seconds": 300, "marker": "hnap"})
+
+            tg.start_soon(long_call)
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(lambda: (marks / "hnap.started").exists(), timeout=60)
+            )
+            tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(
+            lambda: wait_until(lambda: (marks / "hnap.cancelled").exists(), timeout=60)
+        )
+        after = await client.call_tool("mcptest_echo", {"value": "next"})
+    assert after.is_error is False
+
+
+@pytest.mark.anyio
+async def test_closing_an_http_session_ends_its_runtime_session(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    import json
+
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+
+    def labels() -> list[str]:
+        proc = srv.cli("sessions", "--json")
+        return [s.get("label") for s in json.loads(proc.stdout)]
+
+    async with bridge.client(name="short-lived") as client:
+        await client.call_tool("mcptest_echo", {"value": 1})
+        assert "short-lived" in labels()
+    assert wait_until(lambda: "short-lived" not in labels(), timeout=60)
