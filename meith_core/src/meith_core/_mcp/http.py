@@ -6,6 +6,7 @@ import hmac
 import ipaddress
 import os
 import secrets
+import socket
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def is_loopback(host: str) -> bool:
 def security_settings(host: str, port: int) -> TransportSecuritySettings:
     """Only this server's own host names and origins (a web page elsewhere is refused)."""
     names = {host, "127.0.0.1", "localhost", "[::1]"} if is_loopback(host) else {host}
+    if host in ("0.0.0.0", "::"):  # noqa: S104 - the names this machine answers to
+        names = {socket.gethostname(), socket.getfqdn()}
     shown = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
