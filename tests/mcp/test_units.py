@@ -13,9 +13,9 @@ import pytest
 
 from meith_core import CallerInfo, ErrorCode, ToolContext
 from meith_core._mcp import approval
-from meith_core._mcp.bridge import label_of
 from meith_core._mcp.content import to_call_result
 from meith_core._mcp.http import is_loopback, parse_bind
+from meith_core._mcp.sessions import label_of
 from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 from meith_core._runtime.host import Runtime

@@ -95,9 +95,9 @@ def run_mcp(
     from meith_core._home import MeithHome
     from meith_core._instances import TargetError
     from meith_core._mcp.autostart import StartError, find_or_start
-    from meith_core._mcp.bridge import BridgeConfig, log
     from meith_core._mcp.http import is_loopback, load_or_create_token, parse_bind
     from meith_core._mcp.serve import run_http, run_stdio
+    from meith_core._mcp.sessions import BridgeConfig, log
     from meith_core._mcp.tools import Selection
 
     home = MeithHome.from_env()

@@ -1,8 +1,4 @@
-"""The MCP server side of the bridge: tools/list and tools/call onto a runtime link per session.
-
-Sessions: a handshake-era connection (stdio, or one `Mcp-Session-Id` over HTTP) is one agent
-session and its link closes with it. The 2026-07-28 era has no connection state, so its
-requests share one link per client name for the life of the bridge.
+"""The MCP server side of the bridge: tools/list and tools/call onto the session's runtime link.
 
 Approval: handshake-era clients get an `elicitation/create` request while the call waits;
 2026-07-28 clients get an `InputRequiredResult` whose opaque `requestState` names the parked
@@ -14,14 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import sys
 import time
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import anyio
 import anyio.abc
@@ -33,11 +25,11 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from meith_core._caller import sanitize_label
 from meith_core._mcp import approval
 from meith_core._mcp.content import error_result, to_call_result
-from meith_core._mcp.link import Answer, CallHandle, RuntimeLink
-from meith_core._mcp.tools import Selection, offered, to_mcp_tool, why_hidden
+from meith_core._mcp.link import Answer, CallHandle
+from meith_core._mcp.sessions import AgentSession, BridgeConfig, SessionTable, log
+from meith_core._mcp.tools import offered, to_mcp_tool, why_hidden
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
 
@@ -45,43 +37,8 @@ from meith_core.client._core import TransportError
 #: has denied it by then.
 PARKED_TTL_S = 180.0
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
-ROOTS_TIMEOUT_S = 5.0
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
 _LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-
-
-def label_of(name: str | None) -> str:
-    """The MCP client's self-reported name as the session label (a hint, never a secret)."""
-    return sanitize_label(name) or "mcp-client"
-
-
-def log(message: str) -> None:
-    sys.stderr.write(f"meith mcp: {message}\n")
-    sys.stderr.flush()
-
-
-@dataclass
-class BridgeConfig:
-    socket_path: str
-    cwd: str
-    selection: Selection = field(default_factory=Selection)
-    artifacts_dir: Path | None = None
-    #: `--cwd` was given: the client's roots do not override it.
-    cwd_fixed: bool = False
-
-
-@dataclass
-class AgentSession:
-    key: str
-    label: str
-    link: RuntimeLink
-    tools: list[dict[str, Any]] | None = None
-    log_level: str = "info"
-
-    async def all_tools(self) -> list[dict[str, Any]]:
-        if self.tools is None:
-            self.tools = await self.link.list_tools()
-        return self.tools
 
 
 @dataclass
@@ -111,10 +68,8 @@ class _MeithServer(Server[Any]):
 class Bridge:
     def __init__(self, config: BridgeConfig) -> None:
         self.config = config
-        self._sessions: dict[str, AgentSession] = {}
-        self._connections: dict[str, Any] = {}
+        self.sessions = SessionTable(config, self._tools_changed)
         self._parked: dict[str, _Parked] = {}
-        self._lock = anyio.Lock()
         self.task_group: anyio.abc.TaskGroup | None = None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
@@ -140,95 +95,15 @@ class Bridge:
 
     async def aclose(self) -> None:
         self.listen.close()
-        for session in list(self._sessions.values()):
-            await session.link.aclose()
-        self._sessions.clear()
-
-    # -- sessions -----------------------------------------------------------------------
-
-    def _key(self, ctx: ServerRequestContext[Any, Any], label: str) -> str:
-        headers = getattr(ctx.request, "headers", None)
-        sid = headers.get("mcp-session-id") if headers is not None else None
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return f"modern:{label}"
-        return f"http:{sid}" if sid else "stdio"
-
-    async def _session(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
-        params = ctx.session.client_params
-        label = label_of(params.client_info.name if params is not None else None)
-        key = self._key(ctx, label)
-        session = self._sessions.get(key)
-        if session is not None and not session.link.broken:
-            return session
-        async with self._lock:
-            session = self._sessions.get(key)
-            if session is not None and not session.link.broken:
-                return session
-            caps = ctx.session.client_capabilities
-            try:
-                link = await RuntimeLink.connect(
-                    self.config.socket_path,
-                    label=label,
-                    cwd=await self._cwd_for(ctx),
-                    approvals=caps is not None and caps.elicitation is not None,
-                )
-            except TransportError as exc:
-                raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
-            session = AgentSession(key, label, link)
-            link.on_tools_changed = lambda: self._tools_changed(key)
-            self._sessions[key] = session
-            log(f"runtime session {link.session_id} for {label}")
-            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                # The MCP connection's end is the runtime session's end.
-                connection = ctx.session._connection
-                self._connections[key] = connection
-                connection.exit_stack.push_async_callback(self._end_session, key)
-            return session
-
-    async def _cwd_for(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        """The client's first file root where the era has roots, else the bridge's directory."""
-        caps = ctx.session.client_capabilities
-        if (
-            self.config.cwd_fixed
-            or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-            or caps is None
-            or caps.roots is None
-        ):
-            return self.config.cwd
-        try:
-            with anyio.fail_after(ROOTS_TIMEOUT_S):
-                roots = await ctx.session.list_roots()
-        except Exception as exc:
-            log(
-                f"could not read the client's roots ({type(exc).__name__}); using {self.config.cwd}"
-            )
-            return self.config.cwd
-        for root in roots.roots:
-            uri = str(root.uri)
-            if uri.startswith("file://"):
-                path = url2pathname(urlparse(uri).path)
-                if path.startswith("/"):
-                    return path
-        return self.config.cwd
-
-    async def _end_session(self, key: str) -> None:
-        session = self._sessions.pop(key, None)
-        self._connections.pop(key, None)
-        if session is not None:
-            with anyio.CancelScope(shield=True):
-                await session.link.aclose()
+        await self.sessions.aclose()
 
     def _tools_changed(self, key: str) -> None:
-        session = self._sessions.get(key)
-        if session is None:
-            return
-        session.tools = None
         if self.task_group is not None:
             self.task_group.start_soon(self._announce, key)
 
     async def _announce(self, key: str) -> None:
         with contextlib.suppress(Exception):
-            connection = self._connections.get(key)
+            connection = self.sessions.connection(key)
             if connection is not None:
                 await connection.send_tool_list_changed()
             else:
@@ -239,14 +114,14 @@ class Bridge:
     async def _set_level(
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        session = await self._session(ctx)
+        session = await self.sessions.get(ctx)
         session.log_level = params.level
         return types.EmptyResult()
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        session = await self._session(ctx)
+        session = await self.sessions.get(ctx)
         tools = offered(await session.all_tools(), self.config.selection)
         return types.ListToolsResult(tools=[to_mcp_tool(d) for d in tools.values()])
 
@@ -256,7 +131,7 @@ class Bridge:
         self._expire_parked()
         if params.request_state is not None:
             return await self._resume(ctx, params)
-        session = await self._session(ctx)
+        session = await self.sessions.get(ctx)
         descriptors = await session.all_tools()
         known = {str(d.get("name")): d for d in descriptors}
         descriptor = known.get(params.name)

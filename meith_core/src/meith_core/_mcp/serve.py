@@ -7,8 +7,9 @@ import socket
 import anyio
 from mcp.server.stdio import stdio_server
 
-from meith_core._mcp.bridge import Bridge, BridgeConfig, log
+from meith_core._mcp.bridge import Bridge
 from meith_core._mcp.http import BearerAuth, security_settings
+from meith_core._mcp.sessions import BridgeConfig, log
 
 
 async def run_stdio(config: BridgeConfig) -> None:
