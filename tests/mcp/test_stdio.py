@@ -131,7 +131,8 @@ async def test_privileged_call_denied_then_approved_then_declined(
     assert not (marks / "w2").exists()
     writes = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_write"]
     assert [r["decision"] for r in writes] == ["deny", "allow", "deny"]
-    assert "careful-agent" in writes[1]["reason"]  # who answered
+    assert "careful-agent" in writes[1]["reason"]
+    assert "MCP elicitation" in writes[1]["reason"]  # who answered
 
 
 async def test_allow_for_session_covers_the_next_call(

@@ -158,9 +158,7 @@ class Bridge:
         answer = (params.input_responses or {}).get("approval")
         decision = approval.decision_of(answer if isinstance(answer, types.ElicitResult) else None)
         if not parked.answer.done():
-            parked.answer.set_result(
-                (decision, f"the user of {parked.session.label} (MCP elicitation)")
-            )
+            parked.answer.set_result((decision, "user, through an MCP elicitation"))
         return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
 
     def _expire_parked(self) -> None:
@@ -169,7 +167,7 @@ class Bridge:
             if now - parked.since > PARKED_TTL_S:
                 del self._parked[token]
                 if not parked.answer.done():
-                    parked.answer.set_result(("deny", "nobody answered the elicitation"))
+                    parked.answer.set_result(("deny", "nobody: the elicitation was not answered"))
 
     async def _drive(
         self,
@@ -249,10 +247,10 @@ class Bridge:
                 input_requests={"approval": approval.elicit_request(request)}, request_state=token
             )
         decision = approval.DENY
-        answered_by = f"{session.label} (MCP client cannot elicit)"
+        answered_by = "nobody: the MCP client cannot elicit"
         caps = ctx.session.client_capabilities
         if caps is not None and caps.elicitation is not None:
-            answered_by = f"the user of {session.label} (MCP elicitation)"
+            answered_by = "user, through an MCP elicitation"
             timeout_ms = request.get("timeoutMs")
             timeout_s = (
                 timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
@@ -266,7 +264,7 @@ class Bridge:
                     )
                 decision = approval.decision_of(elicited)
             except TimeoutError:
-                answered_by = f"nobody at {session.label} (no answer in time)"
+                answered_by = "nobody: no answer in time"
             except Exception as exc:
                 log(f"elicitation failed: {type(exc).__name__}: {exc}")
             finally:
