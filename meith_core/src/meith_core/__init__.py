@@ -37,6 +37,12 @@ _EXPORTS: dict[str, str] = {
     "resolve_within": "meith_core._paths",
     "is_within": "meith_core._paths",
     "PathEscapeError": "meith_core._paths",
+    "write_file_beneath": "meith_core._paths",
+    # settings
+    "SettingsSection": "meith_core._settings",
+    # kernel confinement of started processes (Landlock)
+    "Confinement": "meith_core._confinement",
+    "landlock_status": "meith_core._confinement",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -52,12 +58,14 @@ __all__ = [
     "CallerKind",
     "CancelToken",
     "Capability",
+    "Confinement",
     "Diagnostic",
     "ErrorCode",
     "EventKind",
     "MeithHome",
     "PathEscapeError",
     "Runtime",
+    "SettingsSection",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
@@ -67,9 +75,11 @@ __all__ = [
     "error_result",
     "hookimpl",
     "is_within",
+    "landlock_status",
     "ok_result",
     "resolve_within",
     "tool",
+    "write_file_beneath",
 ]
 
 
@@ -90,13 +100,15 @@ if TYPE_CHECKING:
     from meith_core._caller import CallerInfo, CallerKind
     from meith_core._cancel import CancelToken
     from meith_core._capabilities import Capability
+    from meith_core._confinement import Confinement, landlock_status
     from meith_core._context import ToolContext
     from meith_core._errors import ErrorCode, ToolError
     from meith_core._events import EventKind
     from meith_core._home import MeithHome
-    from meith_core._paths import PathEscapeError, is_within, resolve_within
+    from meith_core._paths import PathEscapeError, is_within, resolve_within, write_file_beneath
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
+    from meith_core._settings import SettingsSection
     from meith_core._tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool

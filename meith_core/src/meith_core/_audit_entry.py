@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from meith_core._audit.redact import summarize
+from meith_core._audit.redact import sensitive_fields_of, summarize_call
 from meith_core._callrecord import CallRecord
 from meith_core._errors import ErrorCode
 from meith_core._results import ToolResult
@@ -25,6 +25,8 @@ def audit_entry(
     tool = call.tool
     caller = call.caller
     name = call.name
+    sensitive = sensitive_fields_of(tool.definition) if tool else frozenset[str]()
+    args_summary, result_summary = summarize_call(call.arguments, result.to_wire(), sensitive)
     entry: dict[str, Any] = {
         "id": entry_id,
         "ts": ts,
@@ -42,8 +44,8 @@ def audit_entry(
         "cwd": call.cwd,
         "spaceId": caller.space_id,
         "tabId": caller.tab_id,
-        "argsSummary": summarize(call.arguments),
-        "resultSummary": summarize(result.to_wire()),
+        "argsSummary": args_summary,
+        "resultSummary": result_summary,
         "durationMs": duration_ms,
     }
     if caller.claimed_caller is not None:

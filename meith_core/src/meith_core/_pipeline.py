@@ -22,7 +22,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from meith_core._audit.log import AuditLog, now_ms
-from meith_core._audit.redact import summarize
+from meith_core._audit.redact import sensitive_fields_of, summarize
 from meith_core._audit_entry import audit_entry
 from meith_core._caller import CallerInfo
 from meith_core._callrecord import CallRecord
@@ -34,6 +34,7 @@ from meith_core._errors import ErrorCode, ToolError
 from meith_core._executor import Executor, Outcome
 from meith_core._home import MeithHome
 from meith_core._ids import new_id
+from meith_core._permissions.grants import acting_directory
 from meith_core._permissions.service import Decision, PermissionService
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._results import ToolResult, error_result
@@ -145,18 +146,32 @@ class CallPipeline:
         args = _validate(call, call.tool)
         if isinstance(args, ToolResult):
             return args
-        call.decision = await self._authorise(call, call.tool)
+        call.decision = await self._authorise(call, call.tool, args)
         if not call.decision.allowed:
             return error_result(
                 ErrorCode.PERMISSION_DENIED,
                 call.decision.message or f'Tool "{call.name}" was denied: {call.decision.reason}',
                 {"reason": call.decision.reason, **call.decision.details},
             )
-        # Authorised and about to run: the one place for anything that must happen before a
-        # tool runs (an audit intent record for privileged calls belongs here).
+        # Privileged calls are recorded before they run, so a crash mid-call leaves a trace.
+        defn = call.tool.definition
+        if privileged_of(defn.capabilities) and not self.audit.intent(
+            call.caller,
+            call.request_id,
+            defn,
+            call.tool.plugin_id,
+            call.decision.reason,
+            call.cwd,
+            call.arguments,
+        ):
+            return error_result(
+                ErrorCode.PERMISSION_DENIED,
+                f'Tool "{defn.name}" was not run: audit trail unavailable ({self.audit.last_error})',
+                {"reason": "audit trail unavailable"},
+            )
         return await self._run(call, call.tool, args)
 
-    async def _authorise(self, call: CallRecord, tool: RegisteredTool) -> Decision:
+    async def _authorise(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> Decision:
         defn = tool.definition
         # A privileged call never runs unaudited. Checked before authorising, so a refused
         # call neither uses up a one-use grant nor asks anyone at a prompt.
@@ -170,8 +185,9 @@ class CallPipeline:
             defn.capabilities,
             tool.plugin_id,
             request_id=call.request_id,
-            cwd=call.cwd,
-            arguments_summary=lambda: summarize(dict(arguments)),
+            # A directory grant is matched against the directory the call acts on.
+            cwd=acting_directory(call.cwd, args),
+            arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
             cancel=call.cancel,
         )
 
@@ -209,6 +225,7 @@ class CallPipeline:
                 plugin=tool.plugin_id,
             ),
             grant_scope=call.decision.grant_scope,
+            grant_check=self.permissions.grant_check(caller, defn.name),
         )
         reset = _depth.set(depth + 1)
         try:

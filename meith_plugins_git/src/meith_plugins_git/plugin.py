@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
 from meith_core import ToolDefinition, hookimpl
@@ -28,8 +26,3 @@ class Plugin:
     @hookimpl
     def meith_settings(self) -> dict[str, type[BaseModel]]:
         return {SETTINGS_SECTION: GitSettings}
-
-    @hookimpl
-    async def meith_shutdown(self, runtime: Any) -> None:
-        if self.tools is not None:
-            self.tools.git.close()

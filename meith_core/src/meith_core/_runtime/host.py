@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from meith_core._audit.log import AuditLog
+from meith_core._audit.segments import Limits
 from meith_core._caller import CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import parse_capabilities
@@ -72,7 +73,10 @@ class Runtime:
         self.server: Any = None
         self.plugins = PluginManager()
         self.settings = SettingsStore(self.home.settings_path)
-        self.audit = AuditLog(self.home.audit_path)
+        self.audit = AuditLog(
+            self.home.audit_path,
+            limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
+        )
         self.permissions = PermissionService(
             approvals=PluginApprovals(self.home.plugins_path),
             standing=StandingGrants(self.home.grants_path),
@@ -379,8 +383,8 @@ class Runtime:
         for plugin_id, thunk in self.plugins.call_each("meith_settings"):
             try:
                 sections = thunk() or {}
-                for name, model in sections.items():
-                    self.settings.register_section(name, model)
+                for name, section in sections.items():
+                    self.settings.register_section(name, section)
             except Exception as exc:
                 _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))
 
