@@ -129,3 +129,21 @@ async def test_calls_run_in_the_clients_first_root(agent_server: Any, tmp_path: 
     assert status.is_error is False
     assert status.structured_content is not None
     assert Path(status.structured_content["root"]).resolve() == repo.resolve()
+
+
+def test_without_the_mcp_extra_the_bridge_says_what_to_install(tmp_path: Path) -> None:
+    # Stands in for an install without the extra: an `mcp` package that cannot be imported.
+    fake = tmp_path / "no-mcp" / "mcp"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named mcp', name='mcp')\n")
+    env = base_env(tmp_path / "home", {"PYTHONPATH": str(fake.parent)})
+    proc = subprocess.run(
+        [MEITH, "mcp", "--no-start"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert "pip install 'meith-core[mcp]'" in proc.stderr
+    token = subprocess.run(
+        [MEITH, "mcp", "token"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert token.returncode == 0
+    assert len(token.stdout.strip()) > 20

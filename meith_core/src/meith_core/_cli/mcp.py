@@ -94,11 +94,18 @@ def run_mcp(
     from meith_core._cli.output import EXIT_UNREACHABLE, EXIT_USAGE, fail
     from meith_core._home import MeithHome
     from meith_core._instances import TargetError
-    from meith_core._mcp.autostart import StartError, find_or_start
-    from meith_core._mcp.http import is_loopback, load_or_create_token, parse_bind
-    from meith_core._mcp.serve import run_http, run_stdio
-    from meith_core._mcp.sessions import BridgeConfig, log
-    from meith_core._mcp.tools import Selection
+
+    try:
+        from meith_core._mcp.autostart import StartError, find_or_start
+        from meith_core._mcp.http import is_loopback, load_or_create_token, parse_bind
+        from meith_core._mcp.serve import run_http, run_stdio
+        from meith_core._mcp.sessions import BridgeConfig, log
+        from meith_core._mcp.tools import Selection
+    except ImportError as exc:
+        return fail(
+            f"meith mcp needs the MCP SDK ({exc.name} is missing): pip install 'meith-core[mcp]'",
+            EXIT_USAGE,
+        )
 
     home = MeithHome.from_env()
     bind: tuple[str, int] | None = None

@@ -9,12 +9,13 @@ import secrets
 import socket
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
-
-from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from typing import TYPE_CHECKING, Any
 
 from meith_core._home import MeithHome
+
+if TYPE_CHECKING:  # the token helpers work without the MCP SDK installed
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 TOKEN_FILE = "mcp-token"  # noqa: S105 - a file name, not a secret
 
@@ -69,6 +70,8 @@ def is_loopback(host: str) -> bool:
 
 def security_settings(host: str, port: int) -> TransportSecuritySettings:
     """Only this server's own host names and origins (a web page elsewhere is refused)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     names = {host, "127.0.0.1", "localhost", "[::1]"} if is_loopback(host) else {host}
     if host in ("0.0.0.0", "::"):  # noqa: S104 - the names this machine answers to
         names = {socket.gethostname(), socket.getfqdn()}
