@@ -153,11 +153,15 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
 
 
 def audit_records(srv: MeithServer) -> list[dict[str, Any]]:
+    """The outcome record of every call (a privileged call also has an intent record, written
+    before it runs)."""
     records: list[dict[str, Any]] = []
     for path in sorted(srv.home.root.glob("audit*.jsonl*")):
         for line in path.read_text().splitlines():
             if line.strip():
-                records.append(json.loads(line))
+                record = json.loads(line)
+                if record.get("kind", "outcome") == "outcome":
+                    records.append(record)
     return records
 
 
