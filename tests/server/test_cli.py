@@ -16,6 +16,9 @@ import pytest
 
 from tests.harness import MEITH, reap, wait_until
 
+# Every test runs the real `meith` CLI in a subprocess against a real runtime.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):

@@ -66,13 +66,8 @@ class CallPipeline:
         self.settings = settings
         self.executor = executor or Executor()
         self._shutting_down = False
-        self.calls_total = 0
 
     # -- shutdown -----------------------------------------------------------------------
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
 
     def begin_shutdown(self) -> None:
         """Every later call answers RUNTIME_SHUTTING_DOWN (checked before anything else)."""
@@ -112,7 +107,6 @@ class CallPipeline:
             cancel=cancel,
             emit=emit,
         )
-        self.calls_total += 1
         try:
             result = await self._steps(call)
         except asyncio.CancelledError:

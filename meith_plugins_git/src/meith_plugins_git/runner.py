@@ -31,7 +31,7 @@ from meith_plugins_git.process import Completed, run_program
 
 #: `--end-of-options` appeared in git 2.24; older git cannot be run safely.
 MIN_GIT_VERSION: Final = (2, 24)
-#: The original's maxBuffer for git stdout.
+#: Most bytes of git stdout read for one command.
 MAX_OUTPUT_BYTES: Final = 64 * 1024 * 1024
 
 #: Settings given to every git command, whatever the repository's config says.

@@ -70,7 +70,7 @@ def _usable(shell: str) -> str | None:
 
 def resolve_terminal_cwd(raw: str | None, base: str) -> tuple[str, str | None]:
     """`(cwd, warning)`: trimmed, `~` expanded, relative to `base`; a directory that does not
-    exist falls back to the home directory, then the runtime's, as the original did."""
+    exist falls back to the home directory, then the runtime's."""
     home = os.path.expanduser("~")
     if raw is None or not raw.strip():
         return home, None

@@ -1,4 +1,4 @@
-"""PermissionService: the provider gate and the caller gate of DESIGN.md "Permissions".
+"""PermissionService: the provider gate and the caller gate (docs/architecture.md, "Identity and permissions").
 
 Both gates apply only to tools that declare a privileged capability; everything else is
 allowed for every caller (and still audited). Every decision carries a human-readable reason
