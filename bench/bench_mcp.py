@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 import psutil
-from _serve import MEITH, ServeProcess  # bench/ is the script's directory: sys.path[0]
+from _launch import MEITH, serve  # bench/ is the script's directory: sys.path[0]
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,14 +82,12 @@ def _cpu_s(procs: list[psutil.Process]) -> float:
 
 async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     site = _plugin_root(work)
-    serve = ServeProcess(
-        work / "serve",
-        plugins="bench",
-        env={"PYTHONPATH": f"{site}{os.pathsep}{BENCH_DIR}"},
+    runtime = serve(
+        work / "serve", plugins="bench", env={"PYTHONPATH": f"{site}{os.pathsep}{BENCH_DIR}"}
     )
     try:
         meith_params = StdioServerParameters(
-            command=MEITH, args=["mcp", "--no-start"], env=dict(serve.cli_env)
+            command=MEITH, args=["mcp", "--no-start"], env=dict(runtime.cli_env)
         )
         bare_params = StdioServerParameters(
             command=sys.executable,
@@ -105,7 +103,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             # Warm both (imports, first list, caches) before timing.
             await _timed_calls(meith_client, args.warmup)
             await _timed_calls(bare_client, args.warmup)
-            meith_procs = [*_server_processes("mcp"), psutil.Process(serve.proc.pid)]
+            meith_procs = [*_server_processes("mcp"), psutil.Process(runtime.proc.pid)]
             bare_procs = _server_processes(str(BENCH_DIR / "_mcp_bare_server.py"))
             meith_cpu = bare_cpu = 0.0
             for _ in range(args.rounds):
@@ -116,7 +114,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 bare += await _timed_calls(bare_client, args.calls)
                 bare_cpu += _cpu_s(bare_procs) - before
     finally:
-        serve.stop()
+        runtime.stop()
     return {
         "era": args.era,
         "calls": len(meith),
