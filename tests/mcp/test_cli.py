@@ -18,6 +18,9 @@ from tests.harness import MEITH, base_env
 from tests.mcp.agent_plugin import install
 from tests.mcp.conftest import stdio_client
 
+# Each test starts a real `meith serve` (and a bridge).
+pytestmark = pytest.mark.slow
+
 
 def test_no_start_fails_with_the_usual_message(tmp_path: Path) -> None:
     env = base_env(tmp_path / "home")

@@ -27,6 +27,9 @@ _INIT = {
 }
 _HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
+# Each test starts a real `meith serve` (and a bridge).
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ERAS)

@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from tests.harness import wait_until
 from tests.mcp.conftest import ERAS, audit_records, elicit_answer, stdio_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("era", ERAS)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.parametrize("era", ERAS)]
 
 
 def _git_repo(path: Path) -> Path:
