@@ -135,6 +135,26 @@ async def test_privileged_call_denied_then_approved_then_declined(
     assert "MCP elicitation" in writes[1]["reason"]  # who answered
 
 
+async def test_a_call_to_an_unapproved_plugin_is_refused_by_the_runtime_and_audited(
+    agent_server: Any, era: str, marks: Path
+) -> None:
+    """Not listed is not enough: an agent that calls an unlisted privileged tool anyway is
+    refused by the runtime's provider gate, so the refusal is in the audit trail."""
+    srv = agent_server()
+    async with stdio_client(srv, mode=era, name="eager-agent") as client:
+        denied = await client.call_tool("mcptest_write", {"name": "u0"})
+    assert denied.is_error is True
+    assert "meith plugins approve mcptest" in _text(denied)
+    assert "meith grants add --caller agent --agent eager-agent" in _text(denied)
+    assert not (marks / "u0").exists()
+    [record] = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_write"]
+    assert (record["decision"], record["caller"], record["label"]) == (
+        "deny",
+        "agent",
+        "eager-agent",
+    )
+
+
 async def test_allow_for_session_covers_the_next_call(
     agent_server: Any, era: str, marks: Path
 ) -> None:

@@ -137,7 +137,7 @@ class Bridge:
         descriptor = known.get(params.name)
         if descriptor is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        hidden = why_hidden(descriptor, self.config.selection)
+        hidden = why_hidden(descriptor, self.config.selection, calling=True)
         if hidden is not None:
             return error_result("PERMISSION_DENIED", f"{hidden}.")
         try:
@@ -293,5 +293,8 @@ class Bridge:
                 [str(c) for c in required],
                 session.label,
             )
-            result = {**result, "error": {**error, "message": f"{error.get('message')} {hint}"}}
+            message = str(error.get("message") or "").rstrip()
+            if "meith grants add" not in message:  # the runtime's own hint already names it
+                message = f"{message.rstrip('.')}. Then the agent needs a grant too. {hint}"
+            result = {**result, "error": {**error, "message": message}}
         return to_call_result(result, artifacts, self.config.artifacts_dir)

@@ -62,8 +62,14 @@ def is_approved(descriptor: dict[str, Any]) -> bool:
     return descriptor.get("plugin") in _HOST_PROVIDERS
 
 
-def why_hidden(descriptor: dict[str, Any], selection: Selection) -> str | None:
-    """None when the tool is offered; else a sentence saying why not (for the agent)."""
+def why_hidden(
+    descriptor: dict[str, Any], selection: Selection, *, calling: bool = False
+) -> str | None:
+    """None when the tool is offered; else a sentence saying why not (for the agent).
+
+    `calling`: the question is whether to forward a call, not whether to list the tool. A
+    plugin that is not approved is then the runtime's to refuse, so that the refusal goes
+    through its provider gate and lands in the audit trail like every other denial."""
     name = str(descriptor.get("name") or "")
     plugin = str(descriptor.get("plugin") or "")
     if not _MCP_NAME.match(name):
@@ -75,7 +81,7 @@ def why_hidden(descriptor: dict[str, Any], selection: Selection) -> str | None:
     if is_privileged(descriptor):
         if selection.read_only:
             return f'"{name}" is privileged and this bridge is read-only (--read-only)'
-        if not is_approved(descriptor):
+        if not calling and not is_approved(descriptor):
             return (
                 f'"{name}" needs plugin {plugin} to be approved first; '
                 f"the user can run: meith plugins approve {plugin}"

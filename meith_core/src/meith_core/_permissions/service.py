@@ -338,7 +338,9 @@ class PermissionService:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
         if session in self._revoked:
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
-        deny = functools.partial(self._deny, tool, privileged, kind=kind, cwd=cwd)
+        deny = functools.partial(
+            self._deny, tool, privileged, kind=kind, cwd=cwd, label=caller.label
+        )
 
         grant = self._consume(kind, session, tool, privileged, cwd, caller.label)
         if grant is not None:
@@ -419,11 +421,17 @@ class PermissionService:
         reason: str,
         kind: CallerKind,
         cwd: str | None = None,
+        label: str | None = None,
     ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
             hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
+        elif kind is CallerKind.AGENT:
+            command = grant_hint(
+                self._home, tool, privileged, cwd, caller="agent", agent=label or None
+            )
+            hint = f" To allow it for this agent, the user can run: {command}"
         return Decision(
             False,
             reason,
