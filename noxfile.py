@@ -13,7 +13,7 @@ nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke"]
 nox.options.error_on_missing_interpreters = True
 
 PACKAGES = [
-    "./meith_core",
+    "./meith_core[mcp]",
     "./meith_plugins_git",
     "./meith_plugins_process",
     "./meith_plugins_browser",
@@ -32,7 +32,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on meith_core (configuration in pyproject.toml)."""
-    session.install("./meith_core", "mypy>=1.10")
+    session.install("./meith_core[mcp]", "mypy>=1.10")
     session.run("mypy", "--strict")
 
 

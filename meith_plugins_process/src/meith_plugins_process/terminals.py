@@ -249,12 +249,17 @@ class TerminalManager:
         env: Mapping[str, str] | None,
         owner: Owner,
         confined: Confined | None = None,
+        session_callback: Mapping[str, str] | None = None,
     ) -> Terminal:
         term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
         child_env = self.sup.child_env(
-            term.id, extra=extra, confined=confined, calls_back=owner.user
+            term.id,
+            extra=extra,
+            confined=confined,
+            calls_back=owner.user,
+            session_callback=session_callback,
         )
         argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()

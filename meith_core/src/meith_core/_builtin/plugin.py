@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any, Literal
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from meith_core._confinement import landlock_status
@@ -18,7 +19,7 @@ from meith_core._context import ToolContext
 from meith_core._errors import ErrorCode, ToolError
 from meith_core._instances import live_instances
 from meith_core._plugins.hookspecs import hookimpl
-from meith_core._plugins.listing import describe_plugins
+from meith_core._plugins.listing import describe_plugins, plugin_health
 from meith_core._protocol.constants import PROTOCOL_VERSION
 from meith_core._runtime.host import Runtime
 from meith_core._settings import PolicySettingError, SettingsError
@@ -82,7 +83,8 @@ class CorePlugin:
         ]
 
     async def app_health(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
-        """Health of the runtime: socket, plugins and the audit writer."""
+        """Health of the runtime: socket, plugins, the audit writer, confinement, and the
+        checks plugins add (status `warn`: advice that leaves the overall status ok)."""
         rt = self._rt()
         checks: list[dict[str, Any]] = []
         server = rt.server
@@ -121,6 +123,11 @@ class CorePlugin:
                 "details": landlock.to_dict(),
             }
         )
+        # Plugins' own checks (`meith_health`); `warn` is advice and leaves the status ok.
+        contributed = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        for plugin_id, plugin_checks in contributed.items():
+            for check in plugin_checks:
+                checks.append({**check, "name": f"{plugin_id}.{check['name']}"})
         worst = "ok"
         for check in checks:
             if check["status"] == "error":
@@ -148,7 +155,8 @@ class CorePlugin:
         rt = self._rt()
         rt.load_new_plugins()
         await rt.wait_late_startups()
-        listing = describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+        health = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        listing = describe_plugins(rt.plugins.records.values(), rt.permissions.approvals, health)
         for entry in listing:
             # Upgraded on disk since it was loaded: this runtime runs the old code until it
             # restarts (and the approval, pinned to the version, is then void).

@@ -153,7 +153,7 @@ def _ask_runtime(tool: str) -> tuple[Any, str] | None:
 
 
 def run_plugins_list(as_json: bool) -> int:
-    from meith_core._plugins.listing import describe_plugins
+    from meith_core._plugins.listing import describe_plugins, plugin_health
 
     # What the running runtime has loaded is what its tools are; the environment may differ
     # (a plugin installed since, a MEITH_PLUGINS of its own).
@@ -168,7 +168,11 @@ def run_plugins_list(as_json: bool) -> int:
             "runtime started now would load.\n"
         )
         runtime = _loaded_runtime()
-        listing = describe_plugins(runtime.plugins.records.values(), runtime.permissions.approvals)
+        listing = describe_plugins(
+            runtime.plugins.records.values(),
+            runtime.permissions.approvals,
+            plugin_health(runtime.plugins),
+        )
     if as_json:
         sys.stdout.write(pretty(listing) + "\n")
         return EXIT_OK
@@ -196,6 +200,10 @@ def run_plugins_list(as_json: bool) -> int:
         else:
             state = f"approved: {', '.join(approval['capabilities']) or 'nothing'} (since {_when(approval['approvedAt'])} UTC)"
         sys.stdout.write(f"    approval:  {state}\n")
+        for check in p["health"]:
+            if check["status"] != "ok":
+                sys.stdout.write(f"    {check['status']}:{' ' * (10 - len(check['status']))}")
+                sys.stdout.write(f"{check['message'] or check['name']}\n")
     return EXIT_OK
 
 
@@ -293,7 +301,7 @@ def run_grants_list(as_json: bool) -> int:
         rows.append(
             [
                 g.id,
-                g.caller.value,
+                g.caller.value + (f" ({g.agent})" if g.agent else ""),
                 ",".join(c.value for c in g.capabilities),
                 g.tool or "*",
                 g.cwd_prefix or "*",
@@ -313,6 +321,7 @@ def run_grants_add(
     expires: str | None,
     uses: int | None,
     as_json: bool,
+    agent: str | None = None,
 ) -> int:
     from meith_core._capabilities import PRIVILEGED, parse_capabilities
     from meith_core._permissions.grants import StandingGrants, new_grant
@@ -336,6 +345,7 @@ def run_grants_add(
             expires_at=expires_at,
             cwd_prefix=prefix,
             source="standing",
+            agent=agent,
         )
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
@@ -345,7 +355,7 @@ def run_grants_add(
         sys.stdout.write(pretty(grant.to_json()) + "\n")
     else:
         sys.stdout.write(
-            f"Added {grant.id}: {caller} may use {', '.join(c.value for c in caps)}"
+            f"Added {grant.id}: {caller}{' ' + agent if agent else ''} may use {', '.join(c.value for c in caps)}"
             f"{' for ' + tool if tool else ''}{' under ' + (grant.cwd_prefix or '') if grant.cwd_prefix else ''}"
             f"{' until ' + _when(grant.expires_at) + ' UTC' if grant.expires_at else ''}\n"
         )

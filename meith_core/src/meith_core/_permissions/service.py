@@ -17,6 +17,7 @@ from enum import StrEnum
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability, parse_capabilities, privileged_of
+from meith_core._context import GrantCheck, HeldGrant
 from meith_core._permissions.approvals import Approval, PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 from meith_core._permissions.hints import approve_hint, grant_hint
@@ -158,31 +159,40 @@ class PermissionService:
         A question a running tool asks before doing more than its declared capabilities (git
         hooks are programs): it consumes no use and asks no approver.
         """
+        return self.held(caller, tool, capabilities, cwd) is not None
+
+    def held(
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+    ) -> HeldGrant | None:
+        """`holds`, saying which directory the holding grant is confined to (the grant a call
+        needing these capabilities would use first)."""
         wanted = tuple(capabilities)
         if caller.trusted:
-            return True
+            return HeldGrant(None)
         if caller.caller is CallerKind.PLUGIN:
             pid = caller.plugin_id
             if pid is None:
-                return False
+                return None
             if pid in self._host_providers:
-                return True
+                return HeldGrant(None)
             approval, _why = self._approval_for(pid)
-            return approval is not None and set(wanted) <= set(approval.capabilities)
+            if approval is not None and set(wanted) <= set(approval.capabilities):
+                return HeldGrant(None)
+            return None
         session = caller.session_id
         if not session or session in self._revoked:
-            return False
+            return None
         now = time.time_ns() // 1_000_000
         for grant in self._candidates(caller.caller, session):
             if grant.expired(now) or not grant.covers(tool, wanted, cwd):
                 continue
             if grant.uses is None or grant.uses > 0:
-                return True
-        return False
+                return HeldGrant(grant.cwd_prefix)
+        return None
 
-    def grant_check(self, caller: CallerInfo, tool: str) -> Callable[[tuple[str, ...], str], bool]:
-        """`holds` bound to one call, for `ToolContext.caller_holds`."""
-        return lambda caps, cwd: self.holds(caller, tool, parse_capabilities(caps), cwd)
+    def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
+        """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
+        return lambda caps, cwd: self.held(caller, tool, parse_capabilities(caps), cwd)
 
     def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
         """The session's own grants, then the standing grants that apply to it."""
@@ -335,9 +345,11 @@ class PermissionService:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
         if session in self._revoked:
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
-        deny = functools.partial(self._deny, tool, privileged, kind=kind, cwd=cwd)
+        deny = functools.partial(
+            self._deny, tool, privileged, kind=kind, cwd=cwd, label=caller.label
+        )
 
-        grant = self._consume(kind, session, tool, privileged, cwd)
+        grant = self._consume(kind, session, tool, privileged, cwd, caller.label)
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
@@ -380,6 +392,7 @@ class PermissionService:
         tool: str,
         privileged: tuple[Capability, ...],
         cwd: str,
+        label: str | None = None,
     ) -> Grant | None:
         now = time.time_ns() // 1_000_000
         grants = self._session_grants.get(session, [])
@@ -387,7 +400,7 @@ class PermissionService:
             if (
                 grant.caller is kind
                 and not grant.expired(now)
-                and grant.covers(tool, privileged, cwd)
+                and grant.covers(tool, privileged, cwd, label)
             ):
                 if grant.uses is not None:
                     grant.uses -= 1
@@ -398,7 +411,7 @@ class PermissionService:
             if (
                 grant.caller is not kind
                 or grant.expired(now)
-                or not grant.covers(tool, privileged, cwd)
+                or not grant.covers(tool, privileged, cwd, label)
             ):
                 continue
             if grant.session is not None and grant.session != session:
@@ -416,11 +429,17 @@ class PermissionService:
         reason: str,
         kind: CallerKind,
         cwd: str | None = None,
+        label: str | None = None,
     ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
             hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
+        elif kind is CallerKind.AGENT:
+            command = grant_hint(
+                self._home, tool, privileged, cwd, caller="agent", agent=label or None
+            )
+            hint = f" To allow it for this agent, the user can run: {command}"
         return Decision(
             False,
             reason,

@@ -46,8 +46,10 @@ FLOW_LOW_WATER: Final = 256 * 1024
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, *, token_only: bool = False) -> None:
         self.server = server
+        #: Accepted on the child socket: the peer is a session's token, or nobody.
+        self.token_only = token_only
         self.transport: asyncio.Transport | None = None
         self.rules: ServerConnection | None = None
         self.peer_pid = 0
@@ -92,6 +94,8 @@ class Connection(asyncio.Protocol):
             now=time.monotonic(),
             # A process a tool started must not answer its own approval requests.
             may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
+            resolve_token=runtime.child_tokens.resolve,
+            token_required=self.token_only,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)

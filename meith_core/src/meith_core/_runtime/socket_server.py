@@ -60,9 +60,14 @@ class SocketServer:
         idle_timeout_s: float | None = IDLE_TIMEOUT_S,
         max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER,
         watch_interval_s: float = 1.0,
+        child: BoundSocket | None = None,
     ) -> None:
         self.runtime = runtime
         self.bound = bound
+        #: The token-only socket for processes started for agent sessions (see
+        #: `_runtime.child_tokens`).
+        self.child = child
+        self._child_server: asyncio.AbstractServer | None = None
         self.uid = os.geteuid()
         self.max_outbound_bytes = max_outbound_bytes
         self.partial_frame_timeout_s = partial_frame_timeout_s
@@ -86,6 +91,10 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         # `sock=`: asyncio must not create (and so must not unlink) the path itself.
         self._server = await loop.create_unix_server(lambda: Connection(self), sock=self.bound.sock)
+        if self.child is not None:
+            self._child_server = await loop.create_unix_server(
+                lambda: Connection(self, token_only=True), sock=self.child.sock
+            )
         self._watchdog = loop.create_task(self._watch())
 
     # -- admission --------------------------------------------------------------------------
@@ -170,6 +179,8 @@ class SocketServer:
         self.runtime.pipeline.begin_shutdown()
         if self._server is not None:
             self._server.close()
+        if self._child_server is not None:
+            self._child_server.close()
         self.runtime.pipeline.cancel_all("runtime shutting down")
         await self.call_tasks.wait(answer_timeout_s)
         self.call_tasks.cancel()
