@@ -118,6 +118,11 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
 
         _run_transcripts(readme_section("Configuration and files"), repo, env, home)
 
+        # Standing grants for agents, as the MCP section shows them (in a project of its own).
+        (home / "src" / "app").mkdir()
+        for line in readme_block("--caller agent --agent claude-code", "sh").text.splitlines():
+            assert _ok(line, repo, env)
+
         # The protocol, from the standard library (and with socat where it is installed).
         one_liner = readme_block("import socket,os,sys", "sh").text.strip()
         out = _ok(one_liner, repo, env)
