@@ -15,6 +15,8 @@ import site
 import stat
 import sys
 
+from meith_core._plugins.manager import PluginManager, PluginRecord, RegisterTools
+
 
 def _signature() -> tuple[tuple[str, int], ...]:
     out: list[tuple[str, int]] = []
@@ -73,3 +75,37 @@ class InstalledWatch:
             site.addpackage(sitedir, name, known)
         self._pth = pth
         self._signature = _signature()
+
+
+class NewPlugins:
+    """Loads into `manager` the plugins installed after its discovery (same allow/deny rules)."""
+
+    def __init__(
+        self,
+        manager: PluginManager,
+        register_tools: RegisterTools,
+        *,
+        allow: set[str] | None,
+        deny: set[str] | None,
+    ) -> None:
+        self._manager = manager
+        self._register = register_tools
+        self._allow = allow
+        self._deny = deny
+        self._watch = InstalledWatch()
+
+    def load(self, *, force: bool = False) -> list[PluginRecord]:
+        """The plugins loaded (or failed) now; [] at the cost of a few stats when nothing was
+        installed. `force` looks anyway and retries plugins that failed before registering
+        anything (e.g. an import that lacked a dependency since installed)."""
+        if force:
+            self._watch.prepare()
+            records = self._manager.records
+            for record in list(records.values()):
+                if record.status == "failed" and not record.tools:
+                    del records[record.id]
+        elif not self._watch.changed():
+            return []
+        before = set(self._manager.records)
+        self._manager.discover(self._register, allow=self._allow, deny=self._deny)
+        return [r for pid, r in self._manager.records.items() if pid not in before]

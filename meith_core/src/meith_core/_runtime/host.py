@@ -38,7 +38,7 @@ from meith_core._permissions.service import (
     PermissionService,
 )
 from meith_core._pipeline import CallPipeline
-from meith_core._plugins.installed import InstalledWatch
+from meith_core._plugins.installed import NewPlugins
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
@@ -110,8 +110,8 @@ class Runtime:
         #: Per session: the connection that answers its approval requests itself.
         self._session_approvers: dict[str, Approver] = {}
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
-        #: Set at discovery: notices distributions installed afterwards (`load_new_plugins`).
-        self._installed: InstalledWatch | None = None
+        #: Set at discovery: loads plugins installed afterwards (`load_new_plugins`).
+        self._new_plugins: NewPlugins | None = None
         #: `meith_startup` of plugins loaded after start, still running.
         self._late_startups: set[asyncio.Task[None]] = set()
         self._deferred_startups: list[str] = []
@@ -139,7 +139,12 @@ class Runtime:
                     version=__version__,
                 )
             if self._load_plugins:
-                self._installed = InstalledWatch()
+                self._new_plugins = NewPlugins(
+                    self.plugins,
+                    self.catalogue.register_many,
+                    allow=self._plugin_allow,
+                    deny=self._plugin_deny,
+                )
                 self.plugins.discover(
                     self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
                 )
@@ -155,21 +160,9 @@ class Runtime:
         (e.g. before a missing dependency was installed). A plugin upgraded or removed while
         the runtime runs keeps its loaded code until a restart.
         """
-        watch = self._installed
-        if watch is None or self._closed:
+        if self._new_plugins is None or self._closed:
             return []
-        if force:
-            watch.prepare()
-            for record in list(self.plugins.records.values()):
-                if record.status == "failed" and not record.tools:  # nothing of it registered
-                    del self.plugins.records[record.id]
-        elif not watch.changed():
-            return []
-        before = set(self.plugins.records)
-        self.plugins.discover(
-            self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
-        )
-        new = [r for pid, r in self.plugins.records.items() if pid not in before]
+        new = self._new_plugins.load(force=force)
         if not new:
             return []
         self._collect_settings_sections()
