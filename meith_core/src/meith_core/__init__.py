@@ -15,6 +15,7 @@ from meith_core._version import __version__
 _EXPORTS: dict[str, str] = {
     # declaring tools
     "tool": "meith_core._tooldef",
+    "ToolArgs": "meith_core._tooldef",
     "ToolDefinition": "meith_core._tooldef",
     "ToolDefinitionError": "meith_core._tooldef",
     "NO_TIMEOUT": "meith_core._tooldef",
@@ -37,6 +38,12 @@ _EXPORTS: dict[str, str] = {
     "resolve_within": "meith_core._paths",
     "is_within": "meith_core._paths",
     "PathEscapeError": "meith_core._paths",
+    # private files under MEITH_HOME: 0700 directories, 0600 files written atomically
+    "new_id": "meith_core._ids",
+    "ensure_private_dir": "meith_core._home",
+    "write_json_atomic": "meith_core._home",
+    "read_json": "meith_core._home",
+    "PRIVATE_FILE_MODE": "meith_core._home",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -46,6 +53,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "NO_TIMEOUT",
+    "PRIVATE_FILE_MODE",
     "ApprovalAnswer",
     "ApprovalRequest",
     "CallerInfo",
@@ -58,18 +66,23 @@ __all__ = [
     "MeithHome",
     "PathEscapeError",
     "Runtime",
+    "ToolArgs",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
     "ToolError",
     "ToolResult",
     "__version__",
+    "ensure_private_dir",
     "error_result",
     "hookimpl",
     "is_within",
+    "new_id",
     "ok_result",
+    "read_json",
     "resolve_within",
     "tool",
+    "write_json_atomic",
 ]
 
 
@@ -93,10 +106,23 @@ if TYPE_CHECKING:
     from meith_core._context import ToolContext
     from meith_core._errors import ErrorCode, ToolError
     from meith_core._events import EventKind
-    from meith_core._home import MeithHome
+    from meith_core._home import (
+        PRIVATE_FILE_MODE,
+        MeithHome,
+        ensure_private_dir,
+        read_json,
+        write_json_atomic,
+    )
+    from meith_core._ids import new_id
     from meith_core._paths import PathEscapeError, is_within, resolve_within
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
-    from meith_core._tooldef import NO_TIMEOUT, ToolDefinition, ToolDefinitionError, tool
+    from meith_core._tooldef import (
+        NO_TIMEOUT,
+        ToolArgs,
+        ToolDefinition,
+        ToolDefinitionError,
+        tool,
+    )

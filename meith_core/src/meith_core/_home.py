@@ -19,6 +19,8 @@ from typing import Any
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: The public name of FILE_MODE: what a plugin writes under MEITH_HOME is 0600.
+PRIVATE_FILE_MODE = FILE_MODE
 
 
 class UnsafePathError(RuntimeError):

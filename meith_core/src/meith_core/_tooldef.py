@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from meith_core._capabilities import Capability, parse_capabilities
 from meith_core._protocol.constants import DEFAULT_TOOL_TIMEOUT_MS, MAX_TIMEOUT_MS
@@ -25,6 +25,12 @@ TOOL_NAME_RE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
 NO_TIMEOUT: Final = 0
 
 ToolFunc = Callable[["ToolContext", Any], Any]
+
+
+class ToolArgs(BaseModel):
+    """Base of a tool's argument model: unknown arguments are rejected (`extra="forbid"`)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ToolDefinitionError(ValueError):

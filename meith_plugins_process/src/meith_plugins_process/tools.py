@@ -11,15 +11,16 @@ import anyio.to_thread
 
 from meith_core import (
     NO_TIMEOUT,
+    Diagnostic,
     ErrorCode,
     ToolContext,
     ToolDefinition,
     ToolError,
+    ToolResult,
+    is_within,
     ok_result,
     tool,
 )
-from meith_core._paths import is_within
-from meith_core._results import Diagnostic, ToolResult
 from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.devservers import DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
