@@ -62,7 +62,13 @@ def test_tool_args_rejects_unknown_arguments() -> None:
     assert Args.model_validate({"text": "x"}).text == "x"
     with pytest.raises(ValidationError, match="extra"):
         Args.model_validate({"text": "x", "surprise": 1})
-    meith_core.tool(lambda ctx, a: a.text, name="echo_args", input=Args, capabilities=["read-only"])
+    meith_core.tool(
+        lambda ctx, a: a.text,
+        name="echo_args",
+        description="Echo.",
+        input=Args,
+        capabilities=["read-only"],
+    )
 
 
 def test_new_id_and_private_files(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ class ProbePlugin:
         ]
 
     @hookimpl
-    def meith_shutdown(self, runtime: Any) -> None:
+    def meith_shutdown(self, host: Any) -> None:
         _mark("shutdown", str(os.getpid()))
 
 

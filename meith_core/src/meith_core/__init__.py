@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "NO_TIMEOUT": "meith_core._tooldef",
     "Capability": "meith_core._capabilities",
     "hookimpl": "meith_core._plugins.hookspecs",
+    "PluginHost": "meith_core._plugins.pluginhost",
+    "PLUGIN_API": "meith_core._plugins.api",
     # running
     "ToolContext": "meith_core._context",
     "CallerInfo": "meith_core._caller",
@@ -53,6 +55,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "NO_TIMEOUT",
+    "PLUGIN_API",
     "PRIVATE_FILE_MODE",
     "ApprovalAnswer",
     "ApprovalRequest",
@@ -65,6 +68,7 @@ __all__ = [
     "EventKind",
     "MeithHome",
     "PathEscapeError",
+    "PluginHost",
     "Runtime",
     "ToolArgs",
     "ToolContext",
@@ -116,7 +120,9 @@ if TYPE_CHECKING:
     from meith_core._ids import new_id
     from meith_core._paths import PathEscapeError, is_within, resolve_within
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+    from meith_core._plugins.api import PLUGIN_API
     from meith_core._plugins.hookspecs import hookimpl
+    from meith_core._plugins.pluginhost import PluginHost
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
     from meith_core._tooldef import (

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
-from meith_core import ToolDefinition, hookimpl
+from meith_core import PluginHost, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tools import BrowserTools
@@ -28,9 +26,9 @@ class Plugin:
         return {SECTION: BrowserSettings}
 
     @hookimpl
-    async def meith_session_ended(self, runtime: Any, session_id: str) -> None:
+    async def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
         self.host.tabs.release_owner(session_id)
 
     @hookimpl
-    async def meith_shutdown(self, runtime: Any) -> None:
+    async def meith_shutdown(self, host: PluginHost) -> None:
         await self.host.close()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
-from meith_core import ToolDefinition, hookimpl
+from meith_core import PluginHost, ToolDefinition, hookimpl
 from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
@@ -30,6 +28,6 @@ class Plugin:
         return {SETTINGS_SECTION: GitSettings}
 
     @hookimpl
-    async def meith_shutdown(self, runtime: Any) -> None:
+    async def meith_shutdown(self, host: PluginHost) -> None:
         if self.tools is not None:
             self.tools.git.close()

@@ -116,14 +116,24 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _loaded_runtime() -> Any:
+    import logging
+
+    import structlog
+
     from meith_core._runtime.host import Runtime
 
+    # The listing shows plugin failures (with --verbose, their tracebacks); logging them on
+    # stderr as well would only repeat it.
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
     runtime = Runtime(_home())
     runtime.discover_plugins()
     return runtime
 
 
-def run_plugins_list(as_json: bool) -> int:
+def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
     from meith_core._plugins.listing import describe_plugins
 
     runtime = _loaded_runtime()
@@ -135,6 +145,10 @@ def run_plugins_list(as_json: bool) -> int:
         dist = f"{p['distribution']} {p['version']}" if p["distribution"] else "-"
         status = p["status"] + (f": {p['reason']}" if p["reason"] else "")
         sys.stdout.write(f"{p['id']}  ({dist})  {status}\n")
+        if verbose and p["traceback"]:
+            sys.stdout.write("    " + p["traceback"].rstrip().replace("\n", "\n    ") + "\n")
+        if verbose and p["importMs"] is not None:
+            sys.stdout.write(f"    import:    {p['importMs']} ms\n")
         if p["tools"]:
             sys.stdout.write(f"    tools:     {', '.join(t['name'] for t in p['tools'])}\n")
             sys.stdout.write(f"    requests:  {', '.join(p['requestedCapabilities'])}\n")

@@ -191,13 +191,24 @@ plugins_app = typer.Typer(
 app.add_typer(plugins_app, name="plugins")
 
 
-@plugins_app.callback(invoke_without_command=True, epilog=_examples("meith plugins --json"))
-def plugins_list(ctx: typer.Context, json_output: JsonOpt = False) -> None:
+@plugins_app.callback(
+    invoke_without_command=True, epilog=_examples("meith plugins --json", "meith plugins -v")
+)
+def plugins_list(
+    ctx: typer.Context,
+    json_output: JsonOpt = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also the traceback of a failed plugin and import times."
+        ),
+    ] = False,
+) -> None:
     """Every discovered plugin: id, distribution and version, status, tools, capabilities, approval."""
     if ctx.invoked_subcommand is None:
         from meith_core._cli.admin import run_plugins_list
 
-        raise typer.Exit(run_plugins_list(json_output))
+        raise typer.Exit(run_plugins_list(json_output, verbose))
 
 
 @plugins_app.command(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -29,6 +31,7 @@ from meith_core._permissions.approvals import PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants
 from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
+from meith_core._plugins.pluginhost import PluginHost
 from meith_core._registry import ToolRegistry
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
@@ -38,8 +41,9 @@ from meith_core._version import __version__
 
 _log = structlog.get_logger("meith.runtime")
 
-#: How long plugins get, in total, to shut down before the runtime stops waiting.
-SHUTDOWN_HOOK_BUDGET_S = 1.0
+#: How long plugins get to shut down: their hooks run at the same time under one deadline
+#: (`PluginHost.shutdown_deadline`), and whatever still runs then is cancelled.
+SHUTDOWN_HOOK_BUDGET_S = 1.5
 
 
 class Runtime:
@@ -81,6 +85,8 @@ class Runtime:
         self._started = False
         self._closed = False
         self._sessions: dict[str, CallerKind] = {}
+        #: `meith_startup` of plugins loaded after start, still running.
+        self._late_startups: set[asyncio.Task[None]] = set()
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -99,7 +105,7 @@ class Runtime:
 
                 self.plugins.load_object(
                     "core",
-                    CorePlugin,
+                    CorePlugin(self),
                     self.registry.register_many,
                     distribution="meith-core",
                     version=__version__,
@@ -116,16 +122,38 @@ class Runtime:
             return self
         self._started = True
         self.discover_plugins()
-        await self._run_hooks("meith_startup", runtime=self)
+        await self._run_hooks("meith_startup")
         return self
 
     def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
-        """Load a plugin object that is not installed as an entry point (tests, embedding)."""
+        """Load a plugin object that is not installed as an entry point (tests, embedding).
+
+        Into a runtime that already started, the plugin's `meith_startup` is scheduled at once
+        and awaited before the next `call` (or await `add_plugin` instead).
+        """
         record = self.plugins.load_object(
             plugin_id, obj, self.registry.register_many, distribution=plugin_id, version=version
         )
         self._collect_settings_sections()
+        if self._started and not self._closed and record.status == "loaded":
+            task = asyncio.get_running_loop().create_task(
+                self._run_hooks("meith_startup", only=plugin_id)
+            )
+            self._late_startups.add(task)
+            task.add_done_callback(self._late_startups.discard)
         return record
+
+    async def add_plugin(
+        self, plugin_id: str, obj: Any, *, version: str | None = None
+    ) -> PluginRecord:
+        """`load_plugin`, then wait for its `meith_startup` when the runtime already started."""
+        record = self.load_plugin(plugin_id, obj, version=version)
+        await self._wait_late_startups()
+        return record
+
+    async def _wait_late_startups(self) -> None:
+        if self._late_startups:
+            await asyncio.gather(*self._late_startups, return_exceptions=True)
 
     async def aclose(self) -> None:
         """Stop: refuse new calls, cancel in-flight ones, run plugins' shutdown hooks."""
@@ -137,8 +165,9 @@ class Runtime:
         await self.registry.drain(0.3)
         for session in list(self._sessions):
             await self.close_session(session)
+        await self._wait_late_startups()
         if self._started:
-            await self._run_hooks("meith_shutdown", runtime=self, budget_s=SHUTDOWN_HOOK_BUDGET_S)
+            await self._run_shutdown_hooks(time.monotonic() + SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
 
     async def __aenter__(self) -> Runtime:
@@ -177,6 +206,8 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
+        if self._late_startups:
+            await self._wait_late_startups()
         return await self.registry.call(
             caller,
             name,
@@ -250,33 +281,83 @@ class Runtime:
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
-            await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
+            await self._run_hooks("meith_session_ended", session_id=session_id)
 
     def track_session(self, session_id: str, kind: CallerKind) -> None:
         self._sessions[session_id] = kind
 
     # -- hooks --------------------------------------------------------------------------
 
-    async def _run_hooks(self, hook: str, *, budget_s: float | None = None, **kwargs: Any) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = None if budget_s is None else loop.time() + budget_s
-        for plugin_id, thunk in self.plugins.call_each(hook, **kwargs):
+    def plugin_host(self, plugin_id: str, *, shutdown_deadline: float | None = None) -> PluginHost:
+        """The view of this runtime a plugin's hooks get, bound to that plugin."""
+        return PluginHost(
+            plugin_id=plugin_id,
+            home=self.home,
+            socket_path=self.socket_path,
+            cwd=self.cwd,
+            shutdown_deadline=shutdown_deadline,
+            _call=self._call_as_plugin,
+        )
+
+    async def _call_as_plugin(
+        self, plugin_id: str, name: str, arguments: dict[str, Any], timeout_ms: int | None
+    ) -> ToolResult:
+        caller = CallerInfo.for_plugin(plugin_id, cwd=self.cwd)
+        return await self.registry.call(caller, name, arguments, timeout_ms=timeout_ms)
+
+    async def _run_hooks(self, hook: str, *, only: str | None = None, **kwargs: Any) -> None:
+        """Run `hook` plugin by plugin in pluggy's order; a failure stays that plugin's."""
+        for plugin_id, thunk in self.plugins.call_each(
+            hook, host_for=self.plugin_host, only=only, **kwargs
+        ):
             try:
                 value = thunk()
                 if inspect.isawaitable(value):
-                    remaining = None if deadline is None else max(0.05, deadline - loop.time())
-                    await asyncio.wait_for(_as_coro(value), timeout=remaining)
+                    await value
             except Exception as exc:
-                _log.error(
-                    "plugin hook failed",
-                    plugin=plugin_id,
-                    hook=hook,
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-                if hook == "meith_startup":
-                    self.plugins.mark_failed(
-                        plugin_id, f"startup failed: {type(exc).__name__}: {exc}"
-                    )
+                self._hook_failed(plugin_id, hook, exc)
+
+    async def _run_shutdown_hooks(self, deadline: float) -> None:
+        """Every `meith_shutdown` at once, each seeing the same deadline; late ones are cancelled."""
+
+        def host_for(plugin_id: str) -> PluginHost:
+            return self.plugin_host(plugin_id, shutdown_deadline=deadline)
+
+        async def run(plugin_id: str, value: Awaitable[Any]) -> None:
+            try:
+                await value
+            except Exception as exc:
+                self._hook_failed(plugin_id, "meith_shutdown", exc)
+
+        tasks: dict[asyncio.Task[None], str] = {}
+        for plugin_id, thunk in self.plugins.call_each("meith_shutdown", host_for=host_for):
+            try:
+                value = thunk()
+            except Exception as exc:
+                self._hook_failed(plugin_id, "meith_shutdown", exc)
+                continue
+            if inspect.isawaitable(value):
+                tasks[asyncio.ensure_future(run(plugin_id, value))] = plugin_id
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+        for task in late:
+            _log.error("plugin shutdown hook passed the deadline", plugin=tasks[task])
+            task.cancel()
+        if late:
+            await asyncio.wait(late, timeout=0.2)
+
+    def _hook_failed(self, plugin_id: str, hook: str, exc: Exception) -> None:
+        tb = "".join(traceback.format_exception(exc))
+        _log.error(
+            "plugin hook failed",
+            plugin=plugin_id,
+            hook=hook,
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=tb,
+        )
+        if hook == "meith_startup":
+            self.plugins.mark_failed(plugin_id, f"startup failed: {type(exc).__name__}: {exc}", tb)
 
     async def _ask_approvers(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         """The `meith_approve` hook, then approvers the embedding program added; first answer wins."""
@@ -305,7 +386,3 @@ class Runtime:
                     self.settings.register_section(name, model)
             except Exception as exc:
                 _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))
-
-
-async def _as_coro(value: Awaitable[Any]) -> Any:
-    return await value
