@@ -32,7 +32,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on meith_core and the three plugins (configuration in pyproject.toml)."""
-    session.install(*PACKAGES, "mypy>=1.10", "types-psutil")
+    session.install(*PACKAGES, "mypy>=1.10", "types-psutil", "pytest>=8")
     session.run("mypy", "--strict")
 
 
