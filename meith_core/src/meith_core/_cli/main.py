@@ -229,6 +229,41 @@ def plugins_approve(
     raise typer.Exit(run_plugins_approve(plugin_id, capabilities or []))
 
 
+@plugins_app.command(
+    "new", epilog=_examples("meith plugins new weather", "meith plugins new weather --dir ~/src/w")
+)
+def plugins_new(
+    name: Annotated[str, typer.Argument(help="The plugin id, e.g. weather (lowercase).")],
+    directory: Annotated[
+        str | None,
+        typer.Option("--dir", help="Where to write it (default: ./meith-NAME; must be empty)."),
+    ] = None,
+) -> None:
+    """Write a complete, tested plugin distribution to start from."""
+    from meith_core._cli.plugins import run_plugins_new
+
+    raise typer.Exit(run_plugins_new(name, directory))
+
+
+@plugins_app.command(
+    "check",
+    epilog=_examples("meith plugins check", "meith plugins check git", "meith plugins check ."),
+)
+def plugins_check(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="An installed plugin id, or a project directory (default: all installed)."
+        ),
+    ] = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Vet a plugin before publishing it; lists every problem, exits 1 on any error."""
+    from meith_core._cli.plugins import run_plugins_check
+
+    raise typer.Exit(run_plugins_check(target, json_output))
+
+
 @plugins_app.command("revoke", epilog=_examples("meith plugins revoke browser"))
 def plugins_revoke(plugin_id: Annotated[str, typer.Argument(help="The plugin id.")]) -> None:
     """Withdraw a plugin's approval; its privileged tools stop working at once."""
