@@ -229,7 +229,7 @@ def _record_report(
     for tool in record.tools:
         check_tool(report, tool)
         owner = others.get(tool.name)
-        if owner is not None:
+        if owner is not None and owner != record.id:
             report.add(
                 "error", f"tool {tool.name}: the name is taken by installed plugin {owner!r}"
             )
@@ -238,17 +238,17 @@ def _record_report(
     return report
 
 
-def _installed_tool_owners(exclude: set[str]) -> dict[str, str]:
-    """Tool name -> plugin id over every other installed plugin (and the built-in core)."""
+def _installed_tool_owners() -> dict[str, str]:
+    """Tool name -> plugin id over every installed plugin (and the built-in core)."""
     from meith_core._runtime.host import Runtime
 
     with tempfile.TemporaryDirectory() as tmp:
-        rt = Runtime(MeithHome(Path(tmp)), plugin_deny=exclude or None)
+        rt = Runtime(MeithHome(Path(tmp)), plugin_deny=set())
         rt.discover_plugins()
         owners = {
             t.name: r.id
             for r in rt.plugins.records.values()
-            if r.status == "loaded" and r.id not in exclude
+            if r.status == "loaded"
             for t in r.tools
         }
         rt.audit.close()
@@ -262,6 +262,7 @@ def check_installed(plugin_ids: list[str] | None) -> list[PluginReport]:
     installed = sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)} - {"core"})
     wanted = installed if plugin_ids is None else plugin_ids
     reports: list[PluginReport] = []
+    others = _installed_tool_owners()
     for pid in wanted:
         if pid not in installed:
             report = PluginReport(pid)
@@ -272,7 +273,6 @@ def check_installed(plugin_ids: list[str] | None) -> list[PluginReport]:
             )
             reports.append(report)
             continue
-        others = _installed_tool_owners({pid})
         with tempfile.TemporaryDirectory() as tmp:
             rt = Runtime(MeithHome(Path(tmp)), plugin_allow={pid}, plugin_deny=set())
             rt.discover_plugins()
@@ -307,8 +307,8 @@ def check_project(path: Path) -> list[PluginReport]:
     src = path / "src"
     sys.path.insert(0, str(src if src.is_dir() else path))
     reports: list[PluginReport] = []
+    others = _installed_tool_owners()
     for pid, value in declared.items():
-        others = _installed_tool_owners({pid})
         with tempfile.TemporaryDirectory() as tmp:
             rt = Runtime(MeithHome(Path(tmp)), load_plugins=False)
             try:
