@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,14 @@ import structlog
 
 from meith_core._home import MeithHome
 from meith_core._runtime.host import Runtime
+
+# A test run started with SIGINT ignored (a background job of a non-interactive shell, some CI
+# shells) would pass that on to every child: `meith call` and `meith audit --follow` could then
+# not be stopped with Ctrl-C, and the tests of Ctrl-C would hang until their timeout. Children
+# inherit an ignored signal but not a handler, so installing Python's default one here gives
+# every child the default disposition again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Tests read logs through caplog/capsys where they care; keep structlog quiet and plain.
 structlog.configure(

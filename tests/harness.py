@@ -42,6 +42,19 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
     return False
 
 
+def reap(proc: subprocess.Popen[Any], sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
+    """Stop a long-running child (`meith audit --follow`, `meith devlogs`) with `sig` and wait;
+    if it does not exit in time it is killed — never leaked — and the test fails saying so."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{proc.args!r} did not exit on signal {sig}; killed") from None
+
+
 def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     # Not inherited: MEITH_* (each test picks its runtime) and PYTHONUNBUFFERED (the CLI must
     # be live through pipes on its own, as it is for users).

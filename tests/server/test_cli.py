@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import MEITH, wait_until
+from tests.harness import MEITH, reap, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_call_tool_help_shows_parameters_and_capabilities(shared) -> None:
     assert proc.returncode == 0
     assert "meith call probe_sleep — Sleep until cancelled" in proc.stdout
     assert "Capabilities: read-only" in proc.stdout
-    assert "--seconds <number> (default: 60.0)" in proc.stdout
+    assert "--seconds <number> (optional; default: 60.0)" in proc.stdout
     assert "--marker <string>" in proc.stdout
 
 
@@ -163,6 +163,64 @@ def test_call_help_without_a_tool_shows_usage_with_examples(shared) -> None:
     assert proc.returncode == 0
     assert "Examples:" in proc.stdout
     assert "meith call app_health" in proc.stdout
+
+
+def test_call_without_a_tool_is_a_usage_error_with_help_on_stderr(shared) -> None:
+    proc = shared.cli("call")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "Examples:" in proc.stderr
+    assert "error: name the tool to call" in proc.stderr
+
+
+def test_a_misspelt_tool_suggests_the_closest_names(shared) -> None:
+    proc = shared.cli("call", "probe_ecoh")
+    assert proc.returncode == 2
+    assert "Unknown tool: probe_ecoh. Did you mean probe_echo? List the tools" in proc.stderr
+    proc = shared.cli("call", "probe_ecoh", "--help")
+    assert proc.returncode == 2
+    assert "Did you mean probe_echo?" in proc.stderr
+
+
+def test_error_details_reach_stderr_only_with_verbose(shared) -> None:
+    quiet = shared.cli("call", "probe_sleep", "--seconds", "soon")
+    assert quiet.returncode == 2
+    assert quiet.stderr.strip().count("\n") == 0, quiet.stderr  # the one documented line
+    verbose = shared.cli("call", "probe_sleep", "--seconds", "soon", "--verbose")
+    assert '"errors"' in verbose.stderr
+    as_json = json.loads(shared.cli("call", "probe_sleep", "--seconds", "soon", "--json").stdout)
+    assert as_json["error"]["details"]["errors"]
+
+
+def test_tool_help_shows_a_filled_in_cwd_as_optional(shared) -> None:
+    proc = shared.cli("call", "probe_whoami", "--help")
+    assert proc.returncode == 0
+    if "--cwd" in proc.stdout.split("Parameters:")[1].split("\n\n")[0]:
+        assert "--cwd <string> (optional; default: the current directory)" in proc.stdout
+        assert "(required)" not in proc.stdout
+
+
+def test_summaries_are_cut_at_a_boundary_with_an_ellipsis() -> None:
+    from meith_core._cli.call import summarise
+
+    text = "Start a dev server in a directory. Its output is kept and streamed to attached readers."
+    assert summarise(text, 200) == text
+    assert summarise(text, 60) == "Start a dev server in a directory. …"
+    cut = summarise("one two three four five six seven eight nine ten", 20)
+    assert cut.endswith("…")
+    assert cut[:-1] in "one two three four five six seven eight nine ten"
+    assert not cut[:-1].endswith(" ")
+    assert len(cut) <= 21
+    assert summarise("First paragraph\nwrapped.\n\nSecond.", 80) == "First paragraph wrapped."
+
+
+def test_tools_long_shows_whole_descriptions(shared) -> None:
+    proc = shared.cli("tools", "--long")
+    assert proc.returncode == 0
+    described = json.loads(shared.cli("tools", "--json").stdout)
+    longest = max(described, key=lambda t: len(t["description"]))
+    words = longest["description"].split()
+    assert " ".join(proc.stdout.split()).count(" ".join(words)) == 1
 
 
 def test_tools_lists_names_capabilities_and_summaries(shared) -> None:
@@ -362,8 +420,7 @@ def test_audit_follow_prints_new_entries(probe_server) -> None:
         record = json.loads(follow.stdout.readline())
         assert record["toolName"] == "probe_echo"
     finally:
-        follow.send_signal(signal.SIGINT)
-        follow.wait(timeout=10)
+        reap(follow)
 
 
 def test_settings_get_and_set_with_dotted_keys(meith_server) -> None:
@@ -377,66 +434,89 @@ def test_settings_get_and_set_with_dotted_keys(meith_server) -> None:
     assert srv.call("get_app_settings")["content"] == {"settings": {}}
 
 
+class PtyServe:
+    """`meith serve` on a real pseudo-terminal, as a person starts it; `read_until` reads its
+    screen."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.sock = str(Path(__import__("tempfile").mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
+        self.cli_env = {**env, "MEITH_SOCKET": self.sock}
+        self.screen = b""
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execve(MEITH, [MEITH, "serve", "--socket", self.sock, *args], env)
+
+    def read_until(self, needle: bytes, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.screen and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                try:
+                    self.screen += os.read(self.fd, 65536)
+                except OSError:
+                    break
+        assert needle in self.screen, self.screen.decode(errors="replace")
+        return self.screen.decode(errors="replace")
+
+    def call(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [MEITH, "call", *args, "--json"],
+            env=self.cli_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def close(self) -> None:
+        os.kill(self.pid, signal.SIGTERM)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def test_serve_on_a_terminal_denies_by_default_with_a_hint(probe_env, tmp_path) -> None:
+    """The walkthrough's denial step: `meith serve` typed in a terminal does not prompt unless
+    asked to, so the CLI is told what to run instead of waiting on a prompt nobody watches."""
+    from tests.harness import base_env
+
+    env = base_env(tmp_path / "home", probe_env)
+    subprocess.run([MEITH, "plugins", "approve", "probe"], env=env, check=True, capture_output=True)
+    serve = PtyServe(env, "--log-format", "json")
+    try:
+        serve.read_until(b"listening on")
+        out, _ = serve.call("probe_write", "--name", "denied").communicate(timeout=60)
+        error = json.loads(out)["error"]
+        assert error["code"] == "PERMISSION_DENIED"
+        assert "meith grants add" in error["message"]
+        assert b"Allow?" not in serve.screen
+    finally:
+        serve.close()
+
+
 def test_serve_prompt_asks_on_its_terminal_and_the_answer_decides(probe_env, tmp_path) -> None:
     """`--approvals prompt`: the serve terminal (a real PTY) asks; allow once, then deny."""
     from tests.harness import base_env
 
     home = tmp_path / "home"
-    sock = str(Path(__import__("tempfile").mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
     env = base_env(home, probe_env)
     subprocess.run([MEITH, "plugins", "approve", "probe"], env=env, check=True, capture_output=True)
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(
-            MEITH,
-            [MEITH, "serve", "--socket", sock, "--approvals", "prompt", "--log-format", "json"],
-            env,
-        )
-    screen = b""
-
-    def read_until(needle: bytes, timeout: float = 30) -> bytes:
-        nonlocal screen
-        deadline = time.monotonic() + timeout
-        while needle not in screen and time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    screen += os.read(fd, 65536)
-                except OSError:
-                    break
-        assert needle in screen, screen.decode(errors="replace")
-        return screen
-
+    serve = PtyServe(env, "--approvals", "prompt", "--log-format", "json")
     try:
-        read_until(b"listening on")
-        cli_env = {**env, "MEITH_SOCKET": sock}
-        call = subprocess.Popen(
-            [MEITH, "call", "probe_write", "--name", "prompted", "--json"],
-            env=cli_env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        text = read_until(b"Allow? [o]nce").decode()
+        serve.read_until(b"listening on")
+        call = serve.call("probe_write", "--name", "prompted")
+        text = serve.read_until(b"Allow? [o]nce")
         assert "tool          probe_write  (plugin probe)" in text
         assert "capabilities  writes-files" in text
-        os.write(fd, b"o\n")
+        os.write(serve.fd, b"o\n")
         out, _ = call.communicate(timeout=30)
         assert json.loads(out)["ok"] is True
-        screen = b""
-        call = subprocess.Popen(
-            [MEITH, "call", "probe_write", "--name", "refused", "--json"],
-            env=cli_env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        read_until(b"Allow? [o]nce")
-        os.write(fd, b"d\n")
+        serve.screen = b""
+        call = serve.call("probe_write", "--name", "refused")
+        serve.read_until(b"Allow? [o]nce")
+        os.write(serve.fd, b"d\n")
         out, _ = call.communicate(timeout=30)
         assert json.loads(out)["error"]["code"] == "PERMISSION_DENIED"
         audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
         reasons = [r["reason"] for r in audit if r["toolName"] == "probe_write"]
         assert reasons == ["approved once at prompt", "denied at prompt"]
     finally:
-        os.kill(pid, signal.SIGTERM)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        serve.close()

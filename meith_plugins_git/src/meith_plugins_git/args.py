@@ -53,7 +53,10 @@ class CommitArgs(_Args):
 class PathsOrPatchArgs(_Args):
     cwd: str = _cwd()
     paths: list[str] | None = Field(
-        default=None, min_length=1, max_length=100_000, description=_PATH + "s"
+        default=None,
+        min_length=1,
+        max_length=100_000,
+        description="Paths in the repository, each relative to its root (or absolute inside it)",
     )
     patch: str | None = Field(default=None, min_length=1, max_length=MAX_PATCH_CHARS)
 

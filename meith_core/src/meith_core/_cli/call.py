@@ -49,8 +49,12 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
             if opts.get("help") or not tokens:
                 if ctx is None:
                     return None
-                sys.stdout.write(ctx.get_help() + "\n")
-                return EXIT_OK
+                if opts.get("help"):
+                    sys.stdout.write(ctx.get_help() + "\n")
+                    return EXIT_OK
+                # `meith call` with nothing to call is a usage error, not a request for help.
+                sys.stderr.write(ctx.get_help() + "\n\nerror: name the tool to call\n")
+                return EXIT_USAGE
             raise UsageError(
                 'Usage: meith call <toolName> [--key value ...]  (see "meith call --help")'
             )
@@ -105,7 +109,37 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
             printer.close()
             return _transport_exit(exc)
         printer.close()
-    return print_result(result, as_json=bool(opts.get("json")), quiet=bool(opts.get("quiet")))
+        if _error_code(result) == "UNKNOWN_TOOL":
+            message = str(result["error"].get("message") or "").rstrip(".")
+            result["error"]["message"] = message + "." + _suggestion(client, line.tool)
+    return print_result(
+        result,
+        as_json=bool(opts.get("json")),
+        quiet=bool(opts.get("quiet")),
+        verbose=bool(opts.get("verbose")),
+    )
+
+
+def _error_code(result: dict[str, Any]) -> str | None:
+    error = result.get("error")
+    return str(error.get("code")) if isinstance(error, dict) else None
+
+
+def _suggestion(client: Client, name: str) -> str:
+    """' Did you mean …?' for a misspelt tool name, and where to find the real ones."""
+    import difflib
+
+    try:
+        names = [str(t.get("name")) for t in client.list_tools()]
+    except TransportError:
+        names = []
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names), reverse=True
+    )
+    # Only names about as close as the best one: a shared `git_` prefix is not a resemblance.
+    close = [n for score, n in scored[:3] if score >= 0.75 and score >= scored[0][0] - 0.05]
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
+    return f'{hint} List the tools with "meith tools".'
 
 
 def _read_stdin_object() -> dict[str, Any]:
@@ -138,7 +172,7 @@ def _tool_help(client: Client, name: str) -> int:
     except TransportError as exc:
         return _transport_exit(exc)
     if tool is None:
-        return fail(f'Unknown tool: {name}. List the tools with "meith tools".', EXIT_USAGE)
+        return fail(f"Unknown tool: {name}.{_suggestion(client, name)}", EXIT_USAGE)
     out = sys.stdout
     out.write(f"meith call {name} — {tool.get('description', '').strip()}\n\n")
     out.write(f"Usage: meith call {name} [--key value ...] [--json] [--timeout MS] [--cwd DIR]\n")
@@ -156,12 +190,25 @@ def _tool_help(client: Client, name: str) -> int:
         kind = _type_of(prop)
         if kind.endswith("[]") or kind in ("object", "json") or "object" in kind:
             flag += f" / --{key}-json"
-        extra = " (required)" if key in required else ""
-        if "default" in prop:
-            extra += f" (default: {json.dumps(prop['default'])})"
+        if key == "cwd":
+            # The CLI always sends its working directory: the tool never sees it missing.
+            extra = " (optional; default: the current directory)"
+        elif key in required:
+            extra = " (required)"
+        else:
+            extra = " (optional"
+            given = prop.get("default") is not None
+            extra += f"; default: {json.dumps(prop['default'])})" if given else ")"
+        if key == "args" and kind.endswith("[]"):
+            flag = "--args TOKEN ..."
         out.write(f"  {flag} <{kind}>{extra}\n")
         if prop.get("description"):
             out.write(f"      {prop['description']}\n")
+        if key == "args" and kind.endswith("[]"):
+            out.write(
+                "      Give it once and last: every token after --args is taken literally,\n"
+                "      dashes included (or put them after --).\n"
+            )
     if "cwd" in props:
         out.write(
             "\n--cwd also sets the working directory the runtime sees; it defaults to here.\n"
@@ -170,14 +217,14 @@ def _tool_help(client: Client, name: str) -> int:
 
 
 def run_tools_argv(argv: list[str]) -> int:
-    """`meith tools [--json] [--socket PATH] [--instance PID|LABEL]` without typer."""
-    opts: dict[str, Any] = {"json": False, "socket": None, "instance": None}
+    """`meith tools [--json] [--long] [--socket PATH] [--instance PID|LABEL]` without typer."""
+    opts: dict[str, Any] = {"json": False, "long": False, "socket": None, "instance": None}
     i = 0
     while i < len(argv):
         name, eq, inline = argv[i].partition("=")
         i += 1
-        if name == "--json" and not eq:
-            opts["json"] = True
+        if name in ("--json", "--long") and not eq:
+            opts[name[2:]] = True
         elif name in ("--socket", "--instance"):
             if not eq:
                 if i >= len(argv):
@@ -188,10 +235,30 @@ def run_tools_argv(argv: list[str]) -> int:
             return fail(
                 f'unexpected argument {argv[i - 1]!r} (see "meith tools --help")', EXIT_USAGE
             )
-    return run_tools(opts["json"], opts["socket"], opts["instance"])
+    return run_tools(opts["json"], opts["socket"], opts["instance"], long=opts["long"])
 
 
-def run_tools(as_json: bool, socket_path: str | None, instance: str | None) -> int:
+def summarise(description: str, width: int) -> str:
+    """The description's first paragraph on one line, cut to `width` at a sentence end or,
+    failing that, a word boundary, with an ellipsis when anything was cut."""
+    paragraph = " ".join(description.strip().split("\n\n", 1)[0].split())
+    if len(paragraph) <= width:
+        return paragraph
+    head = paragraph[: width + 1]
+    sentence = max(head.rfind(". "), head.rfind("; "))
+    if sentence >= width // 2:
+        return head[: sentence + 1] + " …"
+    word = head[:width].rfind(" ")
+    cut = head[: word if word > 0 else width - 1].rstrip(" ,;:")
+    return cut + "…"
+
+
+def run_tools(
+    as_json: bool, socket_path: str | None, instance: str | None, *, long: bool = False
+) -> int:
+    import shutil
+    import textwrap
+
     try:
         with _connect(socket_path, instance) as client:
             tools = client.list_tools()
@@ -203,14 +270,24 @@ def run_tools(as_json: bool, socket_path: str | None, instance: str | None) -> i
     if not tools:
         sys.stdout.write("No tools registered.\n")
         return EXIT_OK
+    columns = shutil.get_terminal_size((120, 24)).columns
     width = max(len(str(t.get("name"))) for t in tools)
     cap_width = max(len(", ".join(t.get("capabilities") or [])) for t in tools)
+    room = max(40, columns - width - cap_width - 4)
+    out = sys.stdout
     for t in tools:
-        summary = (
-            str(t.get("description") or "").strip().splitlines()[0] if t.get("description") else ""
-        )
+        description = str(t.get("description") or "")
         caps = ", ".join(t.get("capabilities") or [])
-        sys.stdout.write(f"{t.get('name')!s:<{width}}  {caps:<{cap_width}}  {summary}\n")
+        if long:
+            out.write(f"{t.get('name')!s}  ({caps})\n")
+            for paragraph in description.strip().split("\n\n"):
+                text = " ".join(paragraph.split())
+                out.write(textwrap.fill(text, max(40, columns - 4), initial_indent="    ",
+                                        subsequent_indent="    ") + "\n")  # fmt: skip
+            out.write("\n")
+        else:
+            summary = summarise(description, room)
+            out.write(f"{t.get('name')!s:<{width}}  {caps:<{cap_width}}  {summary}\n")
     return EXIT_OK
 
 

@@ -60,13 +60,13 @@ def serve(
         typer.Option("--socket", help="Listen here (default: $MEITH_HOME/run/meith.sock)."),
     ] = None,
     approvals: Annotated[
-        str | None,
+        str,
         typer.Option(
             "--approvals",
-            help="prompt: ask on this terminal for privileged calls no grant covers; deny: refuse them. "
-            "Default: prompt when stdin is a terminal, else deny.",
+            help="deny (default): refuse privileged calls no grant covers, with a hint saying which "
+            "grant would allow them; prompt: ask on this terminal instead.",
         ),
-    ] = None,
+    ] = "deny",
     log_format: Annotated[
         str | None,
         typer.Option("--log-format", help="console or json (default: console on a terminal)."),
@@ -77,10 +77,8 @@ def serve(
     ] = None,
 ) -> None:
     """Run the runtime in the foreground: load plugins and listen on a Unix socket."""
-    import sys
-
-    if approvals is None:
-        approvals = "prompt" if sys.stdin.isatty() else "deny"
+    # Denial is the default everywhere (terminal or not): a call never hangs on a prompt that
+    # nobody was told to watch. `--approvals prompt` opts in to asking on this terminal.
     if approvals not in ("prompt", "deny"):
         raise typer.BadParameter("must be prompt or deny", param_hint="--approvals")
     if log_format not in (None, "console", "json"):
@@ -127,14 +125,19 @@ def call(
     raise typer.Exit(run_call(list(tokens or []), ctx) or 0)
 
 
-@app.command(epilog=_examples("meith tools --json | jq '.[].name'"))
+@app.command(epilog=_examples("meith tools --long", "meith tools --json | jq '.[].name'"))
 def tools(
-    json_output: JsonOpt = False, socket: SocketOpt = None, instance: InstanceOpt = None
+    json_output: JsonOpt = False,
+    long: Annotated[
+        bool, typer.Option("--long", help="Show each description whole, not cut to one line.")
+    ] = False,
+    socket: SocketOpt = None,
+    instance: InstanceOpt = None,
 ) -> None:
     """List the tools the runtime offers, with their capabilities."""
     from meith_core._cli.call import run_tools
 
-    raise typer.Exit(run_tools(json_output, socket, instance))
+    raise typer.Exit(run_tools(json_output, socket, instance, long=long))
 
 
 @app.command(epilog=_examples("meith devlogs --cwd ~/src/app --no-replay"))

@@ -42,6 +42,7 @@ def print_result(
     *,
     as_json: bool,
     quiet: bool,
+    verbose: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -61,8 +62,9 @@ def print_result(
         err.write(
             f"error ({error.get('code', 'TOOL_FAILED')}): {error.get('message', 'the tool failed')}\n"
         )
+        # stderr keeps to the one documented line; details are for --verbose (and --json).
         details = error.get("details")
-        if details is not None and not quiet:
+        if details is not None and verbose and not quiet:
             err.write(pretty(details) + "\n")
         return exit_code_for(result)
     content = result.get("content")
