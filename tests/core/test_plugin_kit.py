@@ -145,3 +145,15 @@ def test_plugins_verbose_shows_why_a_plugin_failed(fixture_plugins: Path, tmp_pa
     assert "Traceback (most recent call last)" in section
     assert "RuntimeError: fixture tools exploded: required program not found" in section
     assert "import:" in verbose.stdout
+
+
+def test_check_passes_on_the_first_party_plugins(tmp_path: Path) -> None:
+    done = meith("plugins", "check", "--json", env={"MEITH_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stdout
+    reports = {r["plugin"]: r for r in json.loads(done.stdout)}
+    for pid in ("git", "process", "browser"):
+        assert reports[pid]["ok"] is True
+        # only the import-time warning may depend on the machine
+        assert [
+            p for p in reports[pid]["problems"] if "importing the plugin took" not in p["message"]
+        ] == []

@@ -9,6 +9,9 @@ from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tools import BrowserTools
 
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
+
 
 class Plugin:
     """One per runtime: owns that runtime's browser (started by the first call that needs it)."""

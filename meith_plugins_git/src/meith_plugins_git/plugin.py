@@ -9,6 +9,9 @@ from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
 
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
+
 
 class Plugin:
     """One instance per runtime: the resolved git and the per-repository write locks."""

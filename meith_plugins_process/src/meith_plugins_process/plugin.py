@@ -15,6 +15,9 @@ from meith_plugins_process.tools import build_tools
 
 _log = structlog.get_logger("meith.process")
 
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
+
 #: Shutdown hooks share one deadline (`host.shutdown_deadline`, 1.5 s away): SIGTERM/SIGHUP
 #: every managed process at once, wait this long (less when the deadline is nearer) for all of
 #: them in parallel, then SIGKILL the rest.

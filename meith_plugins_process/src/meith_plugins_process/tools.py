@@ -272,7 +272,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         return {"devServerId": server.id, "attached": True}
 
     return [
-        tool(create_terminal, capabilities=["starts-process"], output=TerminalSession),
+        # create_terminal and start_dev_server refuse a cwd outside a confined grant.
+        tool(
+            create_terminal,
+            capabilities=["starts-process"],
+            output=TerminalSession,
+            grant_scope="enforced",
+        ),
         tool(list_terminals, capabilities=["read-only"], output=TerminalList),
         tool(write_terminal, capabilities=["starts-process"], output=WriteResult),
         tool(resize_terminal, capabilities=["starts-process"], output=TerminalSession),
@@ -283,6 +289,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             start_dev_server,
             capabilities=["starts-process", "accesses-network"],
             output=DevServerRecord,
+            grant_scope="enforced",
         ),
         tool(list_dev_servers, capabilities=["read-only"], output=DevServerList),
         tool(stop_dev_server, capabilities=["starts-process"], output=StopResult),
