@@ -360,3 +360,19 @@ async def _traced_run(meith_home: MeithHome) -> list[dict[str, Any]]:
 
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+@pytest.fixture
+def late_from_sync_code(runtime: Runtime) -> Recorder:
+    plugin = Recorder(name="sync")
+    runtime.load_plugin("sync_loaded", plugin)  # no running loop here
+    return plugin
+
+
+@pytest.mark.anyio
+async def test_a_plugin_loaded_from_sync_code_starts_before_the_next_call(
+    runtime: Runtime, late_from_sync_code: Recorder
+) -> None:
+    assert late_from_sync_code.log == []
+    assert (await runtime.call("sync_tool")).ok
+    assert late_from_sync_code.log == [("startup", "sync")]

@@ -87,6 +87,7 @@ class Runtime:
         self._sessions: dict[str, CallerKind] = {}
         #: `meith_startup` of plugins loaded after start, still running.
         self._late_startups: set[asyncio.Task[None]] = set()
+        self._deferred_startups: list[str] = []
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -136,11 +137,14 @@ class Runtime:
         )
         self._collect_settings_sections()
         if self._started and not self._closed and record.status == "loaded":
-            task = asyncio.get_running_loop().create_task(
-                self._run_hooks("meith_startup", only=plugin_id)
-            )
-            self._late_startups.add(task)
-            task.add_done_callback(self._late_startups.discard)
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called from sync code: run it before the next call instead
+                self._deferred_startups.append(plugin_id)
+            else:
+                task = loop.create_task(self._run_hooks("meith_startup", only=plugin_id))
+                self._late_startups.add(task)
+                task.add_done_callback(self._late_startups.discard)
         return record
 
     async def add_plugin(
@@ -152,6 +156,8 @@ class Runtime:
         return record
 
     async def _wait_late_startups(self) -> None:
+        while self._deferred_startups:
+            await self._run_hooks("meith_startup", only=self._deferred_startups.pop(0))
         if self._late_startups:
             await asyncio.gather(*self._late_startups, return_exceptions=True)
 
@@ -206,7 +212,7 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
-        if self._late_startups:
+        if self._late_startups or self._deferred_startups:
             await self._wait_late_startups()
         return await self.registry.call(
             caller,
