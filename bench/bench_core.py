@@ -1,4 +1,4 @@
-"""Benchmark of meith's core: `meith serve`, its clients and the `meith` CLI (issue 3).
+"""Benchmark of meith's core: `meith serve`, its clients and the `meith` CLI.
 
 One run, everything interleaved, medians of repetitions:
 
@@ -12,13 +12,14 @@ One run, everything interleaved, medians of repetitions:
 - wall time of `meith --help`, `meith tools`, `meith call` against a minimal typer app and
   `python -c pass`;
 - peak RSS of the runtime during the 64-connection runs;
-- an in-process breakdown of one call's cost (`_core_breakdown.py`);
+- with `--before SRC`, a second `meith serve` running the `meith_core` sources under SRC (an
+  older checkout: `git archive main meith_core | tar -x -C SRC`), measured in the same run
+  against the same baselines;
 
 then a table with PASS/MISS against the issue's targets, and JSON in bench/results/core.json.
 
-    python bench/bench_core.py [--quick] [--mcp-64] [--no-breakdown]
-    python bench/bench_core.py --profile     (diagnosis instead: `meith serve` under cProfile,
-                                              and the pipeline with parts patched out)
+    python bench/bench_core.py [--quick] [--mcp-64] [--before SRC]
+    python bench/bench_core.py --profile     (diagnosis instead: `meith serve` under cProfile)
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ TOOL = "bench_echo"
 TEXT = "hello meith"
 CONCURRENCY = (1, 8, 64)
 
-# Targets of issue 3.
+# Targets: against the floor, the MCP SDK peer and a minimal typer app.
 FLOOR_MAX_RATIO = 4.0
 PEER_MIN_SPEEDUP = 5.0
 PEER_MIN_THROUGHPUT_RATIO = 20.0
@@ -211,8 +212,8 @@ class Setup:
     serve_env: dict[str, str]
     cli_env: dict[str, str]
     procs: list[Proc] = field(default_factory=list)
-    #: Extra runtimes with parts of the pipeline patched out (`_core_serve_variant.py`).
-    variant_sockets: dict[str, str] = field(default_factory=dict)
+    #: The `--before` runtime's socket, when there is one.
+    before_socket: str | None = None
 
     @property
     def serve(self) -> Proc:
@@ -242,11 +243,11 @@ def _wait_serving(proc: Proc) -> None:
 
 
 @contextlib.contextmanager
-def servers(serve_prefix: list[str] | None = None, variants: Sequence[str] = ()) -> Iterator[Setup]:
+def servers(serve_prefix: list[str] | None = None, before: Path | None = None) -> Iterator[Setup]:
     """`meith serve` (every installed plugin plus the bench plugin) and the echo floor.
 
-    `serve_prefix` replaces the `meith` executable (the cProfile wrapper); each of `variants`
-    adds a runtime of its own (own home and socket) with that part of the pipeline patched out.
+    `serve_prefix` replaces the `meith` executable (the cProfile wrapper); `before` adds a
+    runtime of its own (own home and socket) importing `meith_core` from `before/meith_core/src`.
     """
     tmp = Path(tempfile.mkdtemp(prefix="meith-bench-", dir="/tmp"))
     os.chmod(tmp, 0o700)
@@ -271,12 +272,16 @@ def servers(serve_prefix: list[str] | None = None, variants: Sequence[str] = ())
         )
         echo = [PY, str(BENCH_DIR / "_core_echo_server.py"), setup.echo_socket]
         setup.procs.append(start_proc("echo-floor", echo, base, tmp))
-        for variant in variants:
-            path = str(sockets / f"{variant}.sock")
-            env = {**setup.serve_env, "MEITH_HOME": str(tmp / f"home-{variant}")}
-            argv = [PY, str(BENCH_DIR / "_core_serve_variant.py"), variant]
-            setup.procs.append(_start_serve(f"meith-{variant}", argv, path, env, tmp))
-            setup.variant_sockets[variant] = path
+        if before is not None:
+            path = str(sockets / "before.sock")
+            src = before / "meith_core" / "src"
+            env = {
+                **setup.serve_env,
+                "MEITH_HOME": str(tmp / "home-before"),
+                "PYTHONPATH": f"{src}{os.pathsep}{setup.serve_env['PYTHONPATH']}",
+            }
+            setup.procs.append(_start_serve("meith-before", prefix, path, env, tmp))
+            setup.before_socket = path
         _wait_serving(setup.serve)
         setup.procs[1].wait_for("listening")
         for proc in setup.procs[2:]:
@@ -510,7 +515,7 @@ def cli_commands() -> dict[str, list[str]]:
     }
 
 
-# What each meith command is held against (issue 3: at most 1.3x the minimal typer app).
+# What each meith command is held against (at most 1.3x the minimal typer app).
 CLI_BASELINE = {
     "meith --help": "typer app --help",
     "meith tools": "typer app (run its command)",
@@ -567,14 +572,14 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
     serve_proc = psutil.Process(setup.serve.pid)
     echo_proc = psutil.Process(setup.procs[1].pid)
     results: dict[str, Any] = {}
+    paths = {"meith": setup.meith_socket, "echo": setup.echo_socket}
+    if setup.before_socket is not None:
+        paths["before"] = setup.before_socket
     async with contextlib.AsyncExitStack() as stack:
         # Connections are opened once and reused: connection set-up is not what is measured.
-        sync_clients = {
-            "meith": stack.enter_context(Client(setup.meith_socket)),
-            "echo": stack.enter_context(Client(setup.echo_socket)),
-        }
-        aclients: dict[str, list[Any]] = {"meith": [], "echo": []}
-        for name, path in (("meith", setup.meith_socket), ("echo", setup.echo_socket)):
+        sync_clients = {name: stack.enter_context(Client(path)) for name, path in paths.items()}
+        aclients: dict[str, list[Any]] = {name: [] for name in paths}
+        for name, path in paths.items():
             for _ in range(max(CONCURRENCY)):
                 aclients[name].append(
                     await stack.enter_async_context(await AsyncClient.connect(path))
@@ -591,9 +596,12 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         # 1. sequential latency
         _print("sequential latency ...")
         seq_targets = ["meith", "echo", "peer", "meith-async", "echo-async"]
+        servers_of = {"meith": [serve_proc], "echo": [echo_proc], "peer": peer_children}
+        if "before" in paths:
+            seq_targets += ["before", "before-async"]
+            servers_of["before"] = [psutil.Process(setup.procs[2].pid)]
         per_rep: dict[str, list[dict[str, float]]] = {t: [] for t in seq_targets}
         all_samples: dict[str, list[float]] = {t: [] for t in seq_targets}
-        servers_of = {"meith": [serve_proc], "echo": [echo_proc], "peer": peer_children}
         for name, client in sync_clients.items():
             sequential_sync(client, 0, warmup=FIRST_WARMUP_CALLS)
             await sequential_async(meith_async_call(aclients[name][0]), 0, FIRST_WARMUP_CALLS)
@@ -601,7 +609,7 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         for rep in range(plan.lat_reps):
             for target in rotated(seq_targets, rep):
                 meter = CpuMeter(servers_of[target.removesuffix("-async")])
-                if target in ("meith", "echo"):
+                if target in paths:
                     samples = await asyncio.to_thread(
                         sequential_sync, sync_clients[target], plan.lat_calls
                     )
@@ -636,12 +644,12 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
 
         # 2. throughput (and the runtime's RSS during the 64-connection runs)
         _print("throughput ...")
-        thr: dict[str, dict[int, list[float]]] = {t: {} for t in ("meith", "echo", "peer")}
+        thr: dict[str, dict[int, list[float]]] = {t: {} for t in [*paths, "peer"]}
         cpu: dict[str, dict[int, list[dict[str, float]]]] = {t: {} for t in thr}
         sampler = RssSampler(setup.serve.pid)
         for rep in range(plan.thr_reps):
             for conc in CONCURRENCY:
-                for target in rotated(["meith", "echo", "peer"], rep):
+                for target in rotated(list(thr), rep):
                     if target == "peer":
                         if conc > len(sessions):
                             continue
@@ -801,8 +809,12 @@ def report(results: dict[str, Any]) -> None:
         "echo-async": "echo floor, meith AsyncClient",
         "meith-async": "meith serve, meith AsyncClient",
         "peer": "MCP SDK stdio, SDK client",
+        "before": "meith serve --before, sync Client",
+        "before-async": "meith serve --before, AsyncClient",
     }
     for key, label in labels.items():
+        if key not in lat:
+            continue
         row = lat[key]
         _print(
             f"  {label:<42}{row['p50']:>8.3f}{row['p50BestRep']:>9.3f}{row['p99']:>9.3f}"
@@ -813,7 +825,10 @@ def report(results: dict[str, Any]) -> None:
     _print("Throughput (calls/s; cores used client/server)  " + "".join(
         f"{c:>10} conn" for c in CONCURRENCY
     ))  # fmt: skip
-    for key, label in (("echo", "echo floor"), ("meith", "meith serve"), ("peer", "MCP SDK peer")):
+    rows = [("echo", "echo floor"), ("meith", "meith serve"), ("peer", "MCP SDK peer")]
+    if "before" in thr:
+        rows.append(("before", "meith serve --before"))
+    for key, label in rows:
         cells = []
         for conc in CONCURRENCY:
             cell = thr[key].get(str(conc))
@@ -836,22 +851,8 @@ def report(results: dict[str, Any]) -> None:
         f"{rss['peak64MiB']:.1f} MiB ({rss['samples']} samples; kernel VmHWM "
         f"{rss['vmHwmMiB']:.1f} MiB)"
     )
-    if "breakdown" in results:
-        bd = results["breakdown"]
-        _print()
-        _print("Where one meith call's time goes (in-process, CPU us per call, min of rounds)")
-        from _core_breakdown import print_table
-
-        print_table(bd, _print)
-        seq = lat["meith"]
-        _print(
-            f"  measured in the run above: meith serve {seq['serverCpuUsPerCall']:.0f} CPU us/call "
-            f"(echo floor {lat['echo']['serverCpuUsPerCall']:.0f}); beyond the sum of the stages: "
-            "event-loop iterations (about 5 per call, the floor needs 1), transports, syscalls, "
-            "and every stage running with cold caches between calls instead of in a hot loop"
-        )
     _print()
-    _print("Targets (issue 3)")
+    _print("Targets")
     for t in results["targets"]:
         mark = "PASS" if t["pass"] else "MISS"
         _print(f"  [{mark}] {t['target']:<58} {t['value']:>7.2f}x (limit {t['limit']:g}x)")
@@ -861,35 +862,11 @@ def report(results: dict[str, Any]) -> None:
     _print(f"JSON: {RESULTS_PATH}")
 
 
-# Functions of the server whose cumulative time per call tells where a call goes.
-PROFILE_FUNCTIONS = (
-    ("selector_events.py", "_read_ready__data_received"),
-    ("server.py", "data_received"),
-    ("framing.py", "feed"),
-    ("server.py", "_handle"),
-    ("server.py", "_start_call"),
-    ("server.py", "_run_call"),
-    ("registry.py", "call"),
-    ("registry.py", "_validated_call"),
-    ("service.py", "authorize"),
-    ("registry.py", "_run"),
-    ("registry.py", "_normalise"),
-    ("registry.py", "_audit"),
-    ("redact.py", "summarize"),
-    ("log.py", "write"),
-    ("server.py", "_result_frame"),
-    ("server.py", "_send"),
-    ("base_events.py", "_run_once"),
-    ("selectors.py", "select"),
-)
-
-
 def profile_run(calls: int, top: int = 30) -> None:
-    """Diagnosis: the runtime under cProfile, then the pipeline variants side by side."""
+    """Diagnosis: the runtime under cProfile."""
     out = RESULTS_PATH.with_name("core_profile.prof")
     out.parent.mkdir(parents=True, exist_ok=True)
     text = cprofile_serve(calls, out, top)
-    text += ["", *variants_table(asyncio.run(measure_variants(calls)))]
     report_path = RESULTS_PATH.with_name("core_profile.txt")
     report_path.write_text("\n".join(text) + "\n")
     _print("\n".join(text))
@@ -900,8 +877,7 @@ def cprofile_serve(calls: int, out: Path, top: int) -> list[str]:
     """`meith serve` under cProfile (CPU clock): sequential calls then 64-connection load.
 
     cProfile's per-function overhead (a CPU-clock read per event) inflates everything many
-    times over: read the shares, not the microseconds (the breakdown and the variants give
-    those).
+    times over: read the shares, not the microseconds (the benchmark gives those).
     """
     import io
     import pstats
@@ -934,88 +910,20 @@ def cprofile_serve(calls: int, out: Path, top: int) -> list[str]:
         "connections",
         "share of the event loop's time (BaseEventLoop._run_once, cumulative) per function:",
     ]
-    for file_end, func in PROFILE_FUNCTIONS:
-        for (file, _line, name), (_cc, nc, _tt, ct, _callers) in raw.items():
-            if name == func and file.endswith(file_end) and nc >= total / 100:
-                text.append(
-                    f"  {file_end + ':' + func:<52}{ct / loop_total * 100:>6.1f}%"
-                    f"   {nc / total:>5.2f} calls per tool call"
-                )
+    # Found by file, not by name, so renaming a function never breaks the report.
+    ours = sorted(
+        (
+            (ct, nc, file, name)
+            for (file, _line, name), (_cc, nc, _tt, ct, _callers) in raw.items()
+            if "meith_core" in file and nc >= total / 100
+        ),
+        reverse=True,
+    )
+    for ct, nc, file, name in ours[:top]:
+        where = f"{Path(file).parent.name}/{Path(file).name}:{name}"
+        text.append(f"  {where:<52}{ct / loop_total * 100:>6.1f}%   {nc / total:>5.2f} per call")
     text.append(buf.getvalue())
     return text
-
-
-async def measure_variants(calls: int, reps: int = 9) -> dict[str, Any]:
-    """Sequential p50, server CPU per call and 64-connection throughput of each pipeline
-    variant (`_core_serve_variant.py`), interleaved, against the echo floor."""
-    from _core_serve_variant import VARIANTS
-
-    from meith_core.client import AsyncClient, Client
-
-    per_rep = max(150, calls // reps)
-    out: dict[str, dict[str, list[float]]] = {}
-    with servers(variants=VARIANTS) as setup:
-        sockets = {**setup.variant_sockets, "echo floor": setup.echo_socket}
-        procs = {
-            name: psutil.Process(p.pid) for name, p in zip(VARIANTS, setup.procs[2:], strict=True)
-        }
-        procs["echo floor"] = psutil.Process(setup.procs[1].pid)
-        names = list(sockets)
-        async with contextlib.AsyncExitStack() as stack:
-            sync = {n: stack.enter_context(Client(sockets[n])) for n in names}
-            many = {
-                n: [
-                    await stack.enter_async_context(await AsyncClient.connect(sockets[n]))
-                    for _ in range(64)
-                ]
-                for n in names
-            }
-            for rep in range(reps):
-                for name in rotated(names, rep):
-                    row = out.setdefault(name, {"p50": [], "cpu": [], "thr": [], "thrCpu": []})
-                    meter = CpuMeter([procs[name]])
-                    samples = await asyncio.to_thread(sequential_sync, sync[name], per_rep)
-                    row["p50"].append(percentile(samples, 50) * 1e3)
-                    cpu = meter.per_call_us(per_rep + WARMUP_CALLS)
-                    row["cpu"].append(cpu["serverCpuUs"])
-                    calls_ = [meith_async_call(c) for c in many[name]]
-                    await run_window(calls_, 0.1)
-                    meter = CpuMeter([procs[name]])
-                    rate = await run_window(calls_, 0.5)
-                    row["thr"].append(rate)
-                    row["thrCpu"].append(meter.read()["serverCores"] / rate * 1e6)
-    return {
-        name: {
-            "p50Ms": median(row["p50"]),
-            "serverCpuUsPerCall": median(row["cpu"]),
-            "callsPerS64": median(row["thr"]),
-            "serverCpuUsPerCall64": median(row["thrCpu"]),
-        }
-        for name, row in out.items()
-    }
-
-
-def variants_table(variants: dict[str, Any]) -> list[str]:
-    full = variants["full"]
-    lines = [
-        "Pipeline variants through the real socket server (sync client sequential; "
-        "AsyncClient x64)",
-        f"  {'variant':<16}{'p50 ms':>8}{'server CPU us/call':>20}{'64-conn calls/s':>17}"
-        f"{'server CPU us/call':>20}",
-    ]
-    for name, v in variants.items():
-        lines.append(
-            f"  {name:<16}{v['p50Ms']:>8.3f}{v['serverCpuUsPerCall']:>20.0f}"
-            f"{v['callsPerS64']:>17.0f}{v['serverCpuUsPerCall64']:>20.0f}"
-        )
-    lines.append(
-        f"  (full minus a variant = what that part costs, or what that fix saves; lean = no "
-        "audit and no task race: "
-        f"{full['serverCpuUsPerCall'] - variants['lean']['serverCpuUsPerCall']:.0f} us of "
-        f"{full['serverCpuUsPerCall']:.0f})"
-    )
-    RESULTS_PATH.with_name("core_variants.json").write_text(json.dumps(variants, indent=2) + "\n")
-    return lines
 
 
 class ForeignLoad:
@@ -1070,7 +978,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--mcp-64", action="store_true", help="also run the MCP peer with 64 stdio sessions (slow)"
     )
-    parser.add_argument("--no-breakdown", action="store_true", help="skip the in-process breakdown")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also measure a runtime importing meith_core from SRC/meith_core/src (before/after)",
+    )
     parser.add_argument(
         "--profile",
         action="store_true",
@@ -1087,15 +1000,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"environment": environment(), "plan": plan.__dict__}
     foreign = ForeignLoad()
-    with servers() as setup:
+    with servers(before=args.before) as setup:
         results.update(asyncio.run(measure(plan, setup, args.mcp_64)))
         results["cliMs"] = measure_cli(plan, setup)
     results["environment"]["foreignCores"] = foreign.cores()
-    if not args.no_breakdown:
-        _print("in-process breakdown ...")
-        from _core_breakdown import breakdown
-
-        results["breakdown"] = breakdown(quick=args.quick)
     results["environment"]["loadAfter"] = round(os.getloadavg()[0], 2)
     results["targets"] = evaluate(results, args.mcp_64)
     results["wallS"] = round(time.perf_counter() - started, 1)

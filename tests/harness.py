@@ -199,6 +199,7 @@ class MeithServer:
         tool: str | None = None,
         cwd: str | None = None,
         caller: str = "cli",
+        uses: int | None = None,
     ) -> str:
         args = ["grants", "add", "--caller", caller, "--json"]
         for cap in capabilities:
@@ -207,6 +208,8 @@ class MeithServer:
             args += ["--tool", tool]
         if cwd:
             args += ["--cwd", cwd]
+        if uses is not None:
+            args += ["--uses", str(uses)]
         proc = self.cli(*args)
         assert proc.returncode == 0, proc.stderr
         return str(json.loads(proc.stdout)["id"])

@@ -137,9 +137,12 @@ def test_every_tool_through_meith_call(srv: MeithServer, site: Site) -> None:
     other = ok(srv, "open_browser_tab", {"url": site.url("/third.html")})["id"]
     assert ok(srv, "focus_browser_tab", {"tabId": tid})["active"] is True
     assert ok(srv, "browser_use_start", {"tabId": other})["ownerId"].startswith("socket:")
-    # That `meith call` connection ended, and its claim with it.
-    assert (
-        next(t for t in ok(srv, "get_tabs")["browserTabs"] if t["id"] == other)["ownerId"] is None
+    # That `meith call` connection ended, and its claim with it (once the tab was reset).
+    wait_for(
+        lambda: (
+            next(t for t in ok(srv, "get_tabs")["browserTabs"] if t["id"] == other)["ownerId"]
+            is None
+        )
     )
     assert ok(srv, "browser_use_end", {"tabId": other})["ownerId"] is None
     assert ok(srv, "close_browser_tab", {"tabId": other}) == {"closed": True}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from meith_core import CallerInfo, CallerKind
@@ -64,9 +67,22 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
     tab = next(t for t in (await browsing.ok("get_tabs"))["browserTabs"] if t["id"] == tid)
     assert tab["ownerId"] == a.session_id
     assert tab["url"] == browsing.site.url("/index.html")
-    # Reading is not guarded: anyone with the capability may look.
-    for tool in ("get_browser_state", "take_screenshot", "get_console_logs", "focus_browser_tab"):
-        await browsing.ok(tool, {"tabId": tid}, b)
+    # Reading is private to the owner too; the local user may still look.
+    reads = (
+        "get_browser_state",
+        "take_screenshot",
+        "get_console_logs",
+        "get_network_logs",
+        "focus_browser_tab",
+    )
+    for tool in reads:
+        denied = await browsing.fails("PERMISSION_DENIED", tool, {"tabId": tid}, b)
+        assert denied["details"] == {"tabId": tid, "ownerId": a.session_id}
+        await browsing.ok(tool, {"tabId": tid}, cli)
+    listed = next(
+        t for t in (await browsing.ok("get_tabs", {}, b))["browserTabs"] if t["id"] == tid
+    )
+    assert (listed["ownerId"], listed["url"], listed["title"]) == (a.session_id, None, None)
 
 
 async def test_arguments_cannot_name_an_owner(browsing: Browsing) -> None:
@@ -118,3 +134,133 @@ async def test_a_session_ending_releases_its_claims(browsing: Browsing) -> None:
     assert tabs[two]["ownerId"] == b.session_id
     # The ended session's grants went with it.
     await browsing.fails("PERMISSION_DENIED", "browser_use_start", {"tabId": one}, a)
+
+
+async def test_element_ids_are_per_session(browsing: Browsing) -> None:
+    tid = (await browsing.open())["id"]
+    a = agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    state = await browsing.ok("get_browser_state", {"tabId": tid}, a)
+    inc = next(e["id"] for e in state["elements"] if e.get("name") == "Increment")
+    cli = browsing.rt.open_session("cli")
+    browsing.rt.grant(cli, ["controls-browser"])
+    await browsing.ok("get_browser_state", {"tabId": tid}, cli)  # the user looks meanwhile
+    assert await browsing.ok("click_element", {"tabId": tid, "elementId": inc}, a) == {
+        "clicked": inc
+    }
+    # A navigation still makes every session's ids stale.
+    await browsing.ok("navigate", {"tabId": tid, "url": browsing.site.url()}, a)
+    stale = await browsing.fails(
+        "TOOL_FAILED", "click_element", {"tabId": tid, "elementId": inc}, a
+    )
+    assert stale["details"]["reason"] == "stale"
+
+
+async def test_an_agent_owns_the_tabs_it_opens(browsing: Browsing) -> None:
+    a, b = agent(browsing), agent(browsing)
+    tab = await browsing.ok("open_browser_tab", {"url": browsing.site.url()}, a)
+    assert tab["ownerId"] == a.session_id
+    await browsing.fails("PERMISSION_DENIED", "get_browser_state", {"tabId": tab["id"]}, b)
+    await browsing.ok("scroll_page", {"tabId": tab["id"], "deltaY": 10}, a)
+
+
+async def test_a_released_tab_keeps_nothing_of_its_claim(browsing: Browsing) -> None:
+    a, b = agent(browsing), agent(browsing)
+    tid = (await browsing.ok("open_browser_tab", {"url": browsing.site.url("/console.html")}, a))[
+        "id"
+    ]
+    await browsing.ok("navigate", {"tabId": tid, "url": browsing.site.url("/next.html?t=1")}, a)
+    assert await browsing.ok("get_console_logs", {"tabId": tid}, a)
+    released = await browsing.ok("browser_use_end", {"tabId": tid}, a)
+    assert (released["url"], released["ownerId"]) == ("about:blank", None)
+    await browsing.ok("browser_use_start", {"tabId": tid}, b)
+    assert await browsing.ok("get_console_logs", {"tabId": tid}, b) == []
+    assert await browsing.ok("get_network_logs", {"tabId": tid}, b) == []
+    history = await browsing.ok(
+        "cdp_command", {"tabId": tid, "method": "Page.getNavigationHistory"}, b
+    )
+    assert [e["url"] for e in history["result"]["entries"]] == ["about:blank"]
+
+
+async def test_files_reach_a_page_only_from_the_grant_scope(
+    browsing: Browsing, tmp_path: Path
+) -> None:
+    scope = tmp_path / "project"
+    scope.mkdir()
+    (scope / "notes.txt").write_text("shared on purpose")
+    (tmp_path / "secret.txt").write_text("not granted")
+    a = browsing.rt.open_session("agent", cwd=str(scope))
+    browsing.rt.grant(a, ["controls-browser"], cwd_prefix=str(scope))
+    tid = (await browsing.ok("open_browser_tab", {"url": browsing.site.url("/files.html")}, a))[
+        "id"
+    ]
+
+    def drop(path: Path) -> list[dict[str, Any]]:
+        return [
+            {
+                "tabId": tid,
+                "method": "Input.dispatchDragEvent",
+                "params": {
+                    "type": kind,
+                    "x": 50,
+                    "y": 50,
+                    "data": {"items": [], "files": [str(path)], "dragOperationsMask": 1},
+                },
+            }
+            for kind in ("dragEnter", "dragOver", "drop")
+        ]
+
+    for args in drop(tmp_path / "secret.txt"):
+        denied = await browsing.fails("PERMISSION_DENIED", "cdp_command", args, a)
+        assert denied["details"]["reason"] == "outside grant scope"
+    for args in drop(scope / "notes.txt"):
+        await browsing.ok("cdp_command", args, a)
+    received = await browsing.ok(
+        "cdp_command",
+        {
+            "tabId": tid,
+            "method": "Runtime.evaluate",
+            "params": {
+                "expression": "new Promise((r) => { const t = () => window.received.length "
+                "? r(window.received) : setTimeout(t, 20); t(); })",
+                "awaitPromise": True,
+                "returnByValue": True,
+            },
+        },
+        a,
+    )
+    assert received["result"]["result"]["value"] == [
+        {"name": "notes.txt", "text": "shared on purpose"}
+    ]
+
+
+async def test_claiming_a_tab_drops_what_others_injected_while_it_was_open(
+    browsing: Browsing,
+) -> None:
+    cli = browsing.rt.open_session("cli")
+    browsing.rt.grant(cli, ["controls-browser"])
+    tid = (await browsing.open())["id"]
+    spy = "window.__spy = []; addEventListener('input', (e) => __spy.push(e.target.value), true);"
+    for method, params in (
+        ("Page.enable", {}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": spy}),
+    ):
+        await browsing.ok("cdp_command", {"tabId": tid, "method": method, "params": params}, cli)
+    await browsing.ok("refresh", {"tabId": tid}, cli)
+    assert await browsing.js(tid, "typeof window.__spy") == "object"  # it works unclaimed
+    a = agent(browsing)
+    await browsing.ok("browser_use_start", {"tabId": tid}, a)
+    await browsing.ok("navigate", {"tabId": tid, "url": browsing.site.url()}, a)
+    state = await browsing.ok("get_browser_state", {"tabId": tid}, a)
+    field = next(e["id"] for e in state["elements"] if e.get("name") == "Search")
+    await browsing.ok("type_text", {"tabId": tid, "elementId": field, "text": "hunter2"}, a)
+    seen = await browsing.ok(
+        "cdp_command",
+        {
+            "tabId": tid,
+            "method": "Runtime.evaluate",
+            "params": {"expression": "typeof window.__spy", "returnByValue": True},
+        },
+        a,
+    )
+    assert seen["result"]["result"]["value"] == "undefined"

@@ -332,7 +332,7 @@ async def test_cdp_command_runs_a_method_on_the_tab(browsing: Browsing) -> None:
     )
     assert history["result"]["entries"][-1]["url"] == browsing.site.url("/index.html")
     err = await browsing.fails(
-        "TOOL_FAILED", "cdp_command", {"tabId": tid, "method": "Nothing.here"}
+        "VALIDATION_ERROR", "cdp_command", {"tabId": tid, "method": "Nothing.here"}
     )
     assert "Nothing.here" in err["message"]
 

@@ -6,6 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
 from meith_plugins_browser.artifacts import png_size, write_artifact
 from meith_plugins_browser.browser import playwright_message, use_sandbox
-from meith_plugins_browser.cdp import check_cdp
+from meith_plugins_browser.cdp import CdpScope, check_cdp
 from meith_plugins_browser.elements import ElementIds
 from meith_plugins_browser.executable import (
     ENV_VAR,
@@ -24,7 +25,13 @@ from meith_plugins_browser.executable import (
 )
 from meith_plugins_browser.keys import parse_keys
 from meith_plugins_browser.logs import ConsoleLog, NetworkLog, console_level
-from meith_plugins_browser.ownership import Controller, assert_control, claim, release
+from meith_plugins_browser.ownership import (
+    Access,
+    Controller,
+    check_access,
+    check_release,
+    claim,
+)
 from meith_plugins_browser.plugin import Plugin
 from meith_plugins_browser.settings import BrowserSettings, browser_settings
 from meith_plugins_browser.tabs import TabStore
@@ -168,14 +175,42 @@ class FakeTab:
 
 def test_owner_identity_comes_from_the_trusted_session() -> None:
     agent = CallerInfo(caller=CallerKind.AGENT, session_id="agent:1")
-    assert Controller.of(agent) == Controller("agent:1", require_claim=True, may_force=False)
+    assert Controller.of(agent) == Controller(
+        "agent:1", require_claim=True, may_force=False, may_watch=False, principal="agent:1"
+    )
     plugin = CallerInfo.for_plugin("probe")
-    assert Controller.of(plugin).owner_id == "plugin:probe"
+    assert Controller.of(plugin).owner_id == Controller.of(plugin).principal == "plugin:probe"
     assert Controller.of(plugin).require_claim
+    assert not Controller.of(plugin).may_watch
     internal = CallerInfo(caller=CallerKind.INTERNAL)
-    assert Controller.of(internal) == Controller("internal", require_claim=False, may_force=True)
+    assert Controller.of(internal) == Controller(
+        "internal", require_claim=False, may_force=True, may_watch=True, principal="internal"
+    )
     cli = CallerInfo(caller=CallerKind.CLI, session_id="socket:abc")
     assert not Controller.of(cli).require_claim
+    # A claim is the connection's; element ids and CDP state are the local user's.
+    assert (Controller.of(cli).owner_id, Controller.of(cli).principal) == ("socket:abc", "cli")
+    assert Controller.of(cli).may_watch
+
+
+def test_a_claimed_tab_is_readable_by_its_owner_and_the_local_user_only() -> None:
+    tab = FakeTab()
+    owner = Controller.of(CallerInfo(caller=CallerKind.AGENT, session_id="agent:1"))
+    stranger = Controller.of(CallerInfo(caller=CallerKind.AGENT, session_id="agent:2"))
+    peer = Controller.of(CallerInfo(caller=CallerKind.PLUGIN, session_id="socket:p"))
+    user = Controller.of(CallerInfo(caller=CallerKind.CLI, session_id="socket:u"))
+    for ctl in (owner, stranger, peer, user):  # an unclaimed tab is open to read
+        check_access(tab, ctl, Access.READ)
+    claim(tab, owner)
+    for ctl in (owner, user):
+        check_access(tab, ctl, Access.READ)
+    for ctl in (stranger, peer):
+        with pytest.raises(ToolError) as err:
+            check_access(tab, ctl, Access.READ)
+        assert err.value.code is ErrorCode.PERMISSION_DENIED
+        assert err.value.details == {"tabId": "btab_1", "ownerId": "agent:1"}
+    with pytest.raises(ToolError):
+        check_access(tab, user, Access.CONTROL)  # watching is not controlling
 
 
 def test_claim_control_release_rules() -> None:
@@ -184,24 +219,23 @@ def test_claim_control_release_rules() -> None:
     root = Controller("internal", require_claim=False, may_force=True)
     tab = FakeTab()
     with pytest.raises(ToolError) as err:
-        assert_control(tab, a)
+        check_access(tab, a, Access.CONTROL)
     assert err.value.details == {"tabId": "btab_1", "reason": "claim_required"}
-    assert_control(tab, root)
+    check_access(tab, root, Access.CONTROL)
     claim(tab, a)
     claim(tab, a)
     assert tab.owner_id == "a"
-    assert_control(tab, a)
-    for action in (lambda: assert_control(tab, b), lambda: claim(tab, b)):
+    check_access(tab, a, Access.CONTROL)
+    for action in (lambda: check_access(tab, b, Access.CONTROL), lambda: claim(tab, b)):
         with pytest.raises(ToolError) as err:
             action()
         assert err.value.code is ErrorCode.PERMISSION_DENIED
         assert err.value.details == {"tabId": "btab_1", "ownerId": "a"}
     with pytest.raises(ToolError):
-        release(tab, b, force=True)  # force is for internal callers only
-    assert tab.owner_id == "a"
-    release(tab, root, force=True)
-    assert tab.owner_id is None
-    release(tab, b)  # releasing an unclaimed tab is fine
+        check_release(tab, b, force=True)  # force is for internal callers only
+    check_release(tab, root, force=True)
+    tab.owner_id = None
+    check_release(tab, b)  # releasing an unclaimed tab is fine
 
 
 # -- element ids -----------------------------------------------------------------------------
@@ -306,18 +340,89 @@ def test_artifacts_get_fresh_private_files(tmp_path: Path) -> None:
 # -- CDP policy ------------------------------------------------------------------------------
 
 
-def test_cdp_policy() -> None:
-    assert check_cdp("Runtime.evaluate", {"expression": "1"}, []) == {"expression": "1"}
-    assert check_cdp("Page.navigate", {"url": " http://x/ "}, []) == {"url": "http://x/"}
-    for method in ("Browser.close", "Target.attachToTarget", "Page.setDownloadBehavior"):
+def test_cdp_policy_is_an_allow_list() -> None:
+    none = CdpScope()
+    assert check_cdp("Runtime.evaluate", {"expression": "1"}, none) == {"expression": "1"}
+    assert check_cdp("Page.navigate", {"url": " http://x/ "}, none) == {"url": "http://x/"}
+    refused = (
+        "Browser.close",
+        "Target.attachToTarget",
+        "Page.setDownloadBehavior",
+        # reach past the tab without being in any deny-list: the shared cookie jar and
+        # storage, local files, streams, the renderer process
+        "Network.getAllCookies",
+        "Network.getCookies",
+        "Network.setCookie",
+        "Storage.getCookies",
+        "DOMStorage.getDOMStorageItems",
+        "IndexedDB.requestData",
+        "DOM.getFileInfo",
+        "Page.handleFileChooser",
+        "Page.crash",
+        "IO.read",
+        "Input.setIgnoreInputEvents",
+        "Tracing.start",
+        "Nonexistent.method",
+        "runtime.evaluate",
+    )
+    for method in refused:
         with pytest.raises(ToolError) as err:
-            check_cdp(method, {}, [])
-        assert err.value.code is ErrorCode.VALIDATION_ERROR
+            check_cdp(method, {}, none)
+        assert err.value.code is ErrorCode.VALIDATION_ERROR, method
         assert "cdpUnrestricted" in err.value.message
     with pytest.raises(ToolError):
-        check_cdp("Page.navigate", {"url": "file:///etc/passwd"}, [])
+        check_cdp("Page.navigate", {"url": "file:///etc/passwd"}, none)
     with pytest.raises(ToolError):
-        check_cdp("Page.navigate", {}, [])
+        check_cdp("Page.navigate", {}, none)
+
+
+def test_cdp_local_files_only_inside_the_grant_scope(tmp_path: Path) -> None:
+    scope, outside = tmp_path / "scope", tmp_path / "outside"
+    scope.mkdir()
+    outside.mkdir()
+    (scope / "ok.txt").write_text("ok")
+    (outside / "secret").write_text("secret")
+    (scope / "link").symlink_to(outside / "secret")
+    (scope / "sub").mkdir()
+    confined = CdpScope(file_root=str(scope))
+
+    def drag(files: Any) -> dict[str, Any]:
+        return {"type": "drop", "x": 1, "y": 1, "data": {"items": [], "files": files}}
+
+    sent = check_cdp("Input.dispatchDragEvent", drag(["ok.txt"]), confined)
+    assert sent["data"]["files"] == [str((scope / "ok.txt").resolve())]
+    sent = check_cdp("DOM.setFileInputFiles", {"files": [str(scope / "ok.txt")]}, confined)
+    assert sent["files"] == [str((scope / "ok.txt").resolve())]
+    assert check_cdp("Input.dispatchDragEvent", {"type": "dragEnter"}, confined) == {
+        "type": "dragEnter"
+    }
+    for method, params in (
+        ("Input.dispatchDragEvent", drag([str(outside / "secret")])),
+        ("Input.dispatchDragEvent", drag(["../outside/secret"])),
+        ("Input.dispatchDragEvent", drag(["link"])),
+        ("DOM.setFileInputFiles", {"files": ["ok.txt", str(outside / "secret")]}),
+    ):
+        with pytest.raises(ToolError) as err:
+            check_cdp(method, params, confined)
+        assert err.value.code is ErrorCode.PERMISSION_DENIED
+        assert err.value.details["reason"] == "outside grant scope"
+    uri = {"mimeType": "text/uri-list", "data": "# links\nhttp://x/\nfile:///etc/passwd"}
+    with pytest.raises(ToolError) as err:
+        check_cdp("Input.dispatchDragEvent", {"type": "drop", "data": {"items": [uri]}}, confined)
+    assert err.value.code is ErrorCode.VALIDATION_ERROR
+    uri["data"] = "http://x/"
+    assert check_cdp(
+        "Input.dispatchDragEvent", {"type": "drop", "data": {"items": [uri]}}, confined
+    )
+    for files in (["sub"], "ok.txt", [1]):  # a directory would hand over its whole tree
+        with pytest.raises(ToolError) as err:
+            check_cdp("DOM.setFileInputFiles", {"files": files}, confined)
+        assert err.value.code is ErrorCode.VALIDATION_ERROR
+    # No directory-confined grant: no local files at all.
+    with pytest.raises(ToolError) as err:
+        check_cdp("DOM.setFileInputFiles", {"files": [str(scope / "ok.txt")]}, CdpScope())
+    assert err.value.code is ErrorCode.PERMISSION_DENIED
+    assert err.value.details["reason"] == "no grant scope"
 
 
 # -- settings and plugin shape ---------------------------------------------------------------
@@ -374,7 +479,6 @@ def test_tab_store_spaces_and_reactivation() -> None:
     with pytest.raises(ToolError, match="was closed: gone"):
         store.get(a.id)
     assert b.to_dict()["title"] == "T"
-    assert store.release_owner("nobody") == []
 
 
 def test_playwright_messages_lose_their_prefixes() -> None:

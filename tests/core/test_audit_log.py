@@ -1,5 +1,5 @@
-"""`$MEITH_HOME/audit.jsonl`: one valid line per call for every outcome, private files,
-rotation by rename, and no privileged call without an audit record."""
+"""`$MEITH_HOME/audit.jsonl`: one valid line per call for every outcome, private files, and no
+privileged call without an audit record."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import structlog.testing
 
 from meith_core import CallerInfo, CallerKind, CancelToken, ErrorCode, ToolContext
 from meith_core._audit import log as audit_log_module
-from meith_core._audit.log import MAX_RECORDS, AuditLog
+from meith_core._audit.log import AuditLog
 from meith_core._home import MeithHome
 from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, audit_lines, make_tool, records_for
@@ -116,7 +116,8 @@ async def test_every_call_writes_exactly_one_record_whatever_its_outcome(
         ("req_ok", "ok", {"text": "hi"}, {}),
         ("req_unknown", "no_such_tool", {}, {}),
         ("req_invalid", "ok", {"text": 5, "extra": 1}, {}),
-        ("req_not_object", "ok", [1, 2], {}),
+        # Another tool: a second VALIDATION_ERROR of `ok` in this session would be coalesced.
+        ("req_not_object", "boom", [1, 2], {}),
         ("req_denied", "write", {}, {"caller": cli}),
         ("req_failed", "boom", {}, {}),
         ("req_timeout", "slow", {}, {}),
@@ -124,7 +125,7 @@ async def test_every_call_writes_exactly_one_record_whatever_its_outcome(
     ]
     for request_id, name, args, kwargs in cases:
         await outcomes.call(name, args, request_id=request_id, **kwargs)
-    outcomes.registry.begin_shutdown()
+    outcomes.pipeline.begin_shutdown()
     await outcomes.call("ok", {"text": "x"}, request_id="req_shutdown")
 
     expected = {
@@ -243,8 +244,9 @@ async def test_hostile_arguments_and_results_never_break_the_audit_trail(
         {"n": float("nan")},
         {"x" * 100_000: "y" * 1_000_000},
     ]
+    # One session per call: repeated failures of one session would be coalesced.
     for args in hostile_args:
-        result = await runtime.call("echo_back", args)
+        result = await runtime.call("echo_back", args, caller=runtime.open_session("cli"))
         assert result.error.code is ErrorCode.VALIDATION_ERROR
     hostile_results: list[Any] = [
         _deep_dict(10_000),
@@ -255,7 +257,7 @@ async def test_hostile_arguments_and_results_never_break_the_audit_trail(
     ]
     for value in hostile_results:
         returns["value"] = value
-        await runtime.call("echo_back")
+        await runtime.call("echo_back", caller=runtime.open_session("cli"))
     lines = audit_lines(runtime.audit.path)  # every line parses, is UTF-8, is an object
     assert len(lines) == len(hostile_args) + len(hostile_results)
     for record in lines:
@@ -263,82 +265,7 @@ async def test_hostile_arguments_and_results_never_break_the_audit_trail(
         assert len(record["resultSummary"]) <= 2000 + len("...[truncated]")
 
 
-# -- rotation ---------------------------------------------------------------------------
-
-
-def test_rotation_keeps_the_newest_records_by_renaming_the_full_file(tmp_path: Path) -> None:
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(path, max_records=10)
-    for i in range(10):
-        assert log.write(entry(i))
-    first_inode = path.stat().st_ino
-    with open(path, "rb") as before:  # a reader holding the old file
-        for i in range(10, 25):
-            assert log.write(entry(i))
-        # The old file was renamed, never rewritten: the reader still sees all of it.
-        assert [int(line.split(b'"seq":')[1].rstrip(b"}\n")) for line in before] == list(range(10))
-    rotated = path.with_name("audit.jsonl.1")
-    assert rotated.stat().st_ino != first_inode  # rotated twice: .1 is the second file
-    assert [r["seq"] for r in audit_lines(rotated)] == list(range(10, 20))
-    assert [r["seq"] for r in audit_lines(path)] == list(range(20, 25))
-    kept = [r["seq"] for r in log.read()]
-    assert kept == list(range(10, 25))
-    assert kept[-10:] == list(range(15, 25))  # at least the newest max_records are kept
-    assert log.tail(3) == [entry(i) for i in (22, 23, 24)]
-    log.close()
-
-
-def test_the_first_rotation_renames_the_original_file(tmp_path: Path) -> None:
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(path, max_records=3)
-    for i in range(3):
-        log.write(entry(i))
-    inode = path.stat().st_ino
-    log.write(entry(3))
-    assert path.with_name("audit.jsonl.1").stat().st_ino == inode
-    assert path.stat().st_ino != inode
-    log.close()
-
-
-def test_a_runtime_restart_continues_counting_from_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "audit.jsonl"
-    first = AuditLog(path, max_records=5)
-    for i in range(4):
-        first.write(entry(i))
-    first.close()
-    second = AuditLog(path, max_records=5)
-    second.write(entry(4))
-    second.write(entry(5))  # the sixth record overall: rotation
-    assert [r["seq"] for r in audit_lines(path.with_name("audit.jsonl.1"))] == list(range(5))
-    assert [r["seq"] for r in audit_lines(path)] == [5]
-    second.close()
-
-
-def test_two_writers_on_one_trail_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "audit.jsonl"
-    a, b = AuditLog(path, max_records=7), AuditLog(path, max_records=7)
-    for i in range(20):
-        (a if i % 2 else b).write(entry(i))
-    seqs = sorted(
-        r["seq"] for r in [*audit_lines(path.with_name("audit.jsonl.1")), *audit_lines(path)]
-    )
-    assert seqs == sorted(set(seqs))  # nothing written twice
-    assert seqs[-7:] == list(range(13, 20))
-    a.close()
-    b.close()
-
-
-def test_rotation_at_the_real_size_keeps_the_newest_20000(tmp_path: Path) -> None:
-    assert MAX_RECORDS == 20_000
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(path)
-    for i in range(MAX_RECORDS + 1):
-        assert log.write(entry(i))
-    rotated = audit_lines(path.with_name("audit.jsonl.1"))
-    assert len(rotated) == MAX_RECORDS
-    assert rotated[0]["seq"] == 0
-    assert [r["seq"] for r in audit_lines(path)] == [MAX_RECORDS]
-    log.close()
+# -- reading ----------------------------------------------------------------------------
 
 
 def test_the_reader_skips_lines_it_cannot_parse(tmp_path: Path) -> None:
@@ -408,4 +335,5 @@ async def test_the_trail_recovers_once_the_path_is_usable_again(
     assert (await runtime.call("write")).error.code is ErrorCode.PERMISSION_DENIED
     runtime.home.audit_path.rmdir()
     assert (await runtime.call("write")).ok
-    assert [r["outcome"] for r in audit_lines(runtime.home.audit_path)] == ["ok"]
+    # The intent record written before it ran, then its outcome.
+    assert [r["outcome"] for r in audit_lines(runtime.home.audit_path)] == ["started", "ok"]

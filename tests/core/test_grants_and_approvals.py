@@ -120,11 +120,13 @@ async def test_a_grant_must_cover_every_privileged_capability(scoped: Runtime) -
 
 
 @pytest.mark.anyio
-async def test_standing_grant_uses_are_counted_per_session(scoped: Runtime) -> None:
-    standing(scoped).add(new_grant("cli", ["writes-files"], uses=2))
+async def test_standing_grant_uses_are_one_budget_for_all_sessions(scoped: Runtime) -> None:
+    grant = standing(scoped).add(new_grant("cli", ["writes-files"], uses=3))
     one, two = scoped.open_session("cli"), scoped.open_session("cli")
-    assert [(await scoped.call("write_a", caller=one)).ok for _ in range(3)] == [True, True, False]
-    assert (await scoped.call("write_a", caller=two)).ok
+    assert [(await scoped.call("write_a", caller=one)).ok for _ in range(2)] == [True, True]
+    assert [(await scoped.call("write_a", caller=two)).ok for _ in range(2)] == [True, False]
+    # Spent in the file: a runtime started on this home later finds nothing left.
+    assert all(g.id != grant.id for g in StandingGrants(scoped.home.grants_path).current())
 
 
 @pytest.mark.anyio
@@ -435,3 +437,27 @@ async def test_a_session_revoked_while_its_prompt_is_open_is_denied(scoped: Runt
     scoped.approvers.append(revoke_then_allow)
     assert (await scoped.call("write_a", caller=cli)).error.code is ErrorCode.PERMISSION_DENIED
     assert "revoked" in reason_of(scoped)
+
+
+def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: Path) -> None:
+    """Eight processes race for three uses through the file lock: exactly three win, and the
+    spent grant is gone from the file."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "grants.json"
+    grant = StandingGrants(path).add(new_grant("cli", ["writes-files"], uses=3))
+    code = (
+        "import sys; from pathlib import Path;"
+        "from meith_core._permissions.grants import StandingGrants;"
+        "print(StandingGrants(Path(sys.argv[1])).consume_use(sys.argv[2]))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(path), grant.id], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    answers = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert sorted(answers) == ["False"] * 5 + ["True"] * 3
+    assert StandingGrants(path).current() == []

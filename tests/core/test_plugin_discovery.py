@@ -228,7 +228,7 @@ async def test_an_impostor_app_plugin_gets_no_free_pass(
     async with Runtime(meith_home, plugin_allow={"app", "core"}) as rt:
         assert rt.plugins.records["core"].distribution == "meith-core"  # the host's own
         assert rt.plugins.records["app"].status == "failed"
-        assert "impostor_write" not in rt.registry
+        assert "impostor_write" not in rt.catalogue
         result = await rt.call("impostor_write")
         assert result.error.code is ErrorCode.UNKNOWN_TOOL
 

@@ -34,8 +34,8 @@ async def test_load_plugin_registers_the_plugins_tools_under_its_id(runtime: Run
     record = runtime.load_plugin("counter", _Plugin)
     assert record.status == "loaded", record.reason
     assert [t.name for t in record.tools] == ["load_count"]
-    assert runtime.registry.get("load_count") is not None
-    assert runtime.registry.get("load_count").plugin_id == "counter"  # type: ignore[union-attr]
+    assert runtime.catalogue.get("load_count") is not None
+    assert runtime.catalogue.get("load_count").plugin_id == "counter"  # type: ignore[union-attr]
     assert (await runtime.call("load_count")).content == 1
     assert (await runtime.call("load_count")).content == 2
 

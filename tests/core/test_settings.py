@@ -122,7 +122,7 @@ def test_a_failed_write_leaves_the_old_file_whole(
     store.merge({"a": 1})
     before = store.path.read_bytes()
 
-    def failing_replace(src: Any, dst: Any) -> None:
+    def failing_replace(src: Any, dst: Any, **kw: Any) -> None:
         raise OSError(28, "No space left on device")
 
     # Simulated disk failure at the final rename (cannot be provoked for real here).
@@ -185,3 +185,36 @@ async def test_tools_read_settings_through_ctx_settings(runtime: Runtime) -> Non
     assert (await runtime.call("read_settings")).content == {"theme": "dark"}
     with pytest.raises(TypeError):
         seen[-1]["ui"] = {}
+
+
+def test_get_returns_the_stored_value_else_the_sections_documented_default(
+    store: SettingsStore,
+) -> None:
+    assert store.get("git.active") is None  # declared, never set: its default
+    assert store.get("git.profiles") == []
+    with pytest.raises(KeyError):
+        store.get("git.nope")
+    with pytest.raises(KeyError):
+        store.get("undeclared.key")
+    store.merge({"git": {"active": "work"}, "ui": {"theme": "dark"}})
+    assert store.get("git.active") == "work"
+    assert store.get("ui.theme") == "dark"
+
+
+def test_meith_settings_get_on_a_fresh_home_prints_the_default(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.harness import MEITH, base_env
+
+    env = base_env(tmp_path / "fresh-home")
+    got = subprocess.run(
+        [MEITH, "settings", "get", "git.activeIdentityProfileId"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (got.returncode, got.stdout) == (0, "null\n"), got.stderr
+    missing = subprocess.run(
+        [MEITH, "settings", "get", "git.noSuchKey"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert missing.returncode != 0
+    assert "No setting" in missing.stderr

@@ -17,8 +17,8 @@ from meith_core import (
     ToolDefinitionError,
     tool,
 )
+from meith_core._catalogue import DuplicateToolError
 from meith_core._protocol import DEFAULT_TOOL_TIMEOUT_MS
-from meith_core._registry import DuplicateToolError
 from meith_core._runtime.host import Runtime
 from meith_core._schema import SchemaError
 
@@ -352,7 +352,7 @@ async def test_a_recursive_input_model_is_refused_at_registration(runtime: Runti
     d = defn(input_model=Node)
     with pytest.raises(SchemaError, match="recursive"):
         runtime.register(d)
-    assert "echo" not in runtime.registry
+    assert "echo" not in runtime.catalogue
 
 
 def test_the_descriptor_has_the_protocol_fields() -> None:
@@ -364,6 +364,7 @@ def test_the_descriptor_has_the_protocol_fields() -> None:
         "capabilities": ["read-only", "writes-files"],
         "plugin": "git",
         "timeoutMs": 100,
+        "idempotent": False,
     }
 
 
@@ -373,16 +374,16 @@ async def test_registering_a_taken_name_is_refused_and_registers_nothing_of_the_
 ) -> None:
     runtime.register(defn(name="taken"))
     with pytest.raises(DuplicateToolError, match="already registered"):
-        runtime.registry.register_many([defn(name="fresh"), defn(name="taken")], "other")
-    assert "fresh" not in runtime.registry
-    assert runtime.registry.get("taken").plugin_id == "app"  # type: ignore[union-attr]
+        runtime.catalogue.register_many([defn(name="fresh"), defn(name="taken")], "other")
+    assert "fresh" not in runtime.catalogue
+    assert runtime.catalogue.get("taken").plugin_id == "app"  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio
 async def test_a_batch_declaring_one_name_twice_is_refused(runtime: Runtime) -> None:
     with pytest.raises(DuplicateToolError, match="twice"):
-        runtime.registry.register_many([defn(name="twin"), defn(name="twin")], "p")
-    assert "twin" not in runtime.registry
+        runtime.catalogue.register_many([defn(name="twin"), defn(name="twin")], "p")
+    assert "twin" not in runtime.catalogue
 
 
 @pytest.mark.anyio

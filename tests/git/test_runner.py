@@ -13,6 +13,7 @@ from meith_core import CancelToken, ToolError
 from meith_plugins_git.plugin import Plugin
 from meith_plugins_git.process import OutputTooLarge, run_program
 from meith_plugins_git.runner import (
+    NO_HOOKS,
     READ_ONLY,
     WRITE,
     WRITE_WITH_HOOKS,
@@ -26,9 +27,7 @@ from tests.git.support import call_ok
 
 @pytest.fixture
 def git(git_home):
-    g = Git.locate()
-    yield g
-    g.close()
+    return Git.locate()
 
 
 def test_git_path_is_absolute_and_resolved_once(git):
@@ -58,16 +57,19 @@ def test_every_command_carries_the_neutralising_config(git):
         "protocol.allow=never",
         "maintenance.auto=false",
         "gc.auto=0",
-        f"core.hooksPath={git.no_hooks_dir}",
+        f"core.hooksPath={NO_HOOKS}",
     ):
         assert expected in settings
-    assert os.listdir(git.no_hooks_dir) == []
 
 
-def test_hooks_run_only_in_the_profile_that_allows_them(git):
-    for profile, hooks_off in ((READ_ONLY, True), (WRITE, True), (WRITE_WITH_HOOKS, False)):
-        argv = git.argv(["commit"], profile=profile)
-        assert (f"core.hooksPath={git.no_hooks_dir}" in argv) is hooks_off
+def test_hooks_run_only_when_the_profile_and_the_caller_both_allow_them(git):
+    cases = [(READ_ONLY, True, True), (WRITE, True, True), (WRITE_WITH_HOOKS, False, True)]
+    cases += [(WRITE_WITH_HOOKS, True, False)]
+    for profile, hooks, off in cases:
+        # The repository's own hooksPath override comes first; "no hooks" is set after it.
+        argv = git.argv(["commit"], profile=profile, hooks=hooks, config=[("core.hooksPath", "/x")])
+        settings = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+        assert (settings[-1] == f"core.hooksPath={NO_HOOKS}") is off
 
 
 def test_optional_locks_are_off_for_read_only_commands(git):

@@ -148,3 +148,49 @@ async def test_a_caller_that_stops_reading_only_holds_the_dev_server_briefly(
     assert [int(m.split()[1]) for m in lines] == sorted(int(m.split()[1]) for m in lines)
     assert len(lines) + count == LINES
     assert count > 0
+
+
+async def test_a_non_owner_that_stops_reading_never_holds_the_dev_server(
+    proc: Proc, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An owner may hold its own server back for this long; a non-owner not at all.
+    monkeypatch.setattr(attach, "STALL_S", 3600.0)
+    agent = proc.rt.open_session("agent")
+    proc.rt.grant(agent, ["starts-process"])
+    user = proc.rt.open_session("cli")  # may read the agent's server, but does not own it
+    argv = generator(tmp_path)
+    dev = ok(
+        await proc.rt.call(
+            "start_dev_server",
+            {"cwd": str(tmp_path), "command": argv[0], "args": argv[1:]},
+            caller=agent,
+        )
+    )
+    server = proc.plugin.dev_servers.servers[dev["id"]]
+    stuck = SlowCaller()
+    cancel = CancelToken()
+
+    async def attach_logs() -> None:
+        await proc.rt.call(
+            "attach_process_logs",
+            {"devServerId": dev["id"]},
+            on_event=stuck,
+            cancel=cancel,
+            caller=user,
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attach_logs)
+        await eventually(lambda: "ready" in stuck.messages, "attached")
+        stuck.block()
+        (tmp_path / "go").touch()
+        await eventually(
+            lambda: any(e[2] == "END" for e in server.logs.tail(5)),
+            "the dev server runs to its end",
+            deadline_s=60,
+        )
+        assert not server._output_holds
+        stuck.unblock()
+        await eventually(lambda: stuck.messages[-1:] == ["END"], "the tail", deadline_s=60)
+        cancel.cancel()
+    assert any("skipped" in m and "fell behind" in m for m in stuck.messages)

@@ -79,14 +79,14 @@ async def test_a_grant_limited_to_a_directory_limits_where_processes_start(
     inside, outside = tmp_path / "project", tmp_path / "other"
     inside.mkdir()
     outside.mkdir()
-    # The grant covers a caller working inside the project; the tool keeps the process there.
+    # The grant is matched against the directory the call names, not where the caller sits.
     cli = proc.rt.open_session("cli", cwd=str(inside))
     proc.rt.grant(cli, ["starts-process", "accesses-network"], cwd_prefix=str(inside))
     res = await proc.rt.call(
         "start_dev_server", {"cwd": str(outside), "command": "true"}, caller=cli
     )
     assert res.error.code == "PERMISSION_DENIED"
-    assert "outside the directory" in res.error.message
+    assert res.error.details["gate"] == "caller"
     res = await proc.rt.call("create_terminal", {"cwd": str(outside)}, caller=cli)
     assert res.error.code == "PERMISSION_DENIED"
     ok(await proc.rt.call("start_dev_server", {"cwd": str(inside), "command": "true"}, caller=cli))

@@ -97,6 +97,7 @@ async def probe_whoami(ctx: ToolContext, args: _Args) -> dict[str, Any]:
         "spaceId": c.space_id,
         "tabId": c.tab_id,
         "claimedCaller": c.claimed_caller,
+        "label": c.label,
         "requestId": ctx.request_id,
     }
 

@@ -286,7 +286,7 @@ def test_the_client_path_imports_no_plugin_playwright_or_server_module(argv) -> 
         "    run()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._registry', 'meith_core._permissions', "
+        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._pipeline', 'meith_core._permissions', "
         "'meith_core._plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
@@ -516,7 +516,8 @@ def test_serve_prompt_asks_on_its_terminal_and_the_answer_decides(probe_env, tmp
         out, _ = call.communicate(timeout=30)
         assert json.loads(out)["error"]["code"] == "PERMISSION_DENIED"
         audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
-        reasons = [r["reason"] for r in audit if r["toolName"] == "probe_write"]
+        outcomes = [r for r in audit if r.get("kind") is None]  # not the intent records
+        reasons = [r["reason"] for r in outcomes if r["toolName"] == "probe_write"]
         assert reasons == ["approved once at prompt", "denied at prompt"]
     finally:
         serve.close()

@@ -111,7 +111,7 @@ async def test_cancelling_an_awaited_async_call_cancels_it_in_the_runtime(served
             client.call("probe_sleep", {"seconds": 60, "marker": "awaited"})
         )
         for _ in range(200):
-            if served.runtime.registry.in_flight:
+            if served.runtime.pipeline.in_flight:
                 break
             await asyncio.sleep(0.01)
         task.cancel()

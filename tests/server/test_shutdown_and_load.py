@@ -51,7 +51,7 @@ def test_a_signal_answers_in_flight_calls_runs_plugin_shutdown_and_exits_0(
 @pytest.mark.anyio
 async def test_calls_after_shutdown_began_are_answered_runtime_shutting_down(served) -> None:
     conn = await served.connect()
-    served.runtime.registry.begin_shutdown()
+    served.runtime.pipeline.begin_shutdown()
     await conn.call("late", "probe_record", {"name": "late"})
     result = await conn.result("late")
     assert result["error"]["code"] == "RUNTIME_SHUTTING_DOWN"

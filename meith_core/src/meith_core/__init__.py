@@ -46,6 +46,12 @@ _EXPORTS: dict[str, str] = {
     "write_json_atomic": "meith_core._home",
     "read_json": "meith_core._home",
     "PRIVATE_FILE_MODE": "meith_core._home",
+    "write_file_beneath": "meith_core._paths",
+    # settings
+    "SettingsSection": "meith_core._settings",
+    # kernel confinement of started processes (Landlock)
+    "Confinement": "meith_core._confinement",
+    "landlock_status": "meith_core._confinement",
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
@@ -63,6 +69,7 @@ __all__ = [
     "CallerKind",
     "CancelToken",
     "Capability",
+    "Confinement",
     "Diagnostic",
     "ErrorCode",
     "EventKind",
@@ -70,6 +77,7 @@ __all__ = [
     "PathEscapeError",
     "PluginHost",
     "Runtime",
+    "SettingsSection",
     "ToolArgs",
     "ToolContext",
     "ToolDefinition",
@@ -81,11 +89,13 @@ __all__ = [
     "error_result",
     "hookimpl",
     "is_within",
+    "landlock_status",
     "new_id",
     "ok_result",
     "read_json",
     "resolve_within",
     "tool",
+    "write_file_beneath",
     "write_json_atomic",
 ]
 
@@ -107,6 +117,7 @@ if TYPE_CHECKING:
     from meith_core._caller import CallerInfo, CallerKind
     from meith_core._cancel import CancelToken
     from meith_core._capabilities import Capability
+    from meith_core._confinement import Confinement, landlock_status
     from meith_core._context import ToolContext
     from meith_core._errors import ErrorCode, ToolError
     from meith_core._events import EventKind
@@ -118,13 +129,14 @@ if TYPE_CHECKING:
         write_json_atomic,
     )
     from meith_core._ids import new_id
-    from meith_core._paths import PathEscapeError, is_within, resolve_within
+    from meith_core._paths import PathEscapeError, is_within, resolve_within, write_file_beneath
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.api import PLUGIN_API
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._plugins.pluginhost import PluginHost
     from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
     from meith_core._runtime.host import Runtime
+    from meith_core._settings import SettingsSection
     from meith_core._tooldef import (
         NO_TIMEOUT,
         ToolArgs,

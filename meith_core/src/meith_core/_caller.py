@@ -18,7 +18,24 @@ class CallerKind(StrEnum):
 TRUSTED_CALLERS: frozenset[CallerKind] = frozenset({CallerKind.RENDERER, CallerKind.INTERNAL})
 
 #: What a socket peer may claim; any other claim is downgraded to `cli` and audited.
-SOCKET_CALLERS: frozenset[CallerKind] = frozenset({CallerKind.CLI, CallerKind.PLUGIN})
+#: `agent` gets none of what `cli` grants give: it has grants of its own.
+SOCKET_CALLERS: frozenset[CallerKind] = frozenset(
+    {CallerKind.CLI, CallerKind.AGENT, CallerKind.PLUGIN}
+)
+
+#: Longest agent label kept (the rest is cut off).
+MAX_LABEL_CHARS = 128
+
+
+def sanitize_label(label: str | None) -> str | None:
+    """A self-reported name fit for logs and the audit trail: printable, bounded, or None.
+
+    A label is a policy hint (which agent says it is calling), never a secret or a proof."""
+    if not label:
+        return None
+    cleaned = "".join(ch for ch in label if ch.isprintable()).strip()[:MAX_LABEL_CHARS]
+    return cleaned or None
+
 
 PLUGIN_SESSION_PREFIX = "plugin:"
 
@@ -29,6 +46,7 @@ class CallerInfo:
 
     `claimed_caller` records what a socket peer asked to be when the host downgraded it.
     `plugin_id` is set only by the host, for plugins calling through `ToolContext.call_tool`.
+    `label` is an agent's self-reported name (sanitised; a policy hint, never a secret).
     """
 
     caller: CallerKind
@@ -38,6 +56,7 @@ class CallerInfo:
     tab_id: str | None = None
     claimed_caller: str | None = None
     plugin_id: str | None = None
+    label: str | None = None
 
     def __post_init__(self) -> None:
         # `CallerInfo("cli")` must mean the same as `CallerInfo(CallerKind.CLI)`: the gates

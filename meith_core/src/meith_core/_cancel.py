@@ -90,7 +90,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 
 def _run_callback(cb: Callable[[], None]) -> None:
     # Callbacks are tool code (kill a process...); one that raises must not stop the others
-    # nor the registry that cancels (on a timeout, from inside the call pipeline).
+    # nor the executor that cancels (on a timeout, from inside the call pipeline).
     try:
         cb()
     except Exception:

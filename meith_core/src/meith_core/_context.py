@@ -41,6 +41,9 @@ class FlowControlledSink(Protocol):
     def __call__(self, event: EventDict) -> None: ...
 
 
+#: `(capabilities, directory) -> bool`: does the caller already hold these there?
+GrantCheck = Callable[[tuple[str, ...], str], bool]
+
 NestedCall = Callable[
     [CallerInfo, str, dict[str, Any], int | None, CancelToken], Awaitable["ToolResult"]
 ]
@@ -68,6 +71,7 @@ class ToolContext:
         nested_call: NestedCall,
         logger: Callable[[], structlog.typing.FilteringBoundLogger],
         grant_scope: str | None = None,
+        grant_check: GrantCheck | None = None,
     ) -> None:
         self.caller = caller
         self.request_id = request_id
@@ -77,6 +81,7 @@ class ToolContext:
         #: When the grant that allowed this call is confined to a directory, that directory:
         #: tools must keep writes inside it (see `meith_core._paths`).
         self.grant_scope = grant_scope
+        self._grant_check = grant_check
         self._cancel = cancel
         self._emit = emit
         # Duck-typed (cheaper than a runtime-checkable Protocol on every call).
@@ -96,6 +101,14 @@ class ToolContext:
     def cwd(self) -> str:
         """The caller's working directory (the runtime's when the caller gave none)."""
         return self.caller.cwd or os.getcwd()
+
+    def caller_holds(self, *capabilities: str, cwd: str) -> bool:
+        """Whether the caller already holds `capabilities` for this tool in directory `cwd`.
+
+        For a tool about to do more than it declares (a git commit running repository hooks
+        needs `starts-process`): uses no grant, asks nobody. False when the host gave no check.
+        """
+        return self._grant_check is not None and self._grant_check(tuple(capabilities), cwd)
 
     @property
     def settings(self) -> Mapping[str, Any]:
@@ -199,7 +212,7 @@ class ToolContext:
                 self.logger.warning("event sink failed; dropping further events", error=repr(exc))
 
     def _close(self) -> None:
-        """Called by the registry once the call is answered: later events are dropped."""
+        """Called by the pipeline once the call is answered: later events are dropped."""
         self._closed = True
 
     # -- calling other tools ------------------------------------------------------------

@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from meith_core._paths import write_file_beneath
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -129,26 +130,11 @@ def read_json(path: Path) -> Any | None:
 def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE) -> None:
     """Write JSON to a temporary file in the same directory, fsync, then rename over `path`.
 
-    Readers see the old or the new content, never half of it.
+    Readers see the old or the new content, never half of it; a symbolic link at `path` is
+    replaced, never written through (the one writer of private files, `write_file_beneath`).
     """
     payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_file_beneath(path.parent, path.name, payload, mode=mode)
 
 
 def file_signature(path: Path) -> tuple[int, int, int] | None:

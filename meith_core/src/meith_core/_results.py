@@ -34,7 +34,7 @@ class ToolResult(BaseModel):
     meta: dict[str, Any] | None = None
     diagnostics: list[Diagnostic] | None = Field(default=None)
     error: ErrorInfo | None = None
-    #: The wire JSON of this result, set by the registry once it checked the result is JSON,
+    #: The wire JSON of this result, set by the pipeline once it checked the result is JSON,
     #: so the server does not serialise large results twice.
     _encoded: bytes | None = PrivateAttr(default=None)
 

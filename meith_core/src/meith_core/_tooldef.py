@@ -55,6 +55,8 @@ class ToolDefinition:
     func: ToolFunc = field(repr=False)
     timeout_ms: int | None = None
     output_model: type[BaseModel] | None = None
+    #: Calling it again with the same arguments has no further effect (a hint for agents).
+    idempotent: bool = False
     grant_scope: GrantScope | None = None
 
     def __post_init__(self) -> None:
@@ -127,7 +129,7 @@ class ToolDefinition:
 
     def descriptor(self, plugin: str | None) -> dict[str, Any]:
         """The wire descriptor `{name, description, inputSchema, capabilities, plugin, timeoutMs,
-        outputSchema?}`."""
+        idempotent, outputSchema?}`."""
         out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -135,6 +137,7 @@ class ToolDefinition:
             "capabilities": [c.value for c in self.capabilities],
             "plugin": plugin,
             "timeoutMs": self.effective_timeout_ms,
+            "idempotent": self.idempotent,
         }
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
@@ -163,6 +166,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
     grant_scope: GrantScope | None = None,
 ) -> ToolDefinition: ...
 
@@ -177,6 +181,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
     grant_scope: GrantScope | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
@@ -190,6 +195,7 @@ def tool(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
+    idempotent: bool = False,
     grant_scope: GrantScope | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
@@ -230,6 +236,7 @@ def tool(
             func=fn,
             timeout_ms=timeout_ms,
             output_model=output,
+            idempotent=idempotent,
             grant_scope=grant_scope,
         )
 

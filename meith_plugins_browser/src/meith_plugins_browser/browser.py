@@ -141,6 +141,10 @@ class BrowserHost:
         return self._browser is not None and not self._lost and self._browser.is_connected()
 
     @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
     def browser(self) -> Browser | None:
         return self._browser
 
@@ -290,7 +294,7 @@ class BrowserHost:
             if not url.startswith("chrome-error://"):
                 tab.url = url
             tab.title = ""
-            tab.elements.invalidate("the tab navigated since the ids were issued")
+            tab.invalidate_elements("the tab navigated since the ids were issued")
 
         def on_load(_page: Any) -> None:
             if tab.load_state == "loading":
@@ -345,12 +349,17 @@ class BrowserHost:
         self._own_pages.discard(tab.page)
         await _close_quietly(tab.page)
 
-    async def cdp_session(self, tab: Tab) -> CDPSession:
-        session: CDPSession | None = tab.cdp
+    async def cdp_session(self, tab: Tab, owner: str) -> CDPSession:
+        """The owner's own CDP session on the tab (see claims.py for why one per owner)."""
+        session: CDPSession | None = tab.cdp.get(owner)
         if session is None:
-            assert self._context is not None
-            session = tab.cdp = await self._context.new_cdp_session(tab.page)
+            session = tab.cdp[owner] = await self.new_cdp_session(tab)
         return session
+
+    async def new_cdp_session(self, tab: Tab) -> CDPSession:
+        if self._context is None:
+            raise ToolError(ErrorCode.TOOL_FAILED, "The browser is not running")
+        return await self._context.new_cdp_session(tab.page)
 
     def _on_context_page(self, page: Page) -> None:
         self._spawn(self._vet_page(page))

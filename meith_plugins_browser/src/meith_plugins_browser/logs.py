@@ -57,6 +57,9 @@ class ConsoleLog:
         items = list(self._entries)
         return items[-limit:] if limit else items
 
+    def clear(self) -> None:
+        self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -105,6 +108,11 @@ class NetworkLog:
         """Most recent last; copies, so a caller never sees an entry change under it."""
         items = [dict(e) for e in self._entries]
         return items[-limit:] if limit else items
+
+    def clear(self) -> None:
+        """Forget every entry (numbering goes on, so an id never means two requests)."""
+        self._entries.clear()
+        self._open.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from meith_core import PluginHost, ToolDefinition, hookimpl
+from meith_core import PluginHost, SettingsSection, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
+from meith_plugins_browser.claims import end_session
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tools import BrowserTools
 
@@ -25,12 +26,15 @@ class Plugin:
         return self.tools.definitions()
 
     @hookimpl
-    def meith_settings(self) -> dict[str, type[BaseModel]]:
-        return {SECTION: BrowserSettings}
+    def meith_settings(self) -> dict[str, type[BaseModel] | SettingsSection]:
+        # Both loosen the plugin's own checks: only the local user changes them.
+        return {
+            SECTION: SettingsSection(BrowserSettings, policy={"extraSchemes", "cdpUnrestricted"})
+        }
 
     @hookimpl
     async def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
-        self.host.tabs.release_owner(session_id)
+        await end_session(self.host, session_id)
 
     @hookimpl
     async def meith_shutdown(self, host: PluginHost) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 import anyio
 
 from meith_core import ErrorCode, ToolError, new_id
-from meith_plugins_browser.elements import ElementIds
+from meith_plugins_browser.elements import ElementIds, Extraction
 from meith_plugins_browser.logs import ConsoleLog, NetworkLog, now_ms
 
 DEFAULT_SPACE: Final = "default"
@@ -36,15 +36,47 @@ class Tab:
     error: str | None = None
     console: ConsoleLog = field(default_factory=ConsoleLog)
     network: NetworkLog = field(default_factory=NetworkLog)
-    elements: ElementIds = field(default_factory=ElementIds)
-    cdp: Any = None  # playwright CDPSession, created on first cdp_command
+    #: Element ids per reader (owner id): one session's read never makes another's ids stale.
+    readers: dict[str, ElementIds] = field(default_factory=dict)
+    #: Playwright CDPSessions per owner id, each created by that owner's first cdp_command:
+    #: what one session set over CDP goes away when its own CDP session is detached.
+    cdp: dict[str, Any] = field(default_factory=dict)
     #: Counts main-frame navigations, so an extraction that raced one is dropped.
     nav_seq: int = 0
     #: Serialises what reads or moves the page of this tab (navigation, extraction, input).
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The BrowserTab record."""
+    def element_ids(self, reader: str) -> ElementIds:
+        ids = self.readers.get(reader)
+        if ids is None:
+            ids = self.readers[reader] = ElementIds()
+        return ids
+
+    def invalidate_elements(self, reason: str) -> None:
+        """The document changed: every reader's ids are stale (the handles died with it)."""
+        for ids in self.readers.values():
+            ids.invalidate(reason)
+
+    def forget_reader(self, reader: str) -> Extraction | None:
+        """Drop a reader's ids; returns its live extraction, whose handle the caller disposes."""
+        ids = self.readers.pop(reader, None)
+        return ids.current if ids is not None else None
+
+    def to_dict(self, *, private: bool = False) -> dict[str, Any]:
+        """The BrowserTab record; `private`: as seen by a caller who may not read the tab
+        (where it is and what it shows are left out)."""
+        if private:
+            return {
+                "id": self.id,
+                "spaceId": self.space_id,
+                "url": None,
+                "title": None,
+                "active": self.active,
+                "loadState": self.load_state,
+                "ownerId": self.owner_id,
+                "mode": "web",
+                "createdAt": self.created_at,
+            }
         out: dict[str, Any] = {
             "id": self.id,
             "spaceId": self.space_id,
@@ -150,9 +182,3 @@ class TabStore:
             return False
         self._closed[tab_id] = new
         return True
-
-    def release_owner(self, owner_id: str) -> list[Tab]:
-        released = [t for t in self._tabs.values() if t.owner_id == owner_id]
-        for tab in released:
-            tab.owner_id = None
-        return released

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,7 +19,8 @@ from meith_core import (
 )
 from meith_plugins_browser.artifacts import png_size, write_artifact
 from meith_plugins_browser.browser import BrowserHost, playwright_message
-from meith_plugins_browser.cdp import check_cdp
+from meith_plugins_browser.cdp import CdpScope, check_cdp
+from meith_plugins_browser.claims import end_claim, on_claimed
 from meith_plugins_browser.elements import MAX_ELEMENTS
 from meith_plugins_browser.keys import parse_keys
 from meith_plugins_browser.logs import now_ms
@@ -35,7 +37,14 @@ from meith_plugins_browser.models import (
     TypeTextArgs,
     UseEndArgs,
 )
-from meith_plugins_browser.ownership import Controller, assert_control, claim, release
+from meith_plugins_browser.ownership import (
+    Access,
+    Controller,
+    check_access,
+    check_release,
+    claim,
+    may_read,
+)
 from meith_plugins_browser.scripts import COMMIT_CHANGE, EXTRACT_ELEMENTS, FIELD_KIND, SCROLL
 from meith_plugins_browser.settings import BrowserSettings, browser_settings
 from meith_plugins_browser.tabs import Tab
@@ -96,9 +105,11 @@ class BrowserTools:
 
     async def get_tabs(self, ctx: ToolContext, args: SpaceArgs) -> Any:
         """List the browser tabs (all spaces, or one) and their owners."""
+        ctl = Controller.of(ctx.caller)
         tabs = self.host.tabs.in_space(args.spaceId)
         await self._refresh_titles(tabs)
-        return self._done({"browserTabs": [t.to_dict() for t in tabs], "workspaceTabs": []})
+        listed = [t.to_dict(private=not may_read(t, ctl)) for t in tabs]
+        return self._done({"browserTabs": listed, "workspaceTabs": []})
 
     async def get_active_tab(self, ctx: ToolContext, args: SpaceArgs) -> Any:
         """The active browser tab of a space (default: the space used last), or null."""
@@ -107,7 +118,7 @@ class BrowserTools:
         if tab is None:
             return self._done(None)
         await self._refresh_titles([tab])
-        return self._done(tab.to_dict())
+        return self._done(tab.to_dict(private=not may_read(tab, Controller.of(ctx.caller))))
 
     async def open_browser_tab(self, ctx: ToolContext, args: OpenTabArgs) -> Any:
         """Open a new browser tab pointing at a URL and focus it."""
@@ -116,6 +127,9 @@ class BrowserTools:
         page = await self.host.new_page(settings)
         space = args.spaceId or ctx.caller.space_id or self.host.tabs.active_space
         tab = self.host.tabs.new(page, space_id=space, url=url, title=args.title, cwd=args.cwd)
+        ctl = Controller.of(ctx.caller)
+        if ctl.require_claim:  # what an agent or plugin opens is its own from the start
+            claim(tab, ctl)
         self.host.watch(tab)
         async with tab.lock:
             diags = await self._navigate(
@@ -126,9 +140,8 @@ class BrowserTools:
     async def navigate(self, ctx: ToolContext, args: NavigateArgs) -> Any:
         """Load a URL in a tab (http, https, data: or about:blank by default)."""
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
         url = check_url(args.url, settings.extraSchemes)
-        async with tab.lock:
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
             diags = await self._navigate(
                 tab, lambda: tab.page.goto(url, timeout=settings.navigationTimeoutMs), settings, url
             )
@@ -137,9 +150,8 @@ class BrowserTools:
     async def _history(self, ctx: ToolContext, tab_id: str, step: str) -> Any:
         """go_back / go_forward / refresh: one guarded navigation of the tab's page."""
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, tab_id)
-        move = getattr(tab.page, step)  # page.go_back, page.go_forward or page.reload
-        async with tab.lock:
+        async with self._use(ctx, tab_id, Access.CONTROL) as tab:
+            move = getattr(tab.page, step)  # page.go_back, page.go_forward or page.reload
             diags = await self._navigate(
                 tab, lambda: move(timeout=settings.navigationTimeoutMs), settings
             )
@@ -159,7 +171,7 @@ class BrowserTools:
 
     async def focus_browser_tab(self, ctx: ToolContext, args: TabArgs) -> Any:
         """Make a tab the active tab of its space."""
-        tab = self.host.tabs.get(args.tabId)
+        tab = self._tab(ctx, args.tabId, Access.READ)
         self.host.tabs.activate(tab)
         await self._quietly(tab.page.bring_to_front())
         await self._refresh_titles([tab])
@@ -170,20 +182,25 @@ class BrowserTools:
         tab = self.host.tabs.find(args.tabId)
         if tab is None:
             return self._done({"closed": False})
-        assert_control(tab, Controller.of(ctx.caller))
+        check_access(tab, Controller.of(ctx.caller), Access.CONTROL)
         await self.host.close_tab(tab)
         return self._done({"closed": True})
 
     async def browser_use_start(self, ctx: ToolContext, args: TabArgs) -> Any:
         """Claim a tab for the calling session (agents and plugins must, before controlling it)."""
         tab = self.host.tabs.get(args.tabId)
-        claim(tab, Controller.of(ctx.caller))
+        ctl = Controller.of(ctx.caller)
+        if claim(tab, ctl):
+            await on_claimed(tab, ctl.principal)
         return self._done(tab.to_dict())
 
     async def browser_use_end(self, ctx: ToolContext, args: UseEndArgs) -> Any:
-        """Release the calling session's claim on a tab."""
+        """Release the calling session's claim on a tab (the tab is reset to about:blank)."""
         tab = self.host.tabs.get(args.tabId)
-        release(tab, Controller.of(ctx.caller), force=args.force)
+        check_release(tab, Controller.of(ctx.caller), force=args.force)
+        if tab.owner_id is not None:
+            await end_claim(self.host, tab, tab.owner_id)
+            self._raise_if_closed(tab)
         return self._done(tab.to_dict())
 
     # -- reading the page ---------------------------------------------------------------
@@ -193,7 +210,7 @@ class BrowserTools:
         from playwright.async_api import Error as PlaywrightError
 
         settings = self._settings(ctx)
-        tab = self.host.tabs.get(args.tabId)
+        tab = self._tab(ctx, args.tabId, Access.READ)
         try:
             png = await tab.page.screenshot(type="png", timeout=settings.navigationTimeoutMs)
             width, height = png_size(png)
@@ -214,14 +231,14 @@ class BrowserTools:
         """URL, title, viewport and interactive elements (ids el-N, valid until the next read or navigation)."""
         from playwright.async_api import Error as PlaywrightError
 
-        tab = self.host.tabs.get(args.tabId)
-        page = tab.page
-        async with tab.lock:
+        async with self._use(ctx, args.tabId, Access.READ) as tab:
+            ids = tab.element_ids(Controller.of(ctx.caller).principal)
+            page = tab.page
             for attempt in (1, 2):
                 seq = tab.nav_seq
                 try:
                     handle = await page.evaluate_handle(
-                        EXTRACT_ELEMENTS, {"start": tab.elements.next, "limit": MAX_ELEMENTS}
+                        EXTRACT_ELEMENTS, {"start": ids.next, "limit": MAX_ELEMENTS}
                     )
                     info = await handle.evaluate("(a) => a[0]")
                 except PlaywrightError as exc:
@@ -243,7 +260,7 @@ class BrowserTools:
                     f"Tab {tab.id} kept navigating while its state was read; try again",
                     {"tabId": tab.id},
                 )
-            old = tab.elements.replace(len(info["elements"]), handle)
+            old = ids.replace(len(info["elements"]), handle)
             if old is not None:
                 await self._quietly(old.handle.dispose())
             tab.url, tab.title = info["url"], info["title"]
@@ -266,9 +283,8 @@ class BrowserTools:
         from playwright.async_api import Error as PlaywrightError
 
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
-        async with tab.lock:
-            element = await self._element(tab, args.elementId)
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
+            element = await self._element(ctx, tab, args.elementId)
             seq = tab.nav_seq
             try:
                 await element.click(timeout=settings.actionTimeoutMs)
@@ -282,9 +298,8 @@ class BrowserTools:
         from playwright.async_api import Error as PlaywrightError
 
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
-        async with tab.lock:
-            element = await self._element(tab, args.elementId)
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
+            element = await self._element(ctx, tab, args.elementId)
             try:
                 kind = await element.evaluate(FIELD_KIND)
                 if kind == "select":
@@ -315,8 +330,7 @@ class BrowserTools:
         """Scroll a tab: to toX/toY when given, else by deltaX/deltaY."""
         from playwright.async_api import Error as PlaywrightError
 
-        tab = self._controlled(ctx, args.tabId)
-        async with tab.lock:
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
             try:
                 pos = await tab.page.evaluate(
                     SCROLL, [args.deltaX, args.deltaY, args.toX, args.toY]
@@ -330,9 +344,8 @@ class BrowserTools:
         from playwright.async_api import Error as PlaywrightError
 
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
         keys = parse_keys(args.keys)
-        async with tab.lock:
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
             seq = tab.nav_seq
             try:
                 if keys.kind == "press":
@@ -349,29 +362,32 @@ class BrowserTools:
         from playwright.async_api import Error as PlaywrightError
 
         settings = self._settings(ctx)
-        tab = self._controlled(ctx, args.tabId)
         params = dict(args.params or {})
         if not settings.cdpUnrestricted:
-            params = check_cdp(args.method, params, settings.extraSchemes)
-        try:
-            session = await self.host.cdp_session(tab)
-            result = await session.send(args.method, params)
-        except PlaywrightError as exc:
-            raise self._page_failure(
-                tab, f"CDP {args.method} failed", exc, method=args.method
-            ) from None
+            scope = CdpScope(tuple(settings.extraSchemes), file_root=ctx.grant_scope)
+            params = check_cdp(args.method, params, scope)
+        # Under the tab's lock: a claim cannot end (and be cleaned up) half-way through, so
+        # no CDP session of a former owner outlives its claim.
+        async with self._use(ctx, args.tabId, Access.CONTROL) as tab:
+            try:
+                session = await self.host.cdp_session(tab, Controller.of(ctx.caller).principal)
+                result = await session.send(args.method, params)
+            except PlaywrightError as exc:
+                raise self._page_failure(
+                    tab, f"CDP {args.method} failed", exc, method=args.method
+                ) from None
         return self._done({"tabId": tab.id, "method": args.method, "result": result})
 
     # -- logs ---------------------------------------------------------------------------
 
     async def get_console_logs(self, ctx: ToolContext, args: LogsArgs) -> Any:
         """A tab's console entries, most recent last (up to 1,000 kept)."""
-        tab = self.host.tabs.get(args.tabId)
+        tab = self._tab(ctx, args.tabId, Access.READ)
         return self._done(tab.console.recent(args.limit))
 
     async def get_network_logs(self, ctx: ToolContext, args: LogsArgs) -> Any:
         """A tab's network requests with status, type, timing and failures, most recent last."""
-        tab = self.host.tabs.get(args.tabId)
+        tab = self._tab(ctx, args.tabId, Access.READ)
         return self._done(tab.network.recent(args.limit))
 
     # -- helpers ------------------------------------------------------------------------
@@ -379,10 +395,21 @@ class BrowserTools:
     def _settings(self, ctx: ToolContext) -> BrowserSettings:
         return browser_settings(ctx.settings)
 
-    def _controlled(self, ctx: ToolContext, tab_id: str) -> Tab:
+    def _tab(self, ctx: ToolContext, tab_id: str, access: Access) -> Tab:
+        """The tab, if the caller may read or control it: the one access check of every tool."""
         tab = self.host.tabs.get(tab_id)
-        assert_control(tab, Controller.of(ctx.caller))
+        check_access(tab, Controller.of(ctx.caller), access)
         return tab
+
+    @asynccontextmanager
+    async def _use(self, ctx: ToolContext, tab_id: str, access: Access) -> AsyncIterator[Tab]:
+        """The tab under its lock, access checked again once the lock is held (a claim may
+        have ended, and the tab been reset, while the call waited for it)."""
+        tab = self._tab(ctx, tab_id, access)
+        async with tab.lock:
+            self._raise_if_closed(tab)
+            check_access(tab, Controller.of(ctx.caller), access)
+            yield tab
 
     def _done(self, content: Any, diagnostics: Diagnostics | None = None) -> Any:
         notes: Diagnostics = [{"level": "warn", "message": n} for n in self.host.take_notices()]
@@ -414,7 +441,7 @@ class BrowserTools:
         from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
         tab.load_state, tab.error = "loading", None
-        tab.elements.invalidate("the tab navigated since the ids were issued")
+        tab.invalidate_elements("the tab navigated since the ids were issued")
         diags: Diagnostics = []
         try:
             for attempt in range(_DETACHED_RETRIES):
@@ -468,10 +495,11 @@ class BrowserTools:
             return [{"level": "warn", "message": f"Tab {tab.id} is still loading after the input"}]
         return []
 
-    async def _element(self, tab: Tab, element_id: str) -> ElementHandle:
+    async def _element(self, ctx: ToolContext, tab: Tab, element_id: str) -> ElementHandle:
         from playwright.async_api import Error as PlaywrightError
 
-        extraction, index = tab.elements.resolve(tab.id, element_id)
+        ids = tab.element_ids(Controller.of(ctx.caller).principal)
+        extraction, index = ids.resolve(tab.id, element_id)
         try:
             handle = await extraction.handle.evaluate_handle("(a, i) => a[i]", index)
         except PlaywrightError as exc:

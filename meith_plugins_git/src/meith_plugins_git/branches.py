@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from meith_core import ErrorCode, ToolError
+from meith_plugins_git.hooks import profile_for
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.repo import Repo
-from meith_plugins_git.runner import READ_ONLY, WRITE, WRITE_WITH_HOOKS
+from meith_plugins_git.runner import READ_ONLY
 from meith_plugins_git.validate import check_branch_name, check_revision
 
 Action = Literal["list", "create", "switch"]
@@ -52,7 +53,7 @@ async def branch(
     if not name:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "Branch name is required.")
     await check_branch_name(repo, name)
-    profile = WRITE_WITH_HOOKS if run_hooks else WRITE
+    profile = profile_for(run_hooks)
     async with locks.hold(repo):
         if action == "create":
             operands = [name]

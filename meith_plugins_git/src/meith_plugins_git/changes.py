@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from meith_core import ErrorCode, ToolError
+from meith_plugins_git.hooks import profile_for
 from meith_plugins_git.identity import GitSettings, commit_identity_env
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.repo import Repo
-from meith_plugins_git.runner import READ_ONLY, WRITE, WRITE_WITH_HOOKS
+from meith_plugins_git.runner import READ_ONLY, WRITE
 from meith_plugins_git.status import read_status
 from meith_plugins_git.validate import repo_paths
 
@@ -109,7 +110,7 @@ async def commit(
     if "\0" in message:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "message must not contain NUL bytes")
     env = commit_identity_env(settings)
-    profile = WRITE_WITH_HOOKS if settings.runHooks else WRITE
+    profile = profile_for(settings.runHooks)
     async with locks.hold(repo):
         # The message goes through stdin: never an argv value git could read as an option.
         done = await repo.run(

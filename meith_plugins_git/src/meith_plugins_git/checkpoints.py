@@ -21,7 +21,7 @@ import shutil
 import time
 from typing import Any, Final
 
-from meith_core import ErrorCode, ToolError
+from meith_core import ErrorCode, PathEscapeError, ToolError, write_file_beneath
 from meith_plugins_git.diff import DIFF_OPTIONS, parse_raw_numstat
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.process import Completed
@@ -61,8 +61,11 @@ def new_checkpoint_id() -> str:
 # -- metadata ---------------------------------------------------------------------------
 
 
+METADATA_RELATIVE: Final = "meith/checkpoints.json"
+
+
 def metadata_path(repo: Repo) -> str:
-    return os.path.join(repo.git_dir, "meith", "checkpoints.json")
+    return os.path.join(repo.git_dir, METADATA_RELATIVE)
 
 
 def read_metadata(repo: Repo) -> list[dict[str, Any]]:
@@ -87,13 +90,13 @@ def read_metadata(repo: Repo) -> list[dict[str, Any]]:
 
 
 def write_metadata(repo: Repo, entries: list[dict[str, Any]]) -> None:
-    path = metadata_path(repo)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(entries, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-    os.replace(tmp, path)
+    # The git dir is the repository's: a `meith` link planted in it must not carry the write
+    # out of the grant.
+    data = (json.dumps(entries, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        write_file_beneath(repo.git_dir, METADATA_RELATIVE, data, mode=0o644)
+    except PathEscapeError as exc:
+        raise ToolError(ErrorCode.TOOL_FAILED, f"Checkpoint metadata not written: {exc}") from None
 
 
 async def existing_refs(repo: Repo) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from meith_core import PluginHost, ToolDefinition, hookimpl
+from meith_core import ToolDefinition, hookimpl
 from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
@@ -29,8 +29,3 @@ class Plugin:
     @hookimpl
     def meith_settings(self) -> dict[str, type[BaseModel]]:
         return {SETTINGS_SECTION: GitSettings}
-
-    @hookimpl
-    async def meith_shutdown(self, host: PluginHost) -> None:
-        if self.tools is not None:
-            self.tools.git.close()

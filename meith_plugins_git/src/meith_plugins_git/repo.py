@@ -15,6 +15,11 @@ settings can be neutralised, see `repoconfig`). Then the layout is checked:
   the `.git` is refused the same way;
 - when the grant that allowed the call carries a `cwd_prefix` (`ctx.grant_scope`), the work
   tree, the git dir and the common dir must all lie inside it.
+
+Hooks are decided here too: a command that would run them may do so only when the caller
+already holds `starts-process` for the work tree (`hooks_allowed`), and then from the
+repository's own hooks directory (or the user's `core.hooksPath`), never from one the
+repository's config names.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ class Repo:
     head: str | None
     config: tuple[tuple[str, str], ...] = ()
     cancel: CancelToken | None = field(default=None, compare=False)
+    #: The caller holds `starts-process` for the work tree: hook-running commands run hooks.
+    hooks_allowed: bool = False
+    #: Where plain git would look for hooks here (to say which ones a command skipped).
+    hooks_dir: str = ""
 
     @property
     def base(self) -> str:
@@ -86,6 +95,7 @@ class Repo:
                 max_output=max_output,
                 ok_codes=ok_codes,
                 end_of_options=end_of_options,
+                hooks=self.hooks_allowed,
                 cancel=self.cancel,
                 on_kill=on_kill,
             )
@@ -184,8 +194,38 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
 
     check_layout(start, root, git_dir, common_dir, entries)
     check_grant_scope(ctx.grant_scope, root, git_dir, common_dir)
-    overrides = neutralising_overrides(entries, forced=(key for key, _ in BASE_CONFIG))
-    return Repo(git, root, git_dir, common_dir, head, tuple(overrides), ctx.cancel_token)
+    own_hooks = os.path.join(common_dir, "hooks")
+    overrides = neutralising_overrides(
+        entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
+    )
+    return Repo(
+        git,
+        root,
+        git_dir,
+        common_dir,
+        head,
+        tuple(overrides),
+        ctx.cancel_token,
+        hooks_allowed=ctx.caller_holds("starts-process", cwd=root),
+        hooks_dir=_configured_hooks_dir(entries, root, own_hooks),
+    )
+
+
+def _configured_hooks_dir(entries: Sequence[ConfigEntry], root: str, default: str) -> str:
+    """The hooks directory plain git would use (a relative `core.hooksPath` is relative to the
+    work tree)."""
+    value = next(
+        (
+            e.value
+            for e in reversed(entries)
+            # "command" scope: our own `-c` settings on the discovery command itself.
+            if e.key.lower() == "core.hookspath" and e.value and e.scope != "command"
+        ),
+        None,
+    )
+    if value is None:
+        return default
+    return os.path.join(root, os.path.expanduser(value))
 
 
 def _real_paths(start: str, top: str, git_dir: str, common: str) -> tuple[str, str, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,6 +25,9 @@ USER_SCOPES: Final = frozenset({"system", "global"})
 #: Program-valued keys (lower-case, `*` = a driver or subsection name) and their neutral value.
 PROGRAM_KEYS: Final[tuple[tuple[str, str], ...]] = (
     ("core.fsmonitor", "false"),
+    # Hooks are programs too; where a command may run them, they come from the repository's
+    # own hooks directory (discovery passes it), never from a directory its config names.
+    ("core.hookspath", "/dev/null"),
     ("core.sshcommand", ""),
     ("core.gitproxy", ""),
     ("core.askpass", ""),
@@ -108,13 +111,17 @@ def _lower_key(key: str) -> str:
 
 
 def neutralising_overrides(
-    entries: Iterable[ConfigEntry], forced: Iterable[str] = ()
+    entries: Iterable[ConfigEntry],
+    forced: Iterable[str] = (),
+    neutral: Mapping[str, str] | None = None,
 ) -> list[tuple[str, str]]:
     """The `-c key=value` settings that take the repository's programs away.
 
     `forced` are keys every command already sets to a fixed value; they are left out so the
-    user's value cannot undo them.
+    user's value cannot undo them. `neutral` (lower-case keys) replaces the table's neutral
+    value where it depends on the repository.
     """
+    computed = {k.lower(): v for k, v in (neutral or {}).items()}
     skip = {k.lower() for k in forced}
     user_values: dict[str, str] = {}
     repo_keys: list[str] = []
@@ -136,9 +143,9 @@ def neutralising_overrides(
         if key in seen:
             continue
         seen.add(key)
-        neutral = _neutral_value(key)
-        assert neutral is not None
-        overrides.append((key, user_values.get(key, neutral)))
+        fallback = computed.get(_lower_key(key)) or _neutral_value(key)
+        assert fallback is not None
+        overrides.append((key, user_values.get(key, fallback)))
     # `protocol.<name>.allow` beats `protocol.allow=never`: no scope may re-enable transport.
     for key in dict.fromkeys(protocol_keys):
         overrides.append((key, "never"))

@@ -7,8 +7,10 @@ Hardening in one place is hardening everywhere:
   GIT_EXTERNAL_DIFF, ...) are dropped, prompts and lazy fetches are off, and read-only
   commands take no optional locks;
 - the same `-c` settings go on every command: no fsmonitor, no pager, no external diff, no
-  credential helper, no transport, no automatic gc/maintenance; commands that must not run
-  hooks get `core.hooksPath` pointing at an empty directory;
+  credential helper, no transport, no automatic gc/maintenance;
+- repository hooks are programs: every command gets `core.hooksPath=/dev/null` (no hook can be
+  found there), set last so nothing before it can undo it, unless the command is one a user
+  expects hooks from *and* the caller was found to hold `starts-process` for the repository;
 - values that come from a caller go after `--end-of-options` (refs, revisions, names) or after
   `--` (paths, with `--literal-pathspecs` so pathspec magic is not interpreted); literal
   options are written by this plugin only.
@@ -16,14 +18,10 @@ Hardening in one place is hardening everywhere:
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import re
 import shutil
-import stat
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -55,6 +53,9 @@ BASE_CONFIG: Final[tuple[tuple[str, str], ...]] = (
     ("diff.submodule", "short"),
 )
 
+#: Where git finds no hooks: `<this>/pre-commit` is never an executable file.
+NO_HOOKS: Final = "/dev/null"
+
 #: Inherited GIT_* variables that only narrow what git does; every other one is dropped.
 _KEPT_GIT_VARS: Final = frozenset({"GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"})
 
@@ -66,14 +67,15 @@ class Profile:
     name: str
     #: False: GIT_OPTIONAL_LOCKS=0, so a read never rewrites the index behind the user.
     optional_locks: bool
-    #: False: core.hooksPath points at an empty directory.
+    #: False: never runs hooks. True: runs them only where the caller may start processes.
     hooks: bool
 
 
 READ_ONLY: Final = Profile("read-only", optional_locks=False, hooks=False)
 #: Plumbing writes (index, refs, work tree files): never run hooks.
 WRITE: Final = Profile("write", optional_locks=True, hooks=False)
-#: Porcelain a user expects hooks from (commit, switch, worktree add): hooks run as git runs them.
+#: Porcelain a user expects hooks from (commit, switch, worktree add): hooks run as git runs
+#: them, when the command is also given `hooks=True` (the caller may start processes there).
 WRITE_WITH_HOOKS: Final = Profile("write-with-hooks", optional_locks=True, hooks=True)
 
 
@@ -125,14 +127,6 @@ def hardened_environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _remove_dir(path: str) -> None:
-    try:
-        os.chmod(path, stat.S_IRWXU)
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
 def _check_arg(value: str) -> None:
     if "\0" in value:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "arguments must not contain NUL bytes")
@@ -145,23 +139,6 @@ class Git:
         self.path = path
         self.version = version
         self._env = dict(env)
-        self._no_hooks_dir: str | None = None
-        self._cleanup: Callable[[], None] = lambda: None
-
-    @property
-    def no_hooks_dir(self) -> str:
-        """An empty, read-only directory: with core.hooksPath there, git finds no hooks.
-
-        Made on first use (listing the plugin's tools must not leave directories behind),
-        removed at shutdown or, failing that, at interpreter exit.
-        """
-        if self._no_hooks_dir is None:
-            path = tempfile.mkdtemp(prefix="meith-git-nohooks-")
-            os.chmod(path, stat.S_IRUSR | stat.S_IXUSR)
-            self._no_hooks_dir = path
-            self._cleanup = functools.partial(_remove_dir, path)
-            atexit.register(self._cleanup)
-        return self._no_hooks_dir
 
     @classmethod
     def locate(cls, environ: Mapping[str, str] | None = None) -> Git:
@@ -193,12 +170,6 @@ class Git:
             )
         return cls(path, version, env)
 
-    def close(self) -> None:
-        if self._no_hooks_dir is not None:
-            _remove_dir(self._no_hooks_dir)
-            atexit.unregister(self._cleanup)
-            self._no_hooks_dir = None
-
     def at_least(self, major: int, minor: int) -> bool:
         return self.version[:2] >= (major, minor)
 
@@ -214,21 +185,23 @@ class Git:
         profile: Profile,
         config: Iterable[tuple[str, str]] = (),
         end_of_options: bool = True,
+        hooks: bool = False,
     ) -> list[str]:
         """`git <global options> <command> <options> --end-of-options <operands> -- <paths>`.
 
         `command` and `options` are literals written in this plugin; anything a caller
         supplied goes in `operands` or `paths`. `end_of_options=False` is for the few
         commands that do not parse `--end-of-options` (`check-ref-format`); their operands
-        are then refused if they could be read as options.
+        are then refused if they could be read as options. Hooks run only when both
+        `profile.hooks` and `hooks` say so.
         """
         args = [self.path, "--no-pager"]
         if paths is not None:
             args.append("--literal-pathspecs")
         settings = list(BASE_CONFIG)
-        if not profile.hooks:
-            settings.append(("core.hooksPath", self.no_hooks_dir))
         settings.extend(config)
+        if not (profile.hooks and hooks):
+            settings.append(("core.hooksPath", NO_HOOKS))
         for key, value in settings:
             args += ["-c", f"{key}={value}"]
         args += command
@@ -275,6 +248,7 @@ class Git:
         paths: Sequence[str] | None = None,
         config: Iterable[tuple[str, str]] = (),
         end_of_options: bool = True,
+        hooks: bool = False,
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int = MAX_OUTPUT_BYTES,
@@ -291,6 +265,7 @@ class Git:
             profile=profile,
             config=config,
             end_of_options=end_of_options,
+            hooks=hooks,
         )
         result = await run_program(
             argv,

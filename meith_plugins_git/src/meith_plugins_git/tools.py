@@ -23,6 +23,7 @@ from meith_plugins_git.args import (
     UnstageArgs,
     WorktreeArgs,
 )
+from meith_plugins_git.hooks import CHECKOUT_HOOKS, COMMIT_HOOKS, skipped_hooks, with_notice
 from meith_plugins_git.identity import detect_identities, git_settings
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.repo import discover, require_repo
@@ -130,28 +131,32 @@ class GitTools:
         repo = await require_repo(self.git, ctx, args.cwd)
         return await changes.unstage(repo, self.locks, args.paths, args.patch)
 
-    async def git_commit(self, ctx: ToolContext, args: CommitArgs) -> dict[str, Any]:
+    async def git_commit(self, ctx: ToolContext, args: CommitArgs) -> Any:
         """Commit what is staged, as the active identity profile (settings `git`) when one is
         set; returns git's output and the status."""
         settings = git_settings(ctx.settings)
         repo = await require_repo(self.git, ctx, args.cwd)
-        return await changes.commit(repo, self.locks, args.message, settings)
+        done = await changes.commit(repo, self.locks, args.message, settings)
+        return with_notice(done, skipped_hooks(repo, COMMIT_HOOKS, settings.runHooks))
 
-    async def git_branch(self, ctx: ToolContext, args: BranchArgs) -> list[dict[str, Any]]:
+    async def git_branch(self, ctx: ToolContext, args: BranchArgs) -> Any:
         """List local branches, create one (from startPoint) or switch to one; returns the
         branch list."""
         settings = git_settings(ctx.settings)
         repo = await require_repo(self.git, ctx, args.cwd)
-        return await branches.branch(
+        listed = await branches.branch(
             repo, self.locks, args.action, args.name, args.startPoint, settings.runHooks
         )
+        if args.action != "switch":
+            return listed
+        return with_notice(listed, skipped_hooks(repo, CHECKOUT_HOOKS, settings.runHooks))
 
-    async def git_worktree(self, ctx: ToolContext, args: WorktreeArgs) -> list[dict[str, Any]]:
+    async def git_worktree(self, ctx: ToolContext, args: WorktreeArgs) -> Any:
         """List linked worktrees, create one next to the repository, or remove one (confirm
         true); returns the worktree list."""
         settings = git_settings(ctx.settings)
         repo = await require_repo(self.git, ctx, args.cwd)
-        return await worktrees.worktree(
+        listed = await worktrees.worktree(
             ctx,
             repo,
             self.locks,
@@ -163,6 +168,9 @@ class GitTools:
             confirm=args.confirm,
             run_hooks=settings.runHooks,
         )
+        if args.action != "create":
+            return listed
+        return with_notice(listed, skipped_hooks(repo, CHECKOUT_HOOKS, settings.runHooks))
 
     async def git_restore(self, ctx: ToolContext, args: RestoreArgs) -> dict[str, Any]:
         """Discard changes to paths or a patch in the work tree, the index or both (untracked

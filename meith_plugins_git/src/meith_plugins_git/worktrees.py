@@ -11,9 +11,10 @@ import os
 from typing import Any, Literal
 
 from meith_core import ErrorCode, PathEscapeError, ToolContext, ToolError, is_within, resolve_within
+from meith_plugins_git.hooks import profile_for
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.repo import Repo
-from meith_plugins_git.runner import READ_ONLY, WRITE, WRITE_WITH_HOOKS
+from meith_plugins_git.runner import READ_ONLY
 from meith_plugins_git.validate import check_branch_name, check_revision
 
 Action = Literal["list", "create", "remove"]
@@ -111,7 +112,7 @@ async def worktree(
         return await list_worktrees(repo)
     if not path:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "Worktree path is required.")
-    profile = WRITE_WITH_HOOKS if run_hooks else WRITE
+    profile = profile_for(run_hooks)
     if action == "create":
         target = confine(ctx, repo, path)
         options: list[str] = []

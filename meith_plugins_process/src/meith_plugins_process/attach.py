@@ -10,6 +10,10 @@ stop being read, so the dev server itself slows down, as it would writing into `
 nothing is lost and the runtime's memory stays bounded. A caller that stays congested for
 STALL_S (a suspended terminal) stops holding the dev server back; from then on it lags with a
 bounded backlog, and is told how many lines it skipped when it catches up.
+
+Only the process's owner (see `owners.py`) may hold it back at all: any other attachment lags
+from the start, so a reader that never reads (and re-attaches over and over) cannot freeze
+another session's dev server.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ class LogForwarder:
         self._pending = 0
         self._skipped = 0
         self._holding = False
-        self._stalled = False
+        #: Whether this caller may pause the dev server's output while it catches up.
+        self._may_hold = server.owner.is_owner(ctx.caller)
+        self._stalled = not self._may_hold
         self._wake = asyncio.Event()
 
     # -- the subscriber (called by the log buffer, on the event loop) ------------------
@@ -126,7 +132,7 @@ class LogForwarder:
                 self._pending -= len(batch)
                 self._emit(batch)
                 await asyncio.sleep(0)  # let the transport write and other callers run
-            self._stalled = False
+            self._stalled = not self._may_hold
             self.release()
 
     async def _wait_for_caller(self) -> None:

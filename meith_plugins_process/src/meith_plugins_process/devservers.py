@@ -17,12 +17,13 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import ErrorCode, ToolError, new_id
+from meith_core import CallerInfo, ErrorCode, ToolError, new_id
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
+from meith_plugins_process.owners import Owner, check_access
 from meith_plugins_process.ports import port_in_chunk
-from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.supervisor import Confined, Supervisor
 from meith_plugins_process.tree import subtree_ports
 
 Status = Literal["starting", "running", "exited", "errored", "stopped"]
@@ -60,8 +61,12 @@ class DevServer:
         args: list[str],
         name: str | None,
         env_extra: Mapping[str, str] | None,
+        owner: Owner,
+        confined: Confined | None = None,
     ) -> None:
         self.id = new_id("dev")
+        self.owner = owner
+        self.confined = confined
         self.name = name
         self.cwd = cwd
         self.command = command
@@ -102,6 +107,7 @@ class DevServer:
             "exitCode": self.exit_code,
             "signal": self.signal,
             "startedAt": self.started_at,
+            "confinedTo": self.confined.scope if self.confined else None,
         }
 
     @property
@@ -183,6 +189,8 @@ class DevServer:
         if self._finalized:
             return
         self._finalized = True
+        if self.confined is not None:
+            self.confined.cleanup()
         if self._linger is not None:
             self._linger.cancel()
         code = "null" if self.exit_code is None else str(self.exit_code)
@@ -204,6 +212,8 @@ class DevServer:
             self._linger.cancel()
         if self._transport is not None:
             self._transport.close()
+        if self.confined is not None:
+            self.confined.cleanup()
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -233,18 +243,24 @@ class DevServerManager:
         self.sup = supervisor
         self.servers: dict[str, DevServer] = {}
 
-    def get(self, server_id: str) -> DevServer:
+    def get(self, server_id: str, caller: CallerInfo) -> DevServer:
         server = self.servers.get(server_id)
         if server is None:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown dev server: {server_id}")
+        check_access(server.owner, caller, f"Dev server {server_id}")
         return server
 
-    def newest_in(self, cwd: str) -> DevServer | None:
-        found = [s for s in self.servers.values() if s.cwd == cwd]
+    def visible(self, caller: CallerInfo) -> list[DevServer]:
+        return [s for s in self.servers.values() if s.owner.may_access(caller)]
+
+    def newest_in(self, cwd: str, caller: CallerInfo) -> DevServer | None:
+        found = [s for s in self.visible(caller) if s.cwd == cwd]
         return max(found, key=lambda s: s.started_at) if found else None
 
-    def find_running(self, cwd: str, command: str, args: list[str]) -> DevServer | None:
-        for server in self.servers.values():
+    def find_running(
+        self, cwd: str, command: str, args: list[str], caller: CallerInfo
+    ) -> DevServer | None:
+        for server in self.visible(caller):
             if server.active and server.same_as(cwd, command, args):
                 return server
         return None
@@ -257,18 +273,32 @@ class DevServerManager:
         args: list[str],
         name: str | None,
         env: Mapping[str, str] | None,
+        owner: Owner,
+        confined: Confined | None = None,
     ) -> DevServer:
-        server = DevServer(cwd=cwd, command=command, args=args, name=name, env_extra=env)
+        server = DevServer(
+            cwd=cwd,
+            command=command,
+            args=args,
+            name=name,
+            env_extra=env,
+            owner=owner,
+            confined=confined,
+        )
         # Registered before the first await, so a concurrent duplicate start finds it.
         self.servers[server.id] = server
         loop = asyncio.get_running_loop()
         child_env = self.sup.child_env(
-            server.id, extra=server.env_extra, defaults={"PYTHONUNBUFFERED": "1"}
+            server.id,
+            extra=server.env_extra,
+            defaults={"PYTHONUNBUFFERED": "1"},
+            confined=confined,
         )
+        argv = confined.wrap(server.argv) if confined is not None else server.argv
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(server),
-                *server.argv,
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -177,6 +177,8 @@ class TerminalSession(BaseModel):
     createdAt: int
     exitCode: int | None
     signal: str | None
+    #: The directory its writes are confined to by the kernel (None: not confined).
+    confinedTo: str | None = None
 
 
 class DevServerRecord(BaseModel):
@@ -191,6 +193,8 @@ class DevServerRecord(BaseModel):
     exitCode: int | None
     signal: str | None
     startedAt: int
+    #: The directory its writes are confined to by the kernel (None: not confined).
+    confinedTo: str | None = None
 
 
 class ProcessLogEntry(BaseModel):

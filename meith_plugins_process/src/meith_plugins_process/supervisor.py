@@ -15,15 +15,24 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import psutil
 import structlog
 
-from meith_core import MeithHome, ensure_private_dir, read_json, write_json_atomic
+from meith_core import (
+    Confinement,
+    MeithHome,
+    ensure_private_dir,
+    landlock_status,
+    read_json,
+    write_json_atomic,
+)
 from meith_plugins_process.killer import MARKER_ENV, Outcome, Target, identity_matches, terminate
 
 _log = structlog.get_logger("meith.process")
@@ -32,6 +41,25 @@ _log = structlog.get_logger("meith.process")
 RECOVERY_GRACE_S: Final = 1.0
 
 KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
+
+
+#: Variables that lead a child back to meith's trust root or socket: a confined child gets none.
+_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN")
+
+
+@dataclass(frozen=True, slots=True)
+class Confined:
+    """How one process is confined: its directory, the kernel plan, its private temp dir."""
+
+    scope: str
+    plan: Confinement
+    tmpdir: str
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.plan.wrap(argv)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def _create_time(pid: int) -> float | None:
@@ -64,6 +92,19 @@ class Supervisor:
     def state_dir(self) -> Path | None:
         return self.home.state_dir / "process" if self.home is not None else None
 
+    # -- confinement --------------------------------------------------------------------
+
+    def confine(self, scope: str | None) -> Confined | None:
+        """The confinement for a process started under a grant limited to `scope`; None when
+        the grant is not limited or the kernel has no Landlock (the caller says so)."""
+        if scope is None or not landlock_status().available:
+            return None
+        tmpdir = tempfile.mkdtemp(prefix="meith-confined-")
+        home = self.home.root if self.home is not None else None
+        hide = [self.socket_path] if self.socket_path else []
+        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide)
+        return Confined(scope, plan, tmpdir)
+
     # -- children's environment ---------------------------------------------------------
 
     def child_env(
@@ -72,14 +113,27 @@ class Supervisor:
         *,
         extra: Mapping[str, str] | None = None,
         defaults: Mapping[str, str] | None = None,
+        confined: Confined | None = None,
     ) -> dict[str, str]:
         """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
-        back through the CLI), `extra` from the caller, and the marker (never overridable)."""
+        back through the CLI), `extra` from the caller, and the marker (never overridable).
+
+        A confined child gets none of the MEITH_* call-back variables (a call back would
+        arrive as the local user, not as the session that started it) and its private TMPDIR.
+        """
         env = dict(os.environ)
         # An inherited MEITH_SOCKET points at some other runtime, not at this one.
         env.pop("MEITH_SOCKET", None)
         for key, value in (defaults or {}).items():
             env.setdefault(key, value)
+        if confined is not None:
+            env.update(extra or {})
+            for key in _CALLBACK_ENV:
+                env.pop(key, None)
+            for key in ("TMPDIR", "TMP", "TEMP"):
+                env[key] = confined.tmpdir
+            env[MARKER_ENV] = process_id
+            return env
         if self.home is not None:
             env["MEITH_HOME"] = str(self.home.root)
         if self.socket_path:

@@ -19,11 +19,12 @@ import termios
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from meith_core import ErrorCode, ToolError, new_id
+from meith_core import CallerInfo, ErrorCode, ToolError, new_id
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
-from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.owners import Owner, check_access
+from meith_plugins_process.supervisor import Confined, Supervisor
 
 #: kill_terminal's default, as a terminal window closing sends (an interactive shell ignores
 #: SIGTERM, but exits on SIGHUP and passes it on to its jobs).
@@ -80,8 +81,19 @@ def resolve_terminal_cwd(raw: str | None, base: str) -> tuple[str, str | None]:
 
 
 class Terminal:
-    def __init__(self, *, cwd: str, shell: str, cols: int, rows: int) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        shell: str,
+        cols: int,
+        rows: int,
+        owner: Owner,
+        confined: Confined | None = None,
+    ) -> None:
         self.id = new_id("term")
+        self.owner = owner
+        self.confined = confined
         self.cwd = cwd
         self.shell = shell
         self.cols = cols
@@ -111,6 +123,7 @@ class Terminal:
             "createdAt": self.created_at,
             "exitCode": self.exit_code,
             "signal": self.signal,
+            "confinedTo": self.confined.scope if self.confined else None,
         }
 
     def target(self, sig: signal.Signals) -> Target:
@@ -193,6 +206,8 @@ class Terminal:
         self._close_master()
         if self._transport is not None:
             self._transport.close()
+        if self.confined is not None:
+            self.confined.cleanup()
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -213,26 +228,39 @@ class TerminalManager:
         self.sup = supervisor
         self.terminals: dict[str, Terminal] = {}
 
-    def get(self, terminal_id: str) -> Terminal:
+    def get(self, terminal_id: str, caller: CallerInfo) -> Terminal:
         term = self.terminals.get(terminal_id)
         if term is None:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown terminal: {terminal_id}")
+        check_access(term.owner, caller, f"Terminal {terminal_id}")
         return term
 
+    def visible(self, caller: CallerInfo) -> list[Terminal]:
+        return [t for t in self.terminals.values() if t.owner.may_access(caller)]
+
     async def create(
-        self, *, cwd: str, shell: str, cols: int, rows: int, env: Mapping[str, str] | None
+        self,
+        *,
+        cwd: str,
+        shell: str,
+        cols: int,
+        rows: int,
+        env: Mapping[str, str] | None,
+        owner: Owner,
+        confined: Confined | None = None,
     ) -> Terminal:
-        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows)
+        term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
-        child_env = self.sup.child_env(term.id, extra=extra)
+        child_env = self.sup.child_env(term.id, extra=extra, confined=confined)
+        argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()
         try:
             _set_winsize(slave, cols, rows)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(term),
-                shell,
+                *argv,
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
@@ -243,6 +271,8 @@ class TerminalManager:
             )
         except BaseException as exc:
             os.close(master)
+            if confined is not None:
+                confined.cleanup()
             if isinstance(exc, OSError | ValueError):
                 raise ToolError(
                     ErrorCode.TOOL_FAILED, f"Could not start shell {shell}: {exc}"
@@ -269,10 +299,10 @@ class TerminalManager:
             self.sup.untrack(term.id)
         return outcomes[0].was_running
 
-    async def close(self, terminal_id: str) -> bool:
-        term = self.terminals.get(terminal_id)
-        if term is None:
+    async def close(self, terminal_id: str, caller: CallerInfo) -> bool:
+        if terminal_id not in self.terminals:
             return False
+        term = self.get(terminal_id, caller)
         await self.kill(term, DEFAULT_KILL_SIGNAL)
         term.close()
         self.terminals.pop(terminal_id, None)

@@ -18,6 +18,7 @@ from meith_core import (
     ToolError,
     ToolResult,
     is_within,
+    landlock_status,
     ok_result,
     tool,
 )
@@ -50,8 +51,14 @@ from meith_plugins_process.models import (
     WriteResult,
     WriteTerminalArgs,
 )
+from meith_plugins_process.owners import Owner
 from meith_plugins_process.readiness import http_status, port_accepts
-from meith_plugins_process.terminals import DEFAULT_KILL_SIGNAL, resolve_shell, resolve_terminal_cwd
+from meith_plugins_process.terminals import (
+    DEFAULT_KILL_SIGNAL,
+    Terminal,
+    resolve_shell,
+    resolve_terminal_cwd,
+)
 from meith_plugins_process.tree import process_tree, tree_ports
 
 if TYPE_CHECKING:
@@ -63,6 +70,19 @@ _WAIT_PROGRESS_S: Final = 1.0
 #: The tool's own deadline is the call's `timeoutMs` (at most 10 min); this only backstops it.
 _WAIT_TOOL_TIMEOUT_MS: Final = 610_000
 _TAIL_ON_FAILURE: Final = 20
+
+
+def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
+    """Say so when a directory-confined grant cannot be enforced by the kernel."""
+    if ctx.grant_scope is None or landlock_status().available:
+        return []
+    return [
+        {
+            "level": "warn",
+            "message": "Not confined: this kernel has no Landlock, so the process runs with the "
+            f"user's full access although the grant is limited to {ctx.grant_scope}",
+        }
+    ]
 
 
 def _check_scope(ctx: ToolContext, cwd: str) -> None:
@@ -86,36 +106,43 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         cwd, warning = resolve_terminal_cwd(args.cwd, ctx.cwd)
         _check_scope(ctx, cwd)
         shell = resolve_shell(args.shell)
+        diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         term = await terms.create(
-            cwd=cwd, shell=shell, cols=args.cols, rows=args.rows, env=args.env
+            cwd=cwd,
+            shell=shell,
+            cols=args.cols,
+            rows=args.rows,
+            env=args.env,
+            owner=Owner.of(ctx.caller),
+            confined=sup.confine(ctx.grant_scope),
         )
-        diagnostics: list[Diagnostic | dict[str, str]] | None = (
-            [{"level": "warn", "message": warning}] if warning else None
-        )
+        if warning:
+            diagnostics.append({"level": "warn", "message": warning})
         return ok_result(
-            TerminalSession.model_validate(term.record()).model_dump(), diagnostics=diagnostics
+            TerminalSession.model_validate(term.record()).model_dump(),
+            diagnostics=diagnostics or None,
         )
 
     async def list_terminals(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
         """Every terminal of this runtime (closed ones are forgotten)."""
-        return [t.record() for t in terms.terminals.values()]
+        return [t.record() for t in terms.visible(ctx.caller)]
 
     async def write_terminal(ctx: ToolContext, args: WriteTerminalArgs) -> dict[str, Any]:
         """Send raw input to a terminal (include \\r to submit a line)."""
-        term = terms.get(args.terminalId)
+        term = terms.get(args.terminalId, ctx.caller)
         await term.write(args.data.encode("utf-8"))
         return {"terminalId": term.id, "written": len(args.data)}
 
     async def resize_terminal(ctx: ToolContext, args: ResizeTerminalArgs) -> dict[str, Any]:
         """Change a terminal's size; the shell's foreground job gets SIGWINCH."""
-        term = terms.get(args.terminalId)
+        term = terms.get(args.terminalId, ctx.caller)
         term.resize(args.cols, args.rows)
         return term.record()
 
     async def kill_terminal(ctx: ToolContext, args: KillTerminalArgs) -> ToolResult:
         """Signal the terminal's whole session (default SIGHUP), SIGKILL after 3 s; returns the
         TerminalSession once its processes are gone."""
-        term = terms.get(args.terminalId)
+        term = terms.get(args.terminalId, ctx.caller)
         was_running = term.status == "running"
         found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL))
         diagnostics: list[Diagnostic | dict[str, str]] | None = None
@@ -128,11 +155,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
 
     async def close_terminal(ctx: ToolContext, args: TerminalIdArgs) -> dict[str, Any]:
         """Kill a terminal and forget it; `closed` is false for an unknown id."""
-        return {"terminalId": args.terminalId, "closed": await terms.close(args.terminalId)}
+        return {
+            "terminalId": args.terminalId,
+            "closed": await terms.close(args.terminalId, ctx.caller),
+        }
 
     async def get_terminal_snapshot(ctx: ToolContext, args: SnapshotArgs) -> dict[str, Any]:
         """A terminal's buffered raw output (all, or from `sinceSeq`) and the `nextSeq` cursor."""
-        term = terms.get(args.terminalId)
+        term = terms.get(args.terminalId, ctx.caller)
         since = args.sinceSeq or 0
         entries = term.logs.since(since)
         return {
@@ -150,7 +180,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         sup.bind_home(ctx.home)
         cwd = resolve_cwd(args.cwd, ctx.cwd)
         _check_scope(ctx, cwd)
-        running = devs.find_running(cwd, args.command, list(args.args))
+        running = devs.find_running(cwd, args.command, list(args.args), ctx.caller)
         if running is not None:
             return ok_result(
                 running.record(),
@@ -163,24 +193,31 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 ],
             )
         server = await devs.start(
-            cwd=cwd, command=args.command, args=list(args.args), name=args.name, env=args.env
+            cwd=cwd,
+            command=args.command,
+            args=list(args.args),
+            name=args.name,
+            env=args.env,
+            owner=Owner.of(ctx.caller),
+            confined=sup.confine(ctx.grant_scope),
         )
-        diagnostics: list[Diagnostic | dict[str, str]] | None = None
+        diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         if server.status == "errored":
-            diagnostics = [
+            diagnostics.append(
                 {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}
-            ]
-        return ok_result(server.record(), diagnostics=diagnostics)
+            )
+        return ok_result(server.record(), diagnostics=diagnostics or None)
 
     async def list_dev_servers(ctx: ToolContext, args: EmptyArgs) -> list[dict[str, Any]]:
         """Every dev server of this runtime with its status, pid and port."""
-        for server in list(devs.servers.values()):
+        servers = devs.visible(ctx.caller)
+        for server in servers:
             await devs.refresh_port(server)
-        return [s.record() for s in devs.servers.values()]
+        return [s.record() for s in servers]
 
     async def stop_dev_server(ctx: ToolContext, args: StopDevServerArgs) -> ToolResult:
         """Signal the dev server's process group (default SIGTERM), SIGKILL after 3 s."""
-        server = devs.get(args.devServerId)
+        server = devs.get(args.devServerId, ctx.caller)
         stopped, message = await devs.stop(server, parse_signal(args.signal, signal.SIGTERM))
         diagnostics: list[Diagnostic | dict[str, str]] | None = (
             None if stopped else [{"level": "info", "message": message}]
@@ -191,7 +228,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         """Wait until a dev server is ready: its port accepts connections (the default), a log
         line matches `logPattern`, and/or `url` answers below 500. Fails when the server exits
         first or `timeoutMs` passes."""
-        server = devs.get(args.devServerId)
+        server = devs.get(args.devServerId, ctx.caller)
         return await _wait_ready(ctx, p, server, args)
 
     # -- processes and logs -------------------------------------------------------------
@@ -201,11 +238,11 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         items: list[tuple[str, str, int | None, float | None, str, str | None, str, int | None]]
         items = [
             ("dev-server", s.id, s.pid, s.create_time, s.cwd, s.display_command, s.status, s.port)
-            for s in devs.servers.values()
+            for s in devs.visible(ctx.caller)
         ]
         items.extend(
             ("terminal", t.id, t.pid, t.create_time, t.cwd, t.shell, t.status, None)
-            for t in terms.terminals.values()
+            for t in terms.visible(ctx.caller)
         )
 
         def read_trees() -> list[dict[str, Any] | None]:
@@ -238,22 +275,24 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
 
     async def get_process_logs(ctx: ToolContext, args: ProcessLogsArgs) -> dict[str, Any]:
         """Buffered log entries of a dev server (lines) or terminal (raw chunks), oldest first."""
-        owner: DevServer | Any = devs.servers.get(args.processId) or terms.terminals.get(
-            args.processId
-        )
-        if owner is None:
+        found: DevServer | Terminal
+        if args.processId in devs.servers:
+            found = devs.get(args.processId, ctx.caller)
+        elif args.processId in terms.terminals:
+            found = terms.get(args.processId, ctx.caller)
+        else:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown process: {args.processId}")
-        entries = owner.logs.since(args.sinceSeq or 0, args.limit)
+        entries = found.logs.since(args.sinceSeq or 0, args.limit)
         return {"processId": args.processId, "logs": [entry_dict(e) for e in entries]}
 
     async def attach_process_logs(ctx: ToolContext, args: AttachLogsArgs) -> dict[str, Any]:
         """Stream a dev server's log lines as `log` events (buffered ones first when `replay`)
         until the call is cancelled; used by `meith devlogs`."""
         if args.devServerId:
-            server = devs.get(args.devServerId)
+            server = devs.get(args.devServerId, ctx.caller)
         else:
             cwd = resolve_cwd(args.cwd or ctx.cwd, ctx.cwd)
-            found = devs.newest_in(cwd)
+            found = devs.newest_in(cwd, ctx.caller)
             if found is None:
                 raise ToolError(ErrorCode.TOOL_FAILED, f"No dev server running in {cwd}")
             server = found

@@ -1,32 +1,49 @@
-"""`$MEITH_HOME/audit.jsonl`: one JSON object per line, one `os.write` per record.
+"""The audit trail writer: one hash-chained JSON record per line, one `os.write` per record.
 
-The file is 0600 in a 0700 directory and opened with O_NOFOLLOW (a planted symlink cannot
-redirect the trail). It keeps the newest `max_records` by renaming the full file to
-`audit.jsonl.1` and starting a new one, never by rewriting in place, so a reader or a crash
-never sees a half-rewritten trail.
+Files are 0600 in a 0700 directory and opened with O_NOFOLLOW (a planted symlink cannot redirect
+the trail). `segments` says which files make up the trail and what retention keeps, `chain` how
+a record is sealed, `coalesce` which failures are counted rather than written one by one.
+
+Several runtimes may share a home, so each append happens under an exclusive `flock` on
+`audit.lock`. Under that lock a writer compares the file with what it last wrote (one `stat`);
+when another runtime appended or rotated since, it re-reads the chain head from the end of the
+file, so every runtime extends the same chain. A file whose last record was cut short (a crash
+mid-write) is repaired by the next writer: it ends the fragment with a newline and writes a
+`torn-tail` record that links to the last whole record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from meith_core._protocol.framing import dumps_bytes
+from meith_core._audit import segments
+from meith_core._audit.chain import seal
+from meith_core._audit.coalesce import BURST, WINDOW_S, Coalescer
+from meith_core._audit.redact import sensitive_fields_of, summarize
+from meith_core._audit.segments import Limits
+from meith_core._ids import new_id
 
-MAX_RECORDS: Final = 20_000
+if TYPE_CHECKING:
+    from meith_core._caller import CallerInfo
+    from meith_core._tooldef import ToolDefinition
+
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
-#: How often to check whether another process rotated or removed the file (a stat per record
-#: would cost more than the write itself).
-ROTATION_CHECK_S: Final = 1.0
 
-_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+_LOCK_FLAGS: Final = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+class _ShortWrite(OSError):
+    pass
 
 
 class AuditLog:
@@ -34,52 +51,95 @@ class AuditLog:
         self,
         path: Path,
         *,
-        max_records: int = MAX_RECORDS,
+        limits: Callable[[], Limits] | Limits | None = None,
         on_error: Callable[[str], None] | None = None,
+        coalesce_window_s: float = WINDOW_S,
+        coalesce_burst: int = BURST,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
-        self.rotated_path = path.with_name(path.name + ".1")
-        self.max_records = max_records
+        self.lock_path = path.with_name(path.name.removesuffix(".jsonl") + ".lock")
+        if limits is None or isinstance(limits, Limits):
+            fixed = limits or Limits()
+            self._limits: Callable[[], Limits] = lambda: fixed
+        else:
+            self._limits = limits
         self._on_error = on_error
+        self._clock = clock
+        self._coalescer = Coalescer(coalesce_window_s, coalesce_burst)
         self._lock = threading.Lock()
         self._fd = -1
+        self._lock_fd = -1
         self._ino = -1
-        self._checked = 0.0
-        self._count = 0
+        self._size = -1  # where this writer expects the file to end
+        self._head: str | None = None
+        self._segment_bytes = 0
+        self._pruned_at_open = False
         self.records_written = 0
+        self.records_coalesced = 0
         self.last_error: str | None = None
 
     # -- writing ------------------------------------------------------------------------
 
     def write(self, entry: dict[str, Any]) -> bool:
-        """Append one record. False (and `last_error` set) when it could not be written."""
-        try:
-            line = dumps_bytes(entry) + b"\n"
-        except (TypeError, ValueError) as exc:  # the caller builds entries; be safe anyway
-            return self._fail(f"audit record not serialisable: {exc}")
+        """Append one call record (or count it into a coalesced one). False (and `last_error`
+        set) when it could not be written."""
         with self._lock:
-            try:
-                self._ensure_open_locked()
-                if self._count >= self.max_records:
-                    self._rotate_locked()
-                written = os.write(self._fd, line)
-            except OSError as exc:
-                self._close_locked()
-                return self._fail(f"cannot write {self.path}: {exc.strerror or exc}")
-            if written != len(line):
-                # A torn line would poison readers; close so the next write starts clean.
-                self._close_locked()
-                return self._fail(f"short write to {self.path}: {written} of {len(line)} bytes")
-            self._count += 1
-            self.records_written += 1
-            self.last_error = None
-            return True
+            now = self._clock()
+            records = self._coalescer.due(now)
+            if self._coalescer.absorb(entry, now):
+                self.records_coalesced += 1
+                return self._append_locked(records) if records else True
+            records.append(entry)
+            return self._append_locked(records)
+
+    def intent(
+        self,
+        caller: CallerInfo,
+        request_id: str,
+        tool: ToolDefinition,
+        plugin: str,
+        reason: str,
+        cwd: str,
+        arguments: Any,
+    ) -> bool:
+        """Record that a privileged call is about to run. Its outcome record follows with the
+        same requestId; a trail with the intent alone shows the call as interrupted."""
+        record: dict[str, Any] = {
+            "id": new_id("audit"),
+            "ts": now_ms(),
+            "kind": "intent",
+            "requestId": request_id,
+            "caller": caller.caller.value,
+            "sessionId": caller.session_id,
+            "toolName": tool.name,
+            "plugin": plugin,
+            "capabilities": [c.value for c in tool.capabilities],
+            "decision": "allow",
+            "reason": reason,
+            "outcome": "started",
+            "cwd": cwd,
+            "argsSummary": summarize(arguments, sensitive_fields_of(tool)),
+            "pid": os.getpid(),
+        }
+        if caller.claimed_caller is not None:
+            record["claimedCaller"] = caller.claimed_caller
+        if caller.plugin_id is not None:
+            record["pluginId"] = caller.plugin_id
+        with self._lock:
+            return self._append_locked([record])
+
+    def flush(self) -> bool:
+        """Write the records of coalescing windows that have closed."""
+        with self._lock:
+            records = self._coalescer.due(self._clock())
+            return self._append_locked(records) if records else True
 
     def preflight(self) -> str | None:
         """None when a record can be written now, else why not (checked before privileged calls)."""
         with self._lock:
             try:
-                self._ensure_open_locked(force=True)
+                self._reopen_if_moved_locked()
                 vfs = os.fstatvfs(self._fd)
             except OSError as exc:
                 self._close_locked()
@@ -90,7 +150,14 @@ class AuditLog:
 
     def close(self) -> None:
         with self._lock:
+            records = self._coalescer.drain()
+            if records:
+                self._append_locked(records)
             self._close_locked()
+            if self._lock_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self._lock_fd)
+                self._lock_fd = -1
 
     def _fail(self, message: str) -> bool:
         self.last_error = message
@@ -99,47 +166,161 @@ class AuditLog:
                 self._on_error(message)
         return False
 
-    def _ensure_open_locked(self, *, force: bool = False) -> None:
-        if self._fd >= 0:
-            now = time.monotonic()
-            if not force and now - self._checked < ROTATION_CHECK_S:
-                return
-            try:
-                if os.stat(self.path, follow_symlinks=False).st_ino == self._ino:
-                    self._checked = now
-                    return
-            except FileNotFoundError:
-                pass
-            # Rotated or removed by someone else (another runtime on this home): reopen.
+    def _append_locked(self, records: list[dict[str, Any]]) -> bool:
+        try:
+            if self._lock_fd < 0:
+                self._lock_fd = os.open(self.lock_path, _LOCK_FLAGS, 0o600)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            return self._fail(f"cannot lock {self.lock_path}: {exc.strerror or exc}")
+        ok = True
+        try:
+            self._sync_locked()
+            for record in records:
+                if self._size >= self._segment_bytes:
+                    self._rotate_locked()
+                try:
+                    line, digest = seal(record, self._head)
+                except (TypeError, ValueError) as exc:  # the caller builds entries; be safe
+                    ok = self._fail(f"audit record not serialisable: {exc}")
+                    continue
+                self._write_locked(line)
+                self._head = digest
+                self.records_written += 1
+        except _ShortWrite as exc:
+            # A torn line would poison readers; the next writer repairs it and says so.
             self._close_locked()
+            return self._fail(str(exc))
+        except OSError as exc:
+            self._close_locked()
+            return self._fail(f"cannot write {self.path}: {exc.strerror or exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        if ok:
+            self.last_error = None
+        return ok
+
+    def _write_locked(self, data: bytes) -> None:
+        written = os.write(self._fd, data)
+        if written != len(data):
+            raise _ShortWrite(f"short write to {self.path}: {written} of {len(data)} bytes")
+        self._size += written
+
+    def _reopen_if_moved_locked(self) -> bool:
+        """Open the current segment unless the open one is still it; True when (re)opened."""
+        try:
+            ino = os.stat(self.path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            ino = -2
+        if self._fd >= 0 and ino == self._ino:
+            return False
+        self._close_locked()
         fd = os.open(self.path, _FLAGS, 0o600)
         try:
             st = os.fstat(fd)
             if st.st_mode & 0o077:
                 os.fchmod(fd, 0o600)
-            self._count = _count_lines(self.path)
         except OSError:
             os.close(fd)
             raise
-        self._fd, self._ino = fd, st.st_ino
-        self._checked = time.monotonic()
+        self._fd, self._ino, self._size = fd, st.st_ino, -1
+        return True
+
+    def _sync_locked(self) -> None:
+        """Make the cached chain head and file end true to the file (under the flock)."""
+        reopened = self._reopen_if_moved_locked()
+        if not self._pruned_at_open:
+            self._pruned_at_open = True
+            self._apply_retention_locked(rotate=False)
+            return
+        size = os.fstat(self._fd).st_size
+        if reopened or size != self._size:
+            self._load_head_locked(size)
+
+    def _load_head_locked(self, size: int) -> None:
+        line, torn = segments.last_line(self._fd, size)
+        self._size = size
+        if line is None:
+            self._head = self._head_of_sealed()
+        else:
+            self._head = _hash_of(line)
+        if self._segment_bytes == 0:
+            self._segment_bytes = self._limits().segment_bytes
+        if torn:
+            repair, digest = seal(
+                {
+                    "id": new_id("audit"),
+                    "ts": now_ms(),
+                    "kind": "torn-tail",
+                    "reason": "the previous record was cut short (a crash mid-write); "
+                    "the chain continues from the last whole record",
+                    "tornBytes": torn,
+                    "pid": os.getpid(),
+                },
+                self._head,
+            )
+            self._write_locked(b"\n" + repair)
+            self._head = digest
+            self.records_written += 1
+
+    def _head_of_sealed(self) -> str | None:
+        sealed = segments.sealed_segments(self.path)
+        if not sealed:
+            return None
+        try:
+            fd = os.open(sealed[-1].path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            line, _ = segments.last_line(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        return _hash_of(line) if line is not None else None
 
     def _rotate_locked(self) -> None:
-        os.replace(self.path, self.rotated_path)
+        segments.rotate(self.path)
         self._close_locked()
-        self._ensure_open_locked()
+        self._apply_retention_locked(rotate=True)
+
+    def _apply_retention_locked(self, *, rotate: bool) -> None:
+        """Prune what retention lets go and record it; the current segment is open after."""
+        limits = self._limits()
+        self._segment_bytes = limits.segment_bytes
+        if rotate:
+            self._reopen_if_moved_locked()
+        self._load_head_locked(os.fstat(self._fd).st_size)
+        pruned = segments.prune(self.path, limits, time.time())
+        if not pruned:
+            return
+        line, digest = seal(
+            {
+                "id": new_id("audit"),
+                "ts": now_ms(),
+                "kind": "retention",
+                "reason": f"retention deleted {len(pruned)} old segment(s) (keeping "
+                f"{limits.max_bytes} bytes, {limits.retention_s / 86_400:g} days)",
+                "pruned": [s.path.name for s in pruned],
+                "prunedThrough": pruned[-1].number,
+                "pid": os.getpid(),
+            },
+            self._head,
+        )
+        self._write_locked(line)
+        self._head = digest
+        self.records_written += 1
 
     def _close_locked(self) -> None:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
-        self._fd, self._ino = -1, -1
+        self._fd, self._ino, self._size = -1, -1, -1
 
     # -- reading ------------------------------------------------------------------------
 
     def read(self) -> Iterator[dict[str, Any]]:
-        """Every parseable record, oldest first (rotated file, then the current one)."""
-        for path in (self.rotated_path, self.path):
+        """Every parseable record, oldest first, across the segments."""
+        for path in segments.all_files(self.path):
             try:
                 fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
             except OSError:
@@ -171,15 +352,17 @@ class AuditLog:
             "ok": self.last_error is None,
             "lastError": self.last_error,
             "recordsWritten": self.records_written,
+            "recordsCoalesced": self.records_coalesced,
         }
 
 
-def _count_lines(path: Path) -> int:
-    count = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            count += chunk.count(b"\n")
-    return count
+def _hash_of(line: bytes) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    digest = record.get("hash") if isinstance(record, dict) else None
+    return digest if isinstance(digest, str) else None
 
 
 def now_ms() -> int:

@@ -11,9 +11,14 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import islice
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from meith_core._tooldef import ToolDefinition
 
 from meith_core._protocol.framing import dumps
 
@@ -22,19 +27,56 @@ MAX_ARRAY_ITEMS: Final = 50
 MAX_OBJECT_KEYS: Final = 100
 MAX_DEPTH: Final = 6
 MAX_SUMMARY_CHARS: Final = 2000
+#: Secret argument values shorter than this are not searched for in results (a one-letter
+#: keystroke would blank out every such letter).
+MIN_KNOWN_CHARS: Final = 4
+MAX_KNOWN: Final = 20
 
 REDACTED: Final = "[REDACTED]"
 
+# -- the table ------------------------------------------------------------------------------
+# One redactor for every record: what it recognises is listed here, in three tables.
+#
+# Keys whose value is a secret (any type, at any depth; list items inherit their key).
 SECRET_KEY_RE: Final = re.compile(
-    r"token|passw(?:or)?d|secret|api[_-]?key|authori[sz]ation|credential|private[_-]?key"
-    r"|access[_-]?key|cookie",
+    r"token|passw(?:or)?d|passphrase|secret|api[_-]?key|authori[sz]ation|credential"
+    r"|private[_-]?key|access[_-]?key|cookie|session[_-]?(?:key|token|secret|cookie)"
+    r"|^(?:pass|pwd|auth|pin|otp)$",
     re.IGNORECASE,
 )
-LARGE_TEXT_KEY_RE: Final = re.compile(r"^(?:content|data|body|source|newtext|text)$", re.IGNORECASE)
+# Keys of environment maps: any key under a key naming an environment (`env`, `envVars`...),
+# and any key shaped like an environment variable anywhere.
+ENV_SECRET_KEY_RE: Final = re.compile(
+    r"PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE
+)
+ENV_PARENT_KEY_RE: Final = re.compile(
+    r"^(?:env|environ|environment|env[_-]?vars|extra[_-]?env)$", re.I
+)
+_ENV_SHAPED_KEY_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# Keys whose value is text typed or shown (keystrokes sent to pages or terminals, terminal and
+# page snapshots, file contents): replaced by their length. A tool marks other fields so with
+# `Field(json_schema_extra={"sensitive": True})`.
+LARGE_TEXT_KEY_RE: Final = re.compile(
+    r"^(?:content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
+    r"|stdout|stderr|lines|html|markdown)$",
+    re.IGNORECASE,
+)
+SENSITIVE_MARKER: Final = "sensitive"
 
-# Secrets recognised inside any string; each is replaced where it stands so the rest of the
-# string (a command line, a URL) stays readable.
-_SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+# Names that make a command-line option, a URL query parameter or an assignment a secret.
+_SECRET_NAME: Final = (
+    r"(?:pass(?:word|wd|phrase)?|pwd|token|secret|api[_-]?key|auth(?!or)|credential|cookie"  # noqa: S105
+    r"|private[_-]?key|access[_-]?key)"
+)
+_QUERY_SECRET_NAME: Final = _SECRET_NAME[:-1] + r"|key|sig|signature|session|sid|code)"
+_FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*$", re.IGNORECASE)
+_USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
+
+# Secrets recognised inside any string (arguments, results, error messages); each is replaced
+# where it stands so the rest of the string (a command line, a URL) stays readable.
+_SECRET_PATTERNS: Final[
+    tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
+] = (
     (
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
@@ -42,9 +84,81 @@ _SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
         ),
         "[REDACTED_PRIVATE_KEY]",
     ),
+    # Headers: `Authorization: Basic ...`, `Cookie: a=b`, `X-Api-Key: ...` (to the line end;
+    # the scheme word stays readable).
+    (
+        re.compile(
+            r"((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
+            r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?"
+            r"(?:(?!\\[rn])[^\r\n])+",  # to the line end (or an escaped one, in a repr)
+            re.IGNORECASE,
+        ),
+        lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}",
+    ),
     (
         re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
         r"\1 [REDACTED]",
+    ),
+    # Options: `--password X`, `--password=X`, `--api-key=X`, `--db-pass 'a b'`.
+    (
+        re.compile(
+            rf"(?<![\w-])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*)(=|[ \t]+)"
+            r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        r"\1\2[REDACTED]",
+    ),
+    # `-u user:pass`, `-uuser:pass`, `--user=user:pass` (curl and friends).
+    (
+        re.compile(r"(?<![\w-])(-u[ \t]*|--(?:proxy-)?user[= \t]+)([\"']?[^\s:\"'@/]*):[^\s\"']+"),
+        r"\1\2:[REDACTED]",
+    ),
+    # Assignments of secret-named variables: `export DB_PASSWORD=x`, `GITHUB_TOKEN=x cmd`,
+    # `password=x` in a connection string.
+    (
+        re.compile(
+            r"\b([A-Z_][A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)"
+            r"[A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)"
+        ),
+        r"\1=[REDACTED]",
+    ),
+    (
+        re.compile(
+            rf"(?<![\w.-])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)",
+            re.IGNORECASE,
+        ),
+        r"\1=[REDACTED]",
+    ),
+    # Quoted keys inside text (a JSON body or a repr in an error message): the value of a
+    # secret or large-text key, a string or a list of strings.
+    (
+        re.compile(
+            rf"([\"'])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
+            r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
+            r"|content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
+            r"|stdout|stderr|lines|html|markdown)"
+            r"\1(\s*[:=]\s*)(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
+            r"|\[(?:[^\]\"']|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')*\])",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
+    # A quoted argument vector inside text: `'--password', 'X'`, `"-u", "bob:X"`.
+    (
+        re.compile(
+            rf"([\"'])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*|-u|--user)\1(\s*,\s*)"
+            r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
+    # URL query parameters with credential-like names.
+    (
+        re.compile(
+            rf"([?&;][A-Za-z0-9_.-]*{_QUERY_SECRET_NAME}[A-Za-z0-9_.-]*=)[^&#\s\"'<>]+",
+            re.IGNORECASE,
+        ),
+        r"\1[REDACTED]",
     ),
     (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), REDACTED),
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
@@ -53,12 +167,13 @@ _SECRET_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
     # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
-    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
 )
 # A quick gate so ordinary strings skip the pattern list entirely.
 _MAYBE_SECRET: Final = re.compile(
     r"PRIVATE KEY|bearer|basic|token|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_"
-    r"|glpat-|xox|sk-|eyJ|://",
+    r"|glpat-|xox|sk-|eyJ|://|pass|pwd|auth|secret|key|credential|cookie|session|sig|code|-u|--user"
+    r"|[\"']\s*[:=]",
     re.IGNORECASE,
 )
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
@@ -126,12 +241,34 @@ def _token_or_keep(match: re.Match[str]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _key_kind(key: str) -> int:
-    """0 an ordinary key, 1 a secret-looking key, 2 a large-text key (keys repeat a lot:
-    a cache beats two regex searches per key)."""
+def _key_kind(key: str, in_env: bool = False) -> int:
+    """0 an ordinary key, 1 a secret key, 2 a large-text key (keys repeat a lot: a cache beats
+    several regex searches per key)."""
     if SECRET_KEY_RE.search(key):
         return 1
+    if (in_env or _ENV_SHAPED_KEY_RE.match(key)) and ENV_SECRET_KEY_RE.search(key):
+        return 1
     return 2 if LARGE_TEXT_KEY_RE.match(key) else 0
+
+
+@functools.lru_cache(maxsize=1024)
+def sensitive_fields(*models: type[BaseModel] | None) -> frozenset[str]:
+    """Names (and aliases) of the fields a tool's models mark `sensitive`: redacted as text."""
+    names: set[str] = set()
+    for model in models:
+        if model is None:
+            continue
+        for name, info in model.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and extra.get(SENSITIVE_MARKER):
+                names.add(name)
+                if info.alias:
+                    names.add(info.alias)
+    return frozenset(names)
+
+
+def sensitive_fields_of(tool: ToolDefinition) -> frozenset[str]:
+    return sensitive_fields(tool.input_model, tool.output_model)
 
 
 def _clean(text: str) -> str:
@@ -164,68 +301,136 @@ def redact_string(text: str, key: str = "") -> str:
     return text
 
 
-def redact(value: Any, key: str = "", depth: int = 0) -> Any:
+def _redact_argv(items: list[Any]) -> list[Any]:
+    """An argument vector: the value after `--password`, `-u` and the like is a secret too."""
+    out = list(items)
+    for i, item in enumerate(items[:-1]):
+        nxt = items[i + 1]
+        if not isinstance(item, str) or not isinstance(nxt, str):
+            continue
+        if _FLAG_RE.match(item):
+            out[i + 1] = REDACTED
+        elif _USER_FLAG_RE.match(item) and ":" in nxt:
+            out[i + 1] = nxt.split(":", 1)[0] + ":" + REDACTED
+    return out
+
+
+def redact(
+    value: Any, key: str = "", depth: int = 0, sensitive: frozenset[str] = frozenset()
+) -> Any:
     """A JSON-safe copy of `value` with secrets removed and sizes bounded."""
-    return _redact(value, key, depth, [MAX_NODES])
+    return _Redactor(sensitive).run(value, key, depth, False)
 
 
-def _redact(value: Any, key: str, depth: int, budget: list[int]) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0:
-        return "[...]"
-    if key and _key_kind(key) == 1:
-        return REDACTED
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        # Beyond this, int -> str is refused by Python (and nobody reads such a number).
-        return value if abs(value) < 10**300 else f"[integer of {value.bit_length()} bits]"
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, str):
-        return redact_string(value, key)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"[{len(value)} bytes]"
-    if depth >= MAX_DEPTH:
-        return "[REDACTED_DEEP_OBJECT]"
-    if isinstance(value, Mapping):
+class _Redactor:
+    __slots__ = ("budget", "known", "secrets", "sensitive")
+
+    def __init__(self, sensitive: frozenset[str], known: tuple[str, ...] = ()) -> None:
+        self.budget = MAX_NODES
+        self.sensitive = sensitive
+        #: Secret values taken out of this call's arguments (`secrets`), and removed wherever
+        #: they reappear in its result (`known`): an error message quoting the typed text.
+        self.secrets: list[str] = []
+        self.known = known
+
+    def _keep_secret(self, value: Any) -> None:
+        values = value if isinstance(value, list | tuple) else (value,)
+        for v in values[:MAX_ARRAY_ITEMS]:
+            if (
+                isinstance(v, str)
+                and MIN_KNOWN_CHARS <= len(v) <= 64 * 1024
+                and len(self.secrets) < MAX_KNOWN
+            ):
+                self.secrets.append(v)
+
+    def run(self, value: Any, key: str, depth: int, in_env: bool) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            return "[...]"
+        if key:
+            kind = _key_kind(key, in_env)
+            if kind == 1:
+                self._keep_secret(value)
+                return REDACTED
+            if kind == 2 or key in self.sensitive:
+                self._keep_secret(value)
+                if key in self.sensitive and isinstance(value, str):
+                    return f"[REDACTED_TEXT {len(value)} chars]"
+        if isinstance(value, str):
+            if self.known:
+                for secret in self.known:
+                    if secret in value:
+                        value = value.replace(secret, REDACTED)
+            return redact_string(value, key)
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            # Beyond this, int -> str is refused by Python (and nobody reads such a number).
+            return value if abs(value) < 10**300 else f"[integer of {value.bit_length()} bits]"
+        if isinstance(value, float):
+            return value if math.isfinite(value) else str(value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            return f"[{len(value)} bytes]"
+        if depth >= MAX_DEPTH:
+            return "[REDACTED_DEEP_OBJECT]"
+        if isinstance(value, Mapping):
+            return self._mapping(value, key, depth)
+        if isinstance(value, list | tuple | set | frozenset):
+            try:
+                seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
+            except Exception:
+                return "[UNSERIALIZABLE]"
+            seq = _redact_argv(seq)
+            # Items inherit the parent key, so `tokens: [...]` items are redacted too.
+            red = [self.run(v, key, depth + 1, in_env) for v in seq[:MAX_ARRAY_ITEMS]]
+            if len(seq) > MAX_ARRAY_ITEMS:
+                red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
+            return red
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            try:
+                return self.run(dump(mode="json"), key, depth, in_env)
+            except Exception:
+                return "[UNSERIALIZABLE]"
+        try:
+            return redact_string(repr(value)[: MAX_STRING_CHARS + 1], key)
+        except Exception:
+            return "[UNSERIALIZABLE]"
+
+    def _mapping(self, value: Mapping[Any, Any], key: str, depth: int) -> Any:
         out: dict[str, Any] = {}
         try:
             items = list(islice(value.items(), MAX_OBJECT_KEYS + 1))
         except Exception:
             return "[UNSERIALIZABLE]"
+        env = bool(key) and ENV_PARENT_KEY_RE.match(key) is not None
         for k, v in items[:MAX_OBJECT_KEYS]:
             name = _clean(str(k))[:MAX_STRING_CHARS]
-            out[name] = _redact(v, name, depth + 1, budget)
+            out[name] = self.run(v, name, depth + 1, env)
         if len(items) > MAX_OBJECT_KEYS:
             out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"
         return out
-    if isinstance(value, list | tuple | set | frozenset):
-        try:
-            seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
-        except Exception:
-            return "[UNSERIALIZABLE]"
-        # Items inherit the parent key, so `tokens: [...]` items are redacted too.
-        red = [_redact(v, key, depth + 1, budget) for v in seq[:MAX_ARRAY_ITEMS]]
-        if len(seq) > MAX_ARRAY_ITEMS:
-            red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
-        return red
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return _redact(dump(mode="json"), key, depth, budget)
-        except Exception:
-            return "[UNSERIALIZABLE]"
-    try:
-        return redact_string(repr(value)[: MAX_STRING_CHARS + 1], key)
-    except Exception:
-        return "[UNSERIALIZABLE]"
 
 
-def summarize(value: Any) -> str:
+def summarize(value: Any, sensitive: frozenset[str] = frozenset()) -> str:
     """`redact` then serialise, capped at MAX_SUMMARY_CHARS. Never raises."""
+    return _serialise(_Redactor(sensitive), value)
+
+
+def summarize_call(
+    arguments: Any, result: Any, sensitive: frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """Summaries of a call's arguments and result; secret values of the arguments are also
+    removed from the result (an error message that quotes what was typed)."""
+    args = _Redactor(sensitive)
+    args_summary = _serialise(args, arguments)
+    known = tuple(sorted(set(args.secrets), key=len, reverse=True))
+    return args_summary, _serialise(_Redactor(sensitive, known), result)
+
+
+def _serialise(redactor: _Redactor, value: Any) -> str:
     try:
-        text = dumps(redact(value))  # strings were cleaned of lone surrogates by redact
+        text = dumps(redactor.run(value, "", 0, False))  # lone surrogates cleaned by redact
     except Exception:
         return '"[UNSERIALIZABLE]"'
     if len(text) > MAX_SUMMARY_CHARS:

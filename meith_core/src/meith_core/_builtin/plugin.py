@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from meith_core._confinement import landlock_status
 from meith_core._context import ToolContext
 from meith_core._errors import ErrorCode, ToolError
 from meith_core._instances import live_instances
@@ -19,7 +20,7 @@ from meith_core._plugins.hookspecs import hookimpl
 from meith_core._plugins.listing import describe_plugins
 from meith_core._protocol.constants import PROTOCOL_VERSION
 from meith_core._runtime.host import Runtime
-from meith_core._settings import SettingsError
+from meith_core._settings import PolicySettingError, SettingsError
 from meith_core._tooldef import ToolDefinition, tool
 from meith_core._version import __version__
 
@@ -91,7 +92,7 @@ class CorePlugin:
             {
                 "name": "plugins",
                 "status": "degraded" if failed else "ok",
-                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.registry)},
+                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.catalogue)},
             }
         )
         audit = rt.audit.status()
@@ -101,6 +102,16 @@ class CorePlugin:
                 "name": "audit",
                 "status": "ok" if problem is None and audit["ok"] else "error",
                 "details": {**audit, "problem": problem},
+            }
+        )
+        landlock = landlock_status()
+        checks.append(
+            {
+                # Whether a directory-confined grant confines what processes do, or only
+                # where they start.
+                "name": "confinement",
+                "status": "ok" if landlock.available else "degraded",
+                "details": landlock.to_dict(),
             }
         )
         worst = "ok"
@@ -134,11 +145,17 @@ class CorePlugin:
         return {"settings": self._rt().settings.load()}
 
     async def set_app_settings(self, ctx: ToolContext, args: SetSettingsArgs) -> dict[str, Any]:
-        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated)."""
+        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated).
+        Security policy settings are changed only with `meith settings set`."""
         try:
-            return {"settings": self._rt().settings.merge(args.settings)}
+            # Only the embedding program (a trusted in-process caller) speaks for the local
+            # user here; a socket caller never changes the trust root.
+            merged = self._rt().settings.merge(args.settings, allow_policy=ctx.caller.trusted)
+        except PolicySettingError as exc:
+            raise ToolError(ErrorCode.PERMISSION_DENIED, str(exc)) from None
         except SettingsError as exc:
             raise ToolError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+        return {"settings": merged}
 
     async def get_audit_log(self, ctx: ToolContext, args: AuditLogArgs) -> dict[str, Any]:
         """The newest audit entries, optionally filtered."""

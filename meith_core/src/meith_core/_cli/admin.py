@@ -1,4 +1,4 @@
-"""The local-admin commands: instances, stop, plugins, grants, audit, settings.
+"""The local-admin commands: instances, stop, plugins, grants, settings.
 
 These edit the trust root under $MEITH_HOME directly (as the local user), never through the
 socket; a running runtime notices the changed files without a restart.
@@ -12,12 +12,16 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meith_core._cli.output import EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, fail, pretty
 from meith_core._home import MeithHome
 from meith_core._instances import live_instances, match_instances
+
+if TYPE_CHECKING:
+    from meith_core._capabilities import Capability
 
 
 def _home() -> MeithHome:
@@ -290,6 +294,7 @@ def run_grants_add(
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
     StandingGrants(_home().grants_path).add(grant)
+    _confinement_note(grant.cwd_prefix, caps)
     if as_json:
         sys.stdout.write(pretty(grant.to_json()) + "\n")
     else:
@@ -301,6 +306,23 @@ def run_grants_add(
     return EXIT_OK
 
 
+def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
+    """A directory-confined starts-process grant confines only where the kernel can enforce it."""
+    from meith_core._capabilities import Capability as Cap
+    from meith_core._confinement import landlock_status
+
+    if prefix is None or Cap.STARTS_PROCESS not in caps:
+        return
+    status = landlock_status()
+    if status.available:
+        sys.stderr.write(f"Confinement: {status.describe()}.\n")
+    else:
+        sys.stderr.write(
+            f"warning: {status.describe()}. This grant lets processes started in {prefix} do "
+            "anything you can do.\n"
+        )
+
+
 def run_grants_revoke(grant_id: str) -> int:
     from meith_core._permissions.grants import StandingGrants
 
@@ -310,77 +332,22 @@ def run_grants_revoke(grant_id: str) -> int:
     return fail(f"No standing grant {grant_id} (see meith grants list).", EXIT_TOOL_FAILED)
 
 
-# -- audit -------------------------------------------------------------------------------
-
-
-def _audit_row(r: dict[str, Any]) -> list[str]:
-    caller = str(r.get("caller"))
-    if r.get("claimedCaller"):
-        caller += f" (claimed {r['claimedCaller']})"
-    return [
-        _when(r.get("ts")),
-        caller,
-        str(r.get("toolName")),
-        str(r.get("decision")),
-        str(r.get("outcome", "")),
-        str(r.get("reason", ""))[:60],
-        f"{float(r.get('durationMs') or 0):.1f}ms",
-    ]
-
-
-_AUDIT_HEADER = ["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "REASON", "DURATION"]
-
-
-def run_audit(follow: bool, as_json: bool, tool: str | None, denied: bool, limit: int) -> int:
-    from meith_core._audit.log import AuditLog
-
-    log = AuditLog(_home().audit_path)
-
-    def keep(r: dict[str, Any]) -> bool:
-        return (tool is None or r.get("toolName") == tool) and (
-            not denied or r.get("decision") == "deny"
-        )
-
-    def emit(records: list[dict[str, Any]], header: bool) -> None:
-        if as_json:
-            for r in records:
-                sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
-        elif records:
-            if header:
-                _table([_audit_row(r) for r in records], _AUDIT_HEADER)
-            else:
-                for r in records:
-                    sys.stdout.write("  ".join(_audit_row(r)) + "\n")
-        sys.stdout.flush()
-
-    records = log.tail(max(0, limit), keep)
-    if not records and not follow and not as_json:
-        sys.stdout.write("No audit entries" + (" match." if tool or denied else " yet.") + "\n")
-    emit(records, header=True)
-    if not follow:
-        return EXIT_OK
-    seen = {r.get("id") for r in records}
-    try:
-        while True:
-            time.sleep(0.5)
-            fresh = [r for r in log.tail(200, keep) if r.get("id") not in seen]
-            seen.update(r.get("id") for r in fresh)
-            emit(fresh, header=False)
-    except KeyboardInterrupt:
-        return EXIT_OK
-
-
 # -- settings ----------------------------------------------------------------------------
 
 
 def run_settings_get(key: str | None) -> int:
     from meith_core._settings import SettingsStore
 
-    value: Any = SettingsStore(_home().settings_path).load()
-    for part in key.split(".") if key else []:
-        if not isinstance(value, dict) or part not in value:
-            return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
-        value = value[part]
+    store = SettingsStore(_home().settings_path)
+    value: Any = store.load()
+    if key:
+        try:
+            value = store.get(key)
+        except KeyError:
+            try:  # not set: the default documented by the plugin that owns the section
+                value = _loaded_runtime().settings.get(key)
+            except KeyError:
+                return fail(f"No setting {key!r}.", EXIT_TOOL_FAILED)
     sys.stdout.write((value if isinstance(value, str) else pretty(value)) + "\n")
     return EXIT_OK
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, cast
 
 import typer
 
+from meith_core._cli.audit import audit_app
 from meith_core._version import __version__
 
 app = typer.Typer(
@@ -312,7 +313,10 @@ def grants_add(
     expires: Annotated[
         str | None, typer.Option("--expires", help="Lifetime such as 30m, 1h, 7d.")
     ] = None,
-    uses: Annotated[int | None, typer.Option("--uses", help="Allowed calls per session.")] = None,
+    uses: Annotated[
+        int | None,
+        typer.Option("--uses", help="Allowed calls in all, across sessions and restarts."),
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
@@ -331,26 +335,7 @@ def grants_revoke(
     raise typer.Exit(run_grants_revoke(grant_id))
 
 
-@app.command(
-    epilog=_examples(
-        "meith audit -n 20", "meith audit --denied --tool git_commit", "meith audit --follow --json"
-    )
-)
-def audit(
-    follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing new entries.")
-    ] = False,
-    json_output: JsonOpt = False,
-    tool: Annotated[str | None, typer.Option("--tool", help="Only calls of this tool.")] = None,
-    denied: Annotated[bool, typer.Option("--denied", help="Only denied calls.")] = False,
-    limit: Annotated[
-        int, typer.Option("-n", "--limit", help="How many of the newest entries.")
-    ] = 50,
-) -> None:
-    """Show the audit trail: who called what, the decision and why."""
-    from meith_core._cli.admin import run_audit
-
-    raise typer.Exit(run_audit(follow, json_output, tool, denied, limit))
+app.add_typer(audit_app, name="audit")
 
 
 settings_app = typer.Typer(

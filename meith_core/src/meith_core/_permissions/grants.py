@@ -3,13 +3,20 @@
 Session grants live in memory (from an approval prompt or the in-process API). Standing grants
 live in `$MEITH_HOME/grants.json`, are edited by `meith grants`, and apply to every session of
 their caller kind; the runtime re-reads the file when it changes, without a restart.
+
+A standing grant's `uses` is one budget for all its sessions, kept in the file: every change
+to the file (a use consumed by a runtime, `meith grants add/revoke`) is a read-modify-write
+under an exclusive `flock` on `grants.json.lock`, so two runtimes or two connections cannot both
+spend the last use, and a restart does not refill it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +37,7 @@ class Grant:
     capabilities: tuple[Capability, ...]
     session: str | None = None  # None: a standing grant for every session of `caller`
     tool: str | None = None
-    uses: int | None = None  # remaining uses (per session, for standing grants); None: unlimited
+    uses: int | None = None  # remaining uses (standing: shared by all sessions); None: unlimited
     expires_at: int | None = None  # epoch ms
     cwd_prefix: str | None = None
     created_at: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
@@ -118,6 +125,16 @@ def new_grant(
     )
 
 
+def acting_directory(caller_cwd: str, arguments: object) -> str:
+    """The directory a call acts on, which a directory-confined grant is matched against: the
+    tool's own `cwd` argument when it has one (resolved against the caller's directory, as
+    tools resolve it), else the caller's directory."""
+    value = getattr(arguments, "cwd", None)
+    if not isinstance(value, str) or not value or "\0" in value:
+        return caller_cwd
+    return os.path.realpath(os.path.join(caller_cwd, os.path.expanduser(value)))
+
+
 class StandingGrants:
     """`grants.json`, re-read whenever its signature (inode, size, mtime) changes."""
 
@@ -149,20 +166,63 @@ class StandingGrants:
                 errors.append(f"skipped invalid grant {raw!r:.80}: {exc}")
         return grants, "; ".join(errors) or None
 
-    # Editing (the CLI): read-modify-write with an atomic replace.
+    # Editing: read-modify-write with an atomic replace, under the file lock.
 
     def add(self, grant: Grant) -> Grant:
-        grants = [g for g in self.current() if g.id != grant.id] + [grant]
-        self._save(grants)
+        with self._locked():
+            grants = [g for g in self.current() if g.id != grant.id] + [grant]
+            self._save(grants)
         return grant
 
     def revoke(self, grant_id: str) -> bool:
-        before = self.current()
-        after = [g for g in before if g.id != grant_id]
-        if len(after) == len(before):
-            return False
-        self._save(after)
+        with self._locked():
+            before = self.current()
+            after = [g for g in before if g.id != grant_id]
+            if len(after) == len(before):
+                return False
+            self._save(after)
         return True
+
+    def consume_use(self, grant_id: str) -> bool:
+        """Spend one use of a standing grant; False when none is left (or it is gone).
+
+        Works on the file's raw JSON, so entries this version cannot parse are kept as written.
+        A grant whose last use is spent is removed.
+        """
+        with self._locked():
+            data = read_json(self.path)
+            entries = data.get("grants") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                return False
+            entry = next(
+                (e for e in entries if isinstance(e, dict) and e.get("id") == grant_id), None
+            )
+            if entry is None:
+                return False
+            uses = entry.get("uses")
+            if uses is None:
+                return True
+            if not isinstance(uses, int) or uses <= 0:
+                return False
+            if uses == 1:
+                entries.remove(entry)
+            else:
+                entry["uses"] = uses - 1
+            write_json_atomic(self.path, data)
+            self._sig = None
+        return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on the grants file (held for a few file operations only)."""
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._sig = None  # whatever was read before the lock may be stale
+            yield
+        finally:
+            os.close(fd)
 
     def _save(self, grants: list[Grant]) -> None:
         write_json_atomic(

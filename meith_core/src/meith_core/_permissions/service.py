@@ -8,6 +8,7 @@ that lands in the audit entry.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -15,9 +16,10 @@ from enum import StrEnum
 
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
-from meith_core._capabilities import Capability, privileged_of
+from meith_core._capabilities import Capability, parse_capabilities, privileged_of
 from meith_core._permissions.approvals import Approval, PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
+from meith_core._permissions.hints import approve_hint, grant_hint
 
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
@@ -60,7 +62,15 @@ class Decision:
     details: dict[str, object] = field(default_factory=dict)
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+@dataclass(frozen=True, slots=True)
+class ApprovalReply:
+    """An answer together with who gave it; `answered_by` lands in the decision's reason."""
+
+    answer: ApprovalAnswer
+    answered_by: str
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | ApprovalReply | None]]
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -82,8 +92,9 @@ class PermissionService:
         self.approver = approver
         self._fingerprint_of = fingerprint_of
         self._host_providers = host_providers
+        #: The home whose files the hints tell the user to edit.
+        self._home = standing.path.parent
         self._session_grants: dict[str, list[Grant]] = {}
-        self._standing_uses: dict[tuple[str, str], int] = {}
         # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
         self._revoked: dict[str, None] = {}
 
@@ -125,8 +136,6 @@ class PermissionService:
         while len(self._revoked) > MAX_REMEMBERED_REVOKED:
             del self._revoked[next(iter(self._revoked))]
         self._session_grants.pop(session, None)
-        for key in [k for k in self._standing_uses if k[1] == session]:
-            del self._standing_uses[key]
 
     def forget_session(self, session: str) -> None:
         """A session ended normally (its id is never reused): drop its state."""
@@ -138,7 +147,57 @@ class PermissionService:
     def session_grants(self, session: str) -> list[Grant]:
         return list(self._session_grants.get(session, ()))
 
+    def holds(
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+    ) -> bool:
+        """Whether `caller` already holds `capabilities` for `tool` at `cwd`.
+
+        A question a running tool asks before doing more than its declared capabilities (git
+        hooks are programs): it consumes no use and asks no approver.
+        """
+        wanted = tuple(capabilities)
+        if caller.trusted:
+            return True
+        if caller.caller is CallerKind.PLUGIN:
+            pid = caller.plugin_id
+            if pid is None:
+                return False
+            if pid in self._host_providers:
+                return True
+            approval, _why = self._approval_for(pid)
+            return approval is not None and set(wanted) <= set(approval.capabilities)
+        session = caller.session_id
+        if not session or session in self._revoked:
+            return False
+        now = time.time_ns() // 1_000_000
+        for grant in self._candidates(caller.caller, session):
+            if grant.expired(now) or not grant.covers(tool, wanted, cwd):
+                continue
+            if grant.uses is None or grant.uses > 0:
+                return True
+        return False
+
+    def grant_check(self, caller: CallerInfo, tool: str) -> Callable[[tuple[str, ...], str], bool]:
+        """`holds` bound to one call, for `ToolContext.caller_holds`."""
+        return lambda caps, cwd: self.holds(caller, tool, parse_capabilities(caps), cwd)
+
+    def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
+        """The session's own grants, then the standing grants that apply to it."""
+        own = [g for g in self._session_grants.get(session, ()) if g.caller is kind]
+        standing = [
+            g
+            for g in self.standing.current()
+            if g.caller is kind and (g.session is None or g.session == session)
+        ]
+        return own + standing
+
     # -- the decision -------------------------------------------------------------------
+
+    def provider_approved(self, plugin_id: str, capabilities: tuple[Capability, ...]) -> bool:
+        """Whether the provider gate lets this plugin's tool with these capabilities run now."""
+        if not privileged_of(capabilities):
+            return True
+        return self._provider_gate("", capabilities, plugin_id) is None
 
     async def authorize(
         self,
@@ -209,7 +268,7 @@ class PermissionService:
             reason,
             message=(
                 f'Tool "{tool}" is provided by plugin {plugin_id}, and {reason}. '
-                f"To allow it, run: meith plugins approve {plugin_id}"
+                f"To allow it, run: {approve_hint(self._home, plugin_id)}"
             ),
             details={
                 "gate": "provider",
@@ -269,6 +328,7 @@ class PermissionService:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
         if session in self._revoked:
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
+        deny = functools.partial(self._deny, tool, privileged, kind=kind, cwd=cwd)
 
         grant = self._consume(kind, session, tool, privileged, cwd)
         if grant is not None:
@@ -287,23 +347,23 @@ class PermissionService:
                 arguments_summary=arguments_summary(),
             )
             try:
-                answer = await _ask_unless_cancelled(self.approver, request, cancel)
+                answer, by = await _ask_unless_cancelled(self.approver, request, cancel)
             except _PromptCancelled:
-                return self._deny(tool, privileged, "cancelled while waiting for approval", kind)
+                return deny("cancelled while waiting for approval")
             except Exception as exc:
                 # A broken approver must neither open the gate nor break the call pipeline.
                 reason = f"approver failed ({type(exc).__name__}: {exc})"[:300]
-                return self._deny(tool, privileged, reason, kind)
+                return deny(reason)
             if session in self._revoked:  # revoked while the prompt was open
-                return self._deny(tool, privileged, f"session {session} was revoked", kind)
+                return deny(f"session {session} was revoked")
             if answer is ApprovalAnswer.ALLOW_ONCE:
-                return Decision(True, "approved once at prompt")
+                return Decision(True, f"approved once {by}")
             if answer is ApprovalAnswer.ALLOW_SESSION:
                 self.grant(kind, session, privileged, tool=tool, source="prompt")
-                return Decision(True, "approved for this session at prompt")
+                return Decision(True, f"approved for this session {by}")
             if answer is ApprovalAnswer.DENY:
-                return self._deny(tool, privileged, "denied at prompt", kind)
-        return self._deny(tool, privileged, f"no grant for {_caps(privileged)}", kind)
+                return deny(f"denied {by}")
+        return deny(f"no grant for {_caps(privileged)}")
 
     def _consume(
         self,
@@ -335,24 +395,24 @@ class PermissionService:
                 continue
             if grant.session is not None and grant.session != session:
                 continue  # an entry pinned to one session applies to that session only
-            if grant.uses is not None:
-                key = (grant.id, session)
-                used = self._standing_uses.get(key, 0)
-                if used >= grant.uses:
-                    continue
-                self._standing_uses[key] = used + 1
+            # One budget for every session and runtime, spent in the file under its lock.
+            if grant.uses is not None and not self.standing.consume_use(grant.id):
+                continue
             return grant
         return None
 
-    @staticmethod
     def _deny(
-        tool: str, privileged: tuple[Capability, ...], reason: str, kind: CallerKind
+        self,
+        tool: str,
+        privileged: tuple[Capability, ...],
+        reason: str,
+        kind: CallerKind,
+        cwd: str | None = None,
     ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
-            flags = " ".join(f"--capability {c.value}" for c in privileged)
-            hint = f" To allow it, run: meith grants add --caller cli {flags} --tool {tool}"
+            hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
         return Decision(
             False,
             reason,
@@ -371,7 +431,7 @@ class _PromptCancelled(Exception):
 
 async def _ask_unless_cancelled(
     approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
-) -> ApprovalAnswer | None:
+) -> tuple[ApprovalAnswer | None, str]:
     """The approver's answer (normalised), racing the call's cancellation."""
     if cancel is None:
         return _answer(await approver(request))
@@ -392,12 +452,15 @@ async def _ask_unless_cancelled(
     return _answer(asking.result())
 
 
-def _answer(value: object) -> ApprovalAnswer | None:
-    """Approvers may answer with the enum or its value; anything else is an approver error."""
+def _answer(value: object) -> tuple[ApprovalAnswer | None, str]:
+    """Approvers may answer with the enum, its value or an ApprovalReply; anything else is an
+    approver error. Returns the answer and the words saying who gave it."""
+    if isinstance(value, ApprovalReply):
+        return _answer(value.answer)[0], f"by {value.answered_by}"
     if value is None or isinstance(value, ApprovalAnswer):
-        return value
+        return value, "at prompt"
     if isinstance(value, str) and value in _ANSWERS:
-        return ApprovalAnswer(value)
+        return ApprovalAnswer(value), "at prompt"
     expected = sorted(_ANSWERS)
     raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.pluginhost import PluginHost
+    from meith_core._settings import SettingsSection
     from meith_core._tooldef import ToolDefinition
 
 PROJECT_NAME = "meith"
@@ -44,11 +45,13 @@ def meith_tools() -> list[ToolDefinition]:  # type: ignore[empty-body]
 
 
 @hookspec
-def meith_settings() -> dict[str, type[BaseModel]]:  # type: ignore[empty-body]
+def meith_settings() -> dict[str, type[BaseModel] | SettingsSection]:  # type: ignore[empty-body]
     """Return `{section: Model}` for the sections of settings.json this plugin owns.
 
     `set_app_settings` validates those sections with the models; tools read them through
-    `ctx.settings[section]`.
+    `ctx.settings[section]`. A section whose keys loosen the plugin's own checks returns
+    `SettingsSection(Model, policy={"key", ...})` instead: those keys are then changed only by
+    the local user (`meith settings set`), never through the socket.
     """
 
 

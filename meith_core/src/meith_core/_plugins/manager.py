@@ -31,7 +31,7 @@ from meith_core._tooldef import ToolDefinition
 _log = structlog.get_logger("meith.plugins")
 
 PluginStatus = Literal["loaded", "failed", "disabled"]
-#: `(tools, plugin_id)`: registers all of a plugin's tools or raises (`ToolRegistry.register_many`).
+#: `(tools, plugin_id)`: registers all of a plugin's tools or raises (`Catalogue.register_many`).
 RegisterTools = Callable[[list[ToolDefinition], str], None]
 
 
@@ -137,7 +137,7 @@ class PluginManager:
     ) -> list[PluginRecord]:
         """Load every entry point of `group`, honouring MEITH_PLUGINS / MEITH_DISABLE_PLUGINS.
 
-        `register_tools(tools, plugin_id)` (the registry's `register_many`) must register all
+        `register_tools(tools, plugin_id)` (`Catalogue.register_many`) must register all
         of a plugin's tools or raise.
         """
         allow = allow if allow is not None else env_list("MEITH_PLUGINS")

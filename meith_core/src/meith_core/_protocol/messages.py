@@ -34,6 +34,10 @@ class ClientInfo(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     caller: Annotated[str, Field(max_length=64)] = "cli"
+    #: An agent's self-reported name; the server keeps at most 128 printable characters.
+    label: _Hint | None = None
+    #: This connection answers `approval_request` frames.
+    approvals: bool = False
     cwd: _Hint | None = None
     sessionId: _Hint | None = None
     spaceId: _Hint | None = None
@@ -45,6 +49,32 @@ class ListTools(_Message):
     clientInfo: ClientInfo = Field(default_factory=ClientInfo)
     #: meith extension: only these tools (a client that needs one schema need not fetch all).
     names: list[Annotated[str, Field(max_length=200)]] | None = Field(default=None, max_length=200)
+    #: Also send `tools_changed` whenever the catalogue or the plugin approvals change.
+    watch: bool = False
+
+
+class Hello(_Message):
+    """Optional first frame: fixes who this connection is and asks for a `welcome`."""
+
+    type: Literal["hello"]
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+
+
+class ListSessions(_Message):
+    type: Literal["list_sessions"]
+
+
+class Ping(_Message):
+    """A keepalive: answered with `pong`; like any frame it resets the idle timeout."""
+
+    type: Literal["ping"]
+
+
+class ApprovalResponse(_Message):
+    type: Literal["approval_response"]
+    approvalId: _Id
+    decision: Literal["allow_once", "allow_session", "deny"]
+    answeredBy: Annotated[str, Field(max_length=4096)] = ""
 
 
 class ToolCall(_Message):
@@ -61,10 +91,11 @@ class CancelToolCall(_Message):
     requestId: _Id
 
 
-ClientMessage = Annotated[ListTools | ToolCall | CancelToolCall, Field(discriminator="type")]
-client_message_adapter: TypeAdapter[ListTools | ToolCall | CancelToolCall] = TypeAdapter(
-    ClientMessage
+AnyClientMessage = (
+    ListTools | ToolCall | CancelToolCall | Hello | ListSessions | Ping | ApprovalResponse
 )
+ClientMessage = Annotated[AnyClientMessage, Field(discriminator="type")]
+client_message_adapter: TypeAdapter[AnyClientMessage] = TypeAdapter(ClientMessage)
 
 
 class ToolDescriptor(BaseModel):
@@ -77,6 +108,9 @@ class ToolDescriptor(BaseModel):
     plugin: str | None = None
     timeoutMs: int | None = None
     outputSchema: dict[str, Any] | None = None
+    idempotent: bool = False
+    #: Privileged tools: whether their plugin's approval covers them now. Read-only: true.
+    approved: bool = True
 
 
 class ToolsList(_Message):
@@ -103,9 +137,75 @@ class ErrorMessage(_Message):
     message: str
 
 
-ServerMessage = Annotated[
-    ToolsList | ToolEventMessage | ToolResultMessage | ErrorMessage, Field(discriminator="type")
-]
-server_message_adapter: TypeAdapter[
-    ToolsList | ToolEventMessage | ToolResultMessage | ErrorMessage
-] = TypeAdapter(ServerMessage)
+class Welcome(_Message):
+    type: Literal["welcome"]
+    sessionId: str
+    caller: str
+    label: str | None = None
+    serverVersion: str
+
+
+class GrantSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    capabilities: list[str]
+    tool: str | None = None
+    cwd: str | None = None
+    uses: int | None = None
+    #: ISO-8601 UTC, or None for no expiry.
+    expires: str | None = None
+    source: str
+
+
+class SessionSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    sessionId: str
+    caller: str
+    label: str | None = None
+    since: str
+    calls: int
+    grants: list[GrantSummary] = Field(default_factory=list)
+
+
+class SessionsList(_Message):
+    type: Literal["sessions_list"]
+    sessions: list[SessionSummary]
+
+
+class ToolsChanged(_Message):
+    type: Literal["tools_changed"]
+
+
+class Pong(_Message):
+    type: Literal["pong"]
+
+
+class ApprovalRequestMessage(_Message):
+    type: Literal["approval_request"]
+    approvalId: str
+    requestId: str
+    toolName: str
+    plugin: str
+    capabilities: list[str]
+    cwd: str
+    arguments: Any
+    caller: str
+    label: str | None = None
+    timeoutMs: int
+
+
+AnyServerMessage = (
+    ToolsList
+    | ToolEventMessage
+    | ToolResultMessage
+    | ErrorMessage
+    | Welcome
+    | SessionsList
+    | ToolsChanged
+    | Pong
+    | ApprovalRequestMessage
+)
+ServerMessage = Annotated[AnyServerMessage, Field(discriminator="type")]
+server_message_adapter: TypeAdapter[AnyServerMessage] = TypeAdapter(ServerMessage)

@@ -22,19 +22,29 @@ from typing import Any
 import structlog
 
 from meith_core._audit.log import AuditLog
-from meith_core._caller import CallerInfo, CallerKind
+from meith_core._audit.segments import Limits
+from meith_core._caller import CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
+from meith_core._capabilities import parse_capabilities
+from meith_core._catalogue import Catalogue
 from meith_core._context import EventSink
-from meith_core._home import MeithHome
+from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants
-from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest, PermissionService
+from meith_core._permissions.service import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    Approver,
+    PermissionService,
+)
+from meith_core._pipeline import CallPipeline
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._plugins.pluginhost import PluginHost
-from meith_core._registry import ToolRegistry
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
+from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
 from meith_core._settings import SettingsStore
 from meith_core._tooldef import ToolDefinition
 from meith_core._version import __version__
@@ -47,7 +57,7 @@ SHUTDOWN_HOOK_BUDGET_S = 1.5
 
 
 class Runtime:
-    """Owns the registry, permissions, audit, settings and plugins of one host."""
+    """Owns the catalogue and call pipeline, permissions, audit, settings and plugins of one host."""
 
     def __init__(
         self,
@@ -67,15 +77,24 @@ class Runtime:
         self.server: Any = None
         self.plugins = PluginManager()
         self.settings = SettingsStore(self.home.settings_path)
-        self.audit = AuditLog(self.home.audit_path)
+        self.audit = AuditLog(
+            self.home.audit_path,
+            limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
+        )
         self.permissions = PermissionService(
             approvals=PluginApprovals(self.home.plugins_path),
             standing=StandingGrants(self.home.grants_path),
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._ask_approvers,
         )
-        self.registry = ToolRegistry(
-            permissions=self.permissions, audit=self.audit, home=self.home, settings=self.settings
+        #: Which tools exist; `pipeline` is the one path that runs them.
+        self.catalogue = Catalogue()
+        self.pipeline = CallPipeline(
+            catalogue=self.catalogue,
+            permissions=self.permissions,
+            audit=self.audit,
+            home=self.home,
+            settings=self.settings,
         )
         #: False: only the built-in `core` plugin, no installed ones.
         self._load_plugins = load_plugins
@@ -84,7 +103,9 @@ class Runtime:
         self._discovered = False
         self._started = False
         self._closed = False
-        self._sessions: dict[str, CallerKind] = {}
+        self.sessions = SessionTable()
+        #: Per session: the connection that answers its approval requests itself.
+        self._session_approvers: dict[str, Approver] = {}
         #: `meith_startup` of plugins loaded after start, still running.
         self._late_startups: set[asyncio.Task[None]] = set()
         self._deferred_startups: list[str] = []
@@ -107,13 +128,13 @@ class Runtime:
                 self.plugins.load_object(
                     "core",
                     CorePlugin(self),
-                    self.registry.register_many,
+                    self.catalogue.register_many,
                     distribution="meith-core",
                     version=__version__,
                 )
             if self._load_plugins:
                 self.plugins.discover(
-                    self.registry.register_many, allow=self._plugin_allow, deny=self._plugin_deny
+                    self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
                 )
             self._collect_settings_sections()
         return list(self.plugins.records.values())
@@ -133,7 +154,7 @@ class Runtime:
         and awaited before the next `call` (or await `add_plugin` instead).
         """
         record = self.plugins.load_object(
-            plugin_id, obj, self.registry.register_many, distribution=plugin_id, version=version
+            plugin_id, obj, self.catalogue.register_many, distribution=plugin_id, version=version
         )
         self._collect_settings_sections()
         if self._started and not self._closed and record.status == "loaded":
@@ -166,11 +187,11 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.registry.begin_shutdown()
-        self.registry.cancel_all()
-        await self.registry.drain(0.3)
-        for session in list(self._sessions):
-            await self.close_session(session)
+        self.pipeline.begin_shutdown()
+        self.pipeline.cancel_all()
+        await self.pipeline.drain(0.3)
+        for record in self.sessions:
+            await self.close_session(record.session_id)
         await self._wait_late_startups()
         if self._started:
             await self._run_shutdown_hooks(time.monotonic() + SHUTDOWN_HOOK_BUDGET_S)
@@ -195,7 +216,7 @@ class Runtime:
         """Register tools of the embedding application itself (approved implicitly as part of
         the host, like the built-in `core` tools)."""
         batch = [tools] if isinstance(tools, ToolDefinition) else list(tools)
-        self.registry.register_many(batch, plugin_id)
+        self.catalogue.register_many(batch, plugin_id)
 
     async def call(
         self,
@@ -212,9 +233,11 @@ class Runtime:
         the program embedding the runtime); pass a session's `caller` to act as an agent."""
         if not isinstance(caller, CallerInfo):
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
+        else:
+            self.sessions.count_call(caller.session_id)
         if self._late_startups or self._deferred_startups:
             await self._wait_late_startups()
-        return await self.registry.call(
+        return await self.pipeline.call(
             caller,
             name,
             arguments,
@@ -225,7 +248,7 @@ class Runtime:
         )
 
     def describe(self) -> list[dict[str, Any]]:
-        return self.registry.describe()
+        return self.catalogue.describe()
 
     def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
         """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.
@@ -248,13 +271,17 @@ class Runtime:
     # -- sessions -----------------------------------------------------------------------
 
     def open_session(
-        self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: str | None = None
+        self,
+        caller: CallerKind | str = CallerKind.AGENT,
+        *,
+        cwd: str | None = None,
+        label: str | None = None,
     ) -> CallerInfo:
         """A new session with an unguessable id; standing grants of its kind apply to it."""
         kind = CallerKind(caller)
         session = new_session_id(kind.value)
-        self._sessions[session] = kind
-        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd)
+        record = self.sessions.open(session, kind, sanitize_label(label))
+        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd, label=record.label)
 
     def grant(
         self,
@@ -283,14 +310,62 @@ class Runtime:
         session_id = session.session_id if isinstance(session, CallerInfo) else session
         if session_id is None:
             return
-        known = self._sessions.pop(session_id, None) is not None
+        known = self.sessions.pop(session_id) is not None
+        self._session_approvers.pop(session_id, None)
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
             await self._run_hooks("meith_session_ended", session_id=session_id)
 
-    def track_session(self, session_id: str, kind: CallerKind) -> None:
-        self._sessions[session_id] = kind
+    def track_session(
+        self, session_id: str, kind: CallerKind, label: str | None = None
+    ) -> SessionRecord:
+        """Record a session opened elsewhere (a socket connection); ended by close_session."""
+        return self.sessions.open(session_id, kind, label)
+
+    def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
+        """`approver` answers this session's approval requests before any other approver."""
+        if approver is None:
+            self._session_approvers.pop(session_id, None)
+        elif session_id in self.sessions:
+            self._session_approvers[session_id] = approver
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """The live sessions with their grants (session grants, then standing ones that apply)."""
+        standing = self.permissions.standing.current()
+        out = []
+        for rec in self.sessions:
+            grants = [grant_summary(g) for g in self.permissions.session_grants(rec.session_id)]
+            grants += [
+                grant_summary(g)
+                for g in standing
+                if g.caller is rec.caller and g.session in (None, rec.session_id)
+            ]
+            out.append(
+                {
+                    "sessionId": rec.session_id,
+                    "caller": rec.caller.value,
+                    "label": rec.label,
+                    "since": iso_utc(rec.since),
+                    "calls": rec.calls,
+                    "grants": grants,
+                }
+            )
+        return out
+
+    def tool_listing(self) -> list[dict[str, Any]]:
+        """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""
+        allowed = self.permissions.provider_approved
+        return [
+            {**d, "approved": allowed(d["plugin"] or "", parse_capabilities(d["capabilities"]))}
+            for d in self.catalogue.describe()
+        ]
+
+    def catalogue_version(self) -> tuple[object, ...]:
+        """Changes whenever `tool_listing()` may: a registration or an edit of plugins.json.
+
+        Cheap (one stat): watchers poll it instead of the call path checking anything."""
+        return (id(self.catalogue.describe()), file_signature(self.home.plugins_path))
 
     # -- hooks --------------------------------------------------------------------------
 
@@ -309,7 +384,7 @@ class Runtime:
         self, plugin_id: str, name: str, arguments: dict[str, Any], timeout_ms: int | None
     ) -> ToolResult:
         caller = CallerInfo.for_plugin(plugin_id, cwd=self.cwd)
-        return await self.registry.call(caller, name, arguments, timeout_ms=timeout_ms)
+        return await self.pipeline.call(caller, name, arguments, timeout_ms=timeout_ms)
 
     async def _run_hooks(self, hook: str, *, only: str | None = None, **kwargs: Any) -> None:
         """Run `hook` plugin by plugin in pluggy's order; a failure stays that plugin's."""
@@ -365,8 +440,15 @@ class Runtime:
         if hook == "meith_startup":
             self.plugins.mark_failed(plugin_id, f"startup failed: {type(exc).__name__}: {exc}", tb)
 
-    async def _ask_approvers(self, request: ApprovalRequest) -> ApprovalAnswer | None:
-        """The `meith_approve` hook, then approvers the embedding program added; first answer wins."""
+    async def _ask_approvers(
+        self, request: ApprovalRequest
+    ) -> ApprovalAnswer | ApprovalReply | None:
+        """The calling connection when it answers approvals itself (its answer, a timeout
+        included, is final); else the `meith_approve` hook, then approvers the embedding
+        program added: first answer wins."""
+        own = self._session_approvers.get(request.caller.session_id or "")
+        if own is not None:
+            return await own(request)
         for plugin_id, thunk in self.plugins.call_each("meith_approve", request=request):
             try:
                 answer = thunk()
@@ -388,7 +470,7 @@ class Runtime:
         for plugin_id, thunk in self.plugins.call_each("meith_settings"):
             try:
                 sections = thunk() or {}
-                for name, model in sections.items():
-                    self.settings.register_section(name, model)
+                for name, section in sections.items():
+                    self.settings.register_section(name, section)
             except Exception as exc:
                 _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))

@@ -1,10 +1,11 @@
-"""The socket server: NDJSON connections in, registry calls, frames out.
+"""The socket server: the asyncio adapter around `ServerConnection` (`_runtime.connection`).
 
 Built on asyncio's Protocol/Transport rather than anyio streams, deliberately: the peer's
 credentials are checked in `connection_made`, before a single byte is read; frames are decoded
 synchronously as bytes arrive; and the transport's write buffer gives an exact, cheap measure
 for the per-connection outbound bound (a client that stops reading is disconnected instead of
-growing the runtime's memory). Calls themselves run as tasks through `ToolRegistry.call`.
+growing the runtime's memory). The protocol rules live in the sans-IO `ServerConnection`;
+this module only moves bytes, runs calls as tasks through `CallPipeline.call`, and waits.
 """
 
 from __future__ import annotations
@@ -13,29 +14,31 @@ import asyncio
 import contextlib
 import os
 import time
+from collections import Counter
 from typing import Any, Final
 
 import structlog
-from pydantic import ValidationError
 
-from meith_core._caller import SOCKET_CALLERS, CallerInfo, CallerKind
-from meith_core._cancel import CancelToken
-from meith_core._errors import ErrorCode
+from meith_core._caller import CallerInfo
 from meith_core._events import EventDict
 from meith_core._ids import new_session_id
 from meith_core._instances import peer_credentials
-from meith_core._protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
-from meith_core._protocol.framing import FrameError, NdjsonFramer, dumps_bytes
-from meith_core._protocol.messages import (
-    CancelToolCall,
-    ClientInfo,
-    ListTools,
-    ToolCall,
-    client_message_adapter,
+from meith_core._permissions.service import ApprovalReply, ApprovalRequest
+from meith_core._protocol.framing import dumps_bytes
+from meith_core._protocol.messages import ToolCall
+from meith_core._runtime import frames
+from meith_core._runtime.connection import (
+    ApprovalAnswered,
+    IdentityFixed,
+    Send,
+    SendSessions,
+    SendTools,
+    ServerConnection,
+    StartCall,
 )
-from meith_core._results import ToolResult, error_result
 from meith_core._runtime.host import Runtime
 from meith_core._runtime.socketbind import BoundSocket
+from meith_core._version import __version__
 
 _log = structlog.get_logger("meith.server")
 
@@ -43,9 +46,12 @@ _log = structlog.get_logger("meith.server")
 MAX_OUTBOUND_BYTES: Final = 16 * 1024 * 1024
 #: A frame started but not finished within this many seconds closes the connection.
 PARTIAL_FRAME_TIMEOUT_S: Final = 30.0
-MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
 MAX_CONNECTIONS: Final = 4096
-_PROTO: Final = f',"protocol":{PROTOCOL_VERSION}'.encode()
+#: Connections one peer process may hold at once (one process cannot take every slot).
+MAX_CONNECTIONS_PER_PEER: Final = 256
+#: A connection with nothing in flight that sends nothing for this long is closed. Any frame
+#: resets it; `{"type":"ping"}` is the cheap one.
+IDLE_TIMEOUT_S: Final = 600.0
 #: Outbound bytes above which a connection counts as congested for flow-controlled streams
 #: (`ToolContext.events_congested`), and below which it flows again. Far below
 #: MAX_OUTBOUND_BYTES: a stream that honours it never gets its client disconnected.
@@ -53,43 +59,29 @@ FLOW_HIGH_WATER: Final = 1024 * 1024
 FLOW_LOW_WATER: Final = 256 * 1024
 
 
-def _error_frame(
-    request_id: str | None, message: str, code: ErrorCode = ErrorCode.PROTOCOL_ERROR
-) -> bytes:
-    frame: dict[str, Any] = {"type": "error", "protocol": PROTOCOL_VERSION}
-    if request_id is not None:
-        frame["requestId"] = request_id
-    frame["code"] = code.value
-    frame["message"] = message
-    return dumps_bytes(frame) + b"\n"
-
-
-def _short_validation(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False)[:3]:
-        where = ".".join(str(p) for p in err["loc"]) or "message"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
-
-
 class Connection(asyncio.Protocol):
     def __init__(self, server: SocketServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.framer = NdjsonFramer()
-        self.session_id = ""
+        self.rules: ServerConnection | None = None
         self.peer_pid = 0
-        self.closed = False
-        self.in_flight: dict[str, CancelToken] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.partial_since: float | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._approvals: dict[str, asyncio.Future[ApprovalReply]] = {}
         #: Set while the transport's write buffer is below the high-water mark.
         self.writable = asyncio.Event()
         self.writable.set()
 
     @property
+    def session_id(self) -> str:
+        return self.rules.session_id if self.rules is not None else ""
+
+    @property
+    def congested(self) -> bool:
+        return self.rules is not None and self.rules.congested
+
+    @property
     def is_open(self) -> bool:
-        return not self.closed
+        return self.rules is not None and not self.rules.closed
 
     # -- transport callbacks ------------------------------------------------------------
 
@@ -97,170 +89,110 @@ class Connection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=FLOW_HIGH_WATER, low=FLOW_LOW_WATER)
-        sock = transport.get_extra_info("socket")
-        try:
-            pid, uid, _gid = peer_credentials(sock)
-        except OSError as exc:
-            _log.warning("connection refused: peer credentials unavailable", error=str(exc))
-            self._drop()
+        refusal = self.server.admit(transport.get_extra_info("socket"))
+        if isinstance(refusal, str):
+            _log.warning("connection refused: " + refusal)
+            transport.abort()
             return
-        if uid != self.server.uid and uid != 0:
-            _log.warning(
-                "connection refused: peer belongs to another user", peer_uid=uid, peer_pid=pid
-            )
-            self._drop()
-            return
-        if len(self.server.connections) >= MAX_CONNECTIONS:
-            _log.warning("connection refused: too many connections", limit=MAX_CONNECTIONS)
-            self._drop()
-            return
-        self.peer_pid = pid
-        self.session_id = new_session_id("socket")
+        self.peer_pid = refusal
+        runtime = self.server.runtime
+        self.rules = ServerConnection(
+            new_session_id("socket"),
+            runtime_cwd=runtime.cwd,
+            server_version=__version__,
+            now=time.monotonic(),
+        )
         self.server.connections.add(self)
-        self.server.runtime.track_session(self.session_id, CallerKind.CLI)
+        self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:
+        rules = self.rules
+        if rules is None:
             return
-        for event in self.framer.feed(data):
-            if not self.is_open:  # a frame before this one may have closed the connection
+        for action in rules.receive_data(data, time.monotonic()):
+            if rules.closed:  # an action before this one closed the connection
                 return
-            self._handle(event)
-        if self.framer.pending_bytes:
-            if self.partial_since is None:
-                self.partial_since = time.monotonic()
-        else:
-            self.partial_since = None
+            if type(action) is StartCall:
+                self._start_call(action)
+            elif type(action) is Send:
+                self.send(action.data)
+            else:
+                self._act(action)
+
+    def _act(self, action: Any) -> None:
+        server = self.server
+        if isinstance(action, SendTools):
+            self.send(server.tools_list_frame(action.names))
+        elif isinstance(action, SendSessions):
+            self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+        elif isinstance(action, IdentityFixed):
+            ident = action.identity
+            server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
+            if ident.approvals:
+                server.runtime.set_session_approver(self.session_id, self._ask_approval)
+        elif isinstance(action, ApprovalAnswered):
+            fut = self._approvals.get(action.approval_id)
+            if fut is not None and not fut.done():
+                fut.set_result(action.reply)
 
     def eof_received(self) -> bool | None:
-        for event in self.framer.close():
-            if isinstance(event, FrameError):
-                self._send(_error_frame(None, f"Malformed frame ignored: {event.reason}"))
+        if self.rules is not None:
+            for action in self.rules.receive_eof():
+                self.send(action.data)
         return False  # close our side too
 
     def pause_writing(self) -> None:
         self.writable.clear()
+        if self.rules is not None:
+            self.rules.pause_writing()
 
     def resume_writing(self) -> None:
         self.writable.set()
+        if self.rules is not None:
+            self.rules.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        was_open = not self.closed
-        self.closed = True
         self.writable.set()  # nobody waits on a closed connection
-        for token in list(self.in_flight.values()):
-            token.cancel("client disconnected")
-        if self in self.server.connections:
-            self.server.connections.discard(self)
-        if was_open and self.session_id:
-            self.server.session_ended(self.session_id)
-
-    # -- frames in ----------------------------------------------------------------------
-
-    def _handle(self, event: Any) -> None:
-        if isinstance(event, FrameError):
-            self._send(_error_frame(None, f"Malformed frame ignored: {event.reason}"))
+        rules = self.rules
+        if rules is None:
             return
-        msg: dict[str, Any] = event.message
-        request_id = msg.get("requestId")
-        if not (isinstance(request_id, str) and 0 < len(request_id) <= 200):
-            request_id = None
-        proto = msg.get("protocol")
-        if proto is not None and not (type(proto) is int and proto == PROTOCOL_VERSION):
-            self._send(
-                _error_frame(
-                    request_id,
-                    f"Unsupported protocol version {proto!r}; server requires {PROTOCOL_VERSION}",
-                )
-            )
-            return
-        try:
-            parsed = client_message_adapter.validate_python(msg)
-        except ValidationError as exc:
-            self._send(_error_frame(None, f"Invalid message: {_short_validation(exc)}"))
-            return
-        if isinstance(parsed, ToolCall):
-            self._start_call(parsed)
-        elif isinstance(parsed, CancelToolCall):
-            token = self.in_flight.get(parsed.requestId)
-            if token is not None:  # only this connection's own calls; unknown ids are ignored
-                token.cancel("cancelled by the client")
-        elif isinstance(parsed, ListTools):
-            self._send(self.server.tools_list_frame(parsed.names))
+        was_open = not rules.closed
+        self._end("client disconnected")
+        self.server.forget(self)
+        if was_open:
+            self.server.session_ended(rules.session_id)
 
-    def _caller(self, info: ClientInfo) -> CallerInfo | str:
-        claimed: str | None = None
-        try:
-            kind = CallerKind(info.caller)
-        except ValueError:
-            kind = CallerKind.CLI
-            claimed = info.caller
-        if kind not in SOCKET_CALLERS:
-            claimed = kind.value
-            kind = CallerKind.CLI
-        if claimed is not None:
-            _log.warning(
-                "caller claim downgraded to cli", claimed=claimed[:64], sessionId=self.session_id
-            )
-        cwd = info.cwd
-        if cwd is not None:
-            if "\0" in cwd:
-                return "clientInfo.cwd contains a NUL byte"
-            cwd = os.path.join(
-                self.server.runtime.cwd, cwd
-            )  # relative hints are taken from the runtime's cwd
-        return CallerInfo(
-            caller=kind,
-            session_id=self.session_id,  # the peer's sessionId is never used
-            cwd=cwd or self.server.runtime.cwd,
-            space_id=info.spaceId,
-            tab_id=info.tabId,
-            claimed_caller=claimed,
+    def _end(self, reason: str) -> None:
+        rules = self.rules
+        if rules is None:
+            return
+        rules.close(reason)
+        for fut in self._approvals.values():
+            if not fut.done():
+                fut.set_result(rules.closed_before_answer())
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def _start_call(self, action: StartCall) -> None:
+        self.server.runtime.sessions.count_call(self.session_id)
+        task = asyncio.get_running_loop().create_task(
+            self._run_call(action.call, action.caller, action.token)
         )
-
-    def _start_call(self, call: ToolCall) -> None:
-        rid = call.requestId
-        if rid in self.in_flight:
-            self._send(
-                _error_frame(
-                    rid,
-                    f"requestId {rid!r} is already in flight on this connection; the call was not run",
-                )
-            )
-            return
-        if len(self.in_flight) >= MAX_IN_FLIGHT_PER_CONNECTION:
-            self._send(
-                _error_frame(
-                    rid,
-                    f"too many calls in flight on this connection (limit {MAX_IN_FLIGHT_PER_CONNECTION})",
-                )
-            )
-            return
-        caller = self._caller(call.clientInfo)
-        if isinstance(caller, str):
-            self._send(_error_frame(rid, caller))
-            return
-        token = CancelToken()
-        self.in_flight[rid] = token
-        task = asyncio.get_running_loop().create_task(self._run_call(call, caller, token))
-        self.tasks.add(task)
+        self._tasks.add(task)
         self.server.call_tasks.add(task)
         task.add_done_callback(self._call_done)
 
     def _call_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
+        self._tasks.discard(task)
         self.server.call_tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             _log.error("call task failed", error=repr(task.exception()))
 
-    async def _run_call(self, call: ToolCall, caller: CallerInfo, token: CancelToken) -> None:
+    async def _run_call(self, call: ToolCall, caller: CallerInfo, token: Any) -> None:
         rid = call.requestId
-        prefix = (
-            b'{"type":"tool_event"' + _PROTO + b',"requestId":' + dumps_bytes(rid) + b',"event":'
-        )
-        emit = _CallEvents(self, prefix)
+        emit = _CallEvents(self, frames.event_prefix(rid))
         try:
-            result = await self.server.runtime.registry.call(
+            result = await self.server.runtime.pipeline.call(
                 caller,
                 call.toolName,
                 call.arguments,
@@ -270,29 +202,32 @@ class Connection(asyncio.Protocol):
                 request_id=rid,
             )
         finally:
-            self.in_flight.pop(rid, None)
-        self._send(self._result_frame(rid, call.toolName, result))
+            if self.rules is not None:
+                self.rules.call_finished(rid, time.monotonic())
+        self.send(frames.result_frame(rid, call.toolName, result))
 
-    @staticmethod
-    def _result_frame(rid: str, tool: str, result: ToolResult) -> bytes:
-        body = result._encoded if result._encoded is not None else dumps_bytes(result.to_wire())
-        head = (
-            b'{"type":"tool_result"' + _PROTO + b',"requestId":' + dumps_bytes(rid) + b',"result":'
-        )
-        if len(head) + len(body) + 2 > MAX_FRAME_BYTES:
-            too_big = error_result(
-                ErrorCode.TOOL_FAILED,
-                f'The result of "{tool}" is {len(body)} bytes, more than a frame may carry '
-                f"({MAX_FRAME_BYTES}); narrow the request (e.g. a path or a limit)",
-            )
-            body = dumps_bytes(too_big.to_wire())
-        return head + body + b"}\n"
+    async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
+        """The session approver of a connection that said it answers approvals."""
+        rules = self.rules
+        ask = rules.approval_request(request) if rules is not None else None
+        if rules is None or ask is None:
+            return None
+        fut: asyncio.Future[ApprovalReply] = asyncio.get_running_loop().create_future()
+        self._approvals[ask.approval_id] = fut
+        try:
+            self.send(ask.data)
+            return await asyncio.wait_for(fut, ask.timeout_s)
+        except TimeoutError:
+            return rules.unanswered(ask.timeout_s)
+        finally:
+            self._approvals.pop(ask.approval_id, None)
+            rules.approval_settled(ask.approval_id)
 
     # -- frames out ---------------------------------------------------------------------
 
-    def _send(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
         transport = self.transport
-        if self.closed or transport is None or transport.is_closing():
+        if not self.is_open or transport is None or transport.is_closing():
             return
         if transport.get_write_buffer_size() + len(data) > self.server.max_outbound_bytes:
             _log.warning(
@@ -304,25 +239,22 @@ class Connection(asyncio.Protocol):
             return
         transport.write(data)
 
-    def send_raw(self, data: bytes) -> None:
-        self._send(data)
-
-    def close(self) -> None:
-        """Flush what is queued, then close."""
+    def close(self, reason: str = "") -> None:
+        """Flush what is queued (a last error frame saying `reason`), then close."""
+        if reason:
+            self.send(frames.error_frame(None, reason))
+            self._end(reason)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
     def abort(self) -> None:
-        self.closed = True
-        for token in list(self.in_flight.values()):
-            token.cancel("client disconnected")
+        self._end("client disconnected")
         if self.transport is not None:
             self.transport.abort()
 
-    def _drop(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.abort()
+    @property
+    def buffered(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
 
 
 class _CallEvents:
@@ -336,11 +268,11 @@ class _CallEvents:
         self.prefix = prefix
 
     def __call__(self, event: EventDict) -> None:
-        self.conn._send(self.prefix + dumps_bytes(event) + b"}\n")
+        self.conn.send(self.prefix + dumps_bytes(event) + b"}\n")
 
     @property
     def congested(self) -> bool:
-        return not self.conn.writable.is_set()
+        return self.conn.congested
 
     async def wait_flowing(self) -> None:
         await self.conn.writable.wait()
@@ -354,18 +286,25 @@ class SocketServer:
         *,
         max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
         partial_frame_timeout_s: float = PARTIAL_FRAME_TIMEOUT_S,
+        idle_timeout_s: float | None = IDLE_TIMEOUT_S,
+        max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER,
+        watch_interval_s: float = 1.0,
     ) -> None:
         self.runtime = runtime
         self.bound = bound
         self.uid = os.geteuid()
         self.max_outbound_bytes = max_outbound_bytes
         self.partial_frame_timeout_s = partial_frame_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self.max_connections_per_peer = max_connections_per_peer
+        self.watch_interval_s = watch_interval_s
         self.connections: set[Connection] = set()
+        self._per_peer: Counter[int] = Counter()
         self.call_tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.AbstractServer | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._session_tasks: set[asyncio.Task[None]] = set()
-        self._tools_frame: tuple[int, bytes] | None = None
+        self._tools_frame: tuple[object, bytes] | None = None
         self.started_at = time.time()
 
     @property
@@ -376,18 +315,44 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         # `sock=`: asyncio must not create (and so must not unlink) the path itself.
         self._server = await loop.create_unix_server(lambda: Connection(self), sock=self.bound.sock)
-        self._watchdog = loop.create_task(self._watch_partial_frames())
+        self._watchdog = loop.create_task(self._watch())
+
+    # -- admission --------------------------------------------------------------------------
+
+    def admit(self, sock: Any) -> int | str:
+        """The peer's pid when it may connect, else why not."""
+        try:
+            pid, uid, _gid = peer_credentials(sock)
+        except OSError as exc:
+            return f"peer credentials unavailable ({exc})"
+        if uid != self.uid and uid != 0:
+            return f"peer pid {pid} belongs to another user (uid {uid})"
+        if len(self.connections) >= MAX_CONNECTIONS:
+            return f"too many connections (limit {MAX_CONNECTIONS})"
+        if self._per_peer[pid] >= self.max_connections_per_peer:
+            return (
+                f"peer pid {pid} holds too many connections (limit {self.max_connections_per_peer})"
+            )
+        self._per_peer[pid] += 1
+        return pid
+
+    def forget(self, conn: Connection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self._per_peer[conn.peer_pid] -= 1
+            if self._per_peer[conn.peer_pid] <= 0:
+                del self._per_peer[conn.peer_pid]
+
+    # -- answers ----------------------------------------------------------------------------
 
     def tools_list_frame(self, names: list[str] | None = None) -> bytes:
-        tools = self.runtime.registry.describe()
         if names is not None:
             wanted = set(names)
-            subset = [t for t in tools if t["name"] in wanted]
-            frame = {"type": "tools_list", "protocol": PROTOCOL_VERSION, "tools": subset}
-            return dumps_bytes(frame) + b"\n"
-        if self._tools_frame is None or self._tools_frame[0] != id(tools):
-            frame = {"type": "tools_list", "protocol": PROTOCOL_VERSION, "tools": tools}
-            self._tools_frame = (id(tools), dumps_bytes(frame) + b"\n")
+            tools = [t for t in self.runtime.tool_listing() if t["name"] in wanted]
+            return frames.tools_list_frame(tools)
+        version = self.runtime.catalogue_version()
+        if self._tools_frame is None or self._tools_frame[0] != version:
+            self._tools_frame = (version, frames.tools_list_frame(self.runtime.tool_listing()))
         return self._tools_frame[1]
 
     def session_ended(self, session_id: str) -> None:
@@ -395,40 +360,49 @@ class SocketServer:
         self._session_tasks.add(task)
         task.add_done_callback(self._session_tasks.discard)
 
-    async def _watch_partial_frames(self) -> None:
-        interval = min(1.0, self.partial_frame_timeout_s / 4)
+    # -- the watchdog: unfinished frames, idle connections, tool list changes -------------
+
+    async def _watch(self) -> None:
+        interval = min(self.watch_interval_s, self.partial_frame_timeout_s / 4)
+        if self.idle_timeout_s is not None:
+            interval = min(interval, self.idle_timeout_s / 4)
+        catalogue = self.runtime.catalogue_version()
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
             for conn in list(self.connections):
-                since = conn.partial_since
-                if since is not None and now - since > self.partial_frame_timeout_s:
-                    _log.warning(
-                        "closing connection: frame not completed in time", sessionId=conn.session_id
-                    )
-                    conn.send_raw(
-                        _error_frame(
-                            None,
-                            f"frame not completed within {self.partial_frame_timeout_s:g}s; closing the connection",
-                        )
-                    )
-                    conn.closed = True
-                    conn.close()
+                why = (
+                    conn.rules.overdue(now, self.partial_frame_timeout_s, self.idle_timeout_s)
+                    if conn.rules
+                    else ""
+                )
+                if why:
+                    _log.info("closing connection", reason=why, sessionId=conn.session_id)
+                    conn.close(why)
+            watchers = [c for c in self.connections if c.rules is not None and c.rules.watching]
+            if watchers:
+                current = self.runtime.catalogue_version()
+                if current != catalogue:
+                    catalogue = current
+                    for conn in watchers:
+                        conn.send(frames.TOOLS_CHANGED)
+            else:
+                catalogue = self.runtime.catalogue_version()
 
     def status(self) -> dict[str, Any]:
         return {
             "socketPath": self.socket_path,
             "listening": self._server is not None and self._server.is_serving(),
             "connections": len(self.connections),
-            "inFlight": sum(len(c.in_flight) for c in self.connections),
+            "inFlight": sum(c.rules.in_flight for c in self.connections if c.rules),
         }
 
     async def shutdown(self, answer_timeout_s: float = 0.6) -> None:
         """Refuse new calls, cancel in-flight ones and let them answer, then close everything."""
-        self.runtime.registry.begin_shutdown()
+        self.runtime.pipeline.begin_shutdown()
         if self._server is not None:
             self._server.close()
-        self.runtime.registry.cancel_all("runtime shutting down")
+        self.runtime.pipeline.cancel_all("runtime shutting down")
         pending = [t for t in self.call_tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=answer_timeout_s)
@@ -441,10 +415,7 @@ class SocketServer:
         # Give transports a moment to flush the answers they hold (asyncio signals only the
         # high-water mark, not "drained", so poll briefly).
         deadline = time.monotonic() + 0.2
-        while time.monotonic() < deadline and any(  # noqa: ASYNC110
-            c.transport is not None and c.transport.get_write_buffer_size()
-            for c in self.connections
-        ):
+        while time.monotonic() < deadline and any(c.buffered for c in self.connections):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.abort()

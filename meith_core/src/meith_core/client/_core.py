@@ -83,8 +83,33 @@ def open_socket(path: str, timeout: float) -> socket.socket:
     return sock
 
 
-def client_info(caller: str, cwd: str | None) -> dict[str, Any]:
-    return {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
+def client_info(
+    caller: str, cwd: str | None, *, label: str | None = None, approvals: bool = False
+) -> dict[str, Any]:
+    info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
+    if label is not None:
+        info["label"] = label
+    if approvals:
+        info["approvals"] = True
+    return info
+
+
+def hello_frame(info: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "hello", "protocol": PROTOCOL_VERSION, "clientInfo": info}
+
+
+def list_sessions_frame() -> dict[str, Any]:
+    return {"type": "list_sessions", "protocol": PROTOCOL_VERSION}
+
+
+def approval_response_frame(approval_id: str, decision: str, answered_by: str) -> dict[str, Any]:
+    return {
+        "type": "approval_response",
+        "protocol": PROTOCOL_VERSION,
+        "approvalId": approval_id,
+        "decision": decision,
+        "answeredBy": answered_by,
+    }
 
 
 def tool_call_frame(
@@ -112,10 +137,14 @@ def cancel_frame(request_id: str) -> dict[str, Any]:
     return {"type": "cancel_tool_call", "protocol": PROTOCOL_VERSION, "requestId": request_id}
 
 
-def list_tools_frame(info: dict[str, Any], names: list[str] | None = None) -> dict[str, Any]:
+def list_tools_frame(
+    info: dict[str, Any], names: list[str] | None = None, *, watch: bool = False
+) -> dict[str, Any]:
     frame: dict[str, Any] = {"type": "list_tools", "protocol": PROTOCOL_VERSION, "clientInfo": info}
     if names is not None:
         frame["names"] = names
+    if watch:
+        frame["watch"] = True
     return frame
 
 

@@ -6,14 +6,21 @@ async with await AsyncClient.connect() as c:
     async with c.stream("attach_process_logs", {"cwd": "."}) as events:
         async for event in events: ...
 ```
+
+An agent bridge connects as `caller="agent"` with a `label`, answers approval requests through
+`on_approval` (which returns `"allow_once"`, `"allow_session"` or `"deny"`, optionally with
+who answered: `("deny", "user")`), and learns of tool list changes through `on_tools_changed`
+after `list_tools(watch=True)`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import socket
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +30,12 @@ from meith_core.client._core import (
     ConnectError,
     EventCallback,
     TransportError,
+    approval_response_frame,
     cancel_frame,
     client_info,
     error_from_frame,
+    hello_frame,
+    list_sessions_frame,
     list_tools_frame,
     locate,
     open_socket,
@@ -36,6 +46,13 @@ if TYPE_CHECKING:
     from meith_core._results import ToolResult
 
 _END = object()
+
+#: Answers one `approval_request` frame: a decision, or (decision, who answered).
+ApprovalHandler = Callable[[dict[str, Any]], Awaitable[str | tuple[str, str]]]
+#: Told that the tool list changed (after `list_tools(watch=True)`); may be async.
+ToolsChangedHandler = Callable[[], Awaitable[None] | None]
+#: Answers that come back in the order their requests were sent (no requestId).
+_ORDERED = frozenset({"tools_list", "sessions_list", "welcome"})
 
 
 class CallStream:
@@ -88,13 +105,19 @@ class AsyncClient:
         writer: asyncio.StreamWriter,
         socket_path: str,
         info: dict[str, Any],
+        *,
+        on_approval: ApprovalHandler | None = None,
+        on_tools_changed: ToolsChangedHandler | None = None,
     ) -> None:
         self.socket_path = socket_path
         self._reader = reader
         self._writer = writer
         self._info = info
         self._pending: dict[str, asyncio.Queue[Any]] = {}
-        self._tool_lists: list[asyncio.Future[list[dict[str, Any]]]] = []
+        self._ordered: deque[tuple[str, asyncio.Future[Any]]] = deque()
+        self.on_approval = on_approval
+        self.on_tools_changed = on_tools_changed
+        self._handlers: set[asyncio.Task[None]] = set()
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
 
@@ -108,6 +131,9 @@ class AsyncClient:
         caller: str = "cli",
         cwd: str | None = None,
         connect_timeout: float = 5.0,
+        label: str | None = None,
+        on_approval: ApprovalHandler | None = None,
+        on_tools_changed: ToolsChangedHandler | None = None,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -117,7 +143,15 @@ class AsyncClient:
         )
         sock.setblocking(False)
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
-        return cls(reader, writer, target.socket_path, client_info(caller, cwd))
+        info = client_info(caller, cwd, label=label, approvals=on_approval is not None)
+        return cls(
+            reader,
+            writer,
+            target.socket_path,
+            info,
+            on_approval=on_approval,
+            on_tools_changed=on_tools_changed,
+        )
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -131,6 +165,8 @@ class AsyncClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        for task in list(self._handlers):
+            task.cancel()
         self._reader_task.cancel()
         with contextlib.suppress(BaseException):
             await self._reader_task
@@ -155,18 +191,26 @@ class AsyncClient:
 
     def _route(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
-        if kind == "tools_list":
-            if self._tool_lists:
-                fut = self._tool_lists.pop(0)
+        if kind in _ORDERED:
+            if self._ordered:
+                _expected, fut = self._ordered.popleft()
                 if not fut.done():
-                    tools = frame.get("tools")
-                    fut.set_result(tools if isinstance(tools, list) else [])
+                    fut.set_result(frame)
+            return
+        if kind == "approval_request":
+            self._spawn(self._answer_approval(frame))
+            return
+        if kind == "tools_changed":
+            if self.on_tools_changed is not None:
+                value = self.on_tools_changed()
+                if inspect.isawaitable(value):
+                    self._spawn(_awaited(value))
             return
         rid = frame.get("requestId")
         queue = self._pending.get(rid) if isinstance(rid, str) else None
         if queue is None:
-            if kind == "error" and rid is None and self._tool_lists:
-                fut = self._tool_lists.pop(0)
+            if kind == "error" and rid is None and self._ordered:
+                _expected, fut = self._ordered.popleft()
                 if not fut.done():
                     fut.set_exception(error_from_frame(frame, self.socket_path))
             return
@@ -181,10 +225,48 @@ class AsyncClient:
         self._closed = self._closed or error
         for queue in self._pending.values():
             queue.put_nowait(error)
-        for fut in self._tool_lists:
+        for _kind, fut in self._ordered:
             if not fut.done():
                 fut.set_exception(error)
-        self._tool_lists.clear()
+        self._ordered.clear()
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    async def _answer_approval(self, request: dict[str, Any]) -> None:
+        approval_id = request.get("approvalId")
+        if not isinstance(approval_id, str):
+            return
+        decision, by = "deny", "client without an approval handler"
+        if self.on_approval is not None:
+            try:
+                answer = await self.on_approval(request)
+                decision, by = answer if isinstance(answer, tuple) else (answer, "client")
+            except Exception as exc:  # a failing handler is a denial, never an open gate
+                decision, by = "deny", f"approval handler failed: {type(exc).__name__}"
+        if decision not in ("allow_once", "allow_session", "deny"):
+            decision, by = "deny", f"approval handler answered {decision!r:.40}"
+        with contextlib.suppress(TransportError):
+            await self._send(approval_response_frame(approval_id, decision, by))
+
+    async def _ask(self, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._ordered.append((kind, fut))
+        await self._send(frame)
+        return await fut
+
+    async def hello(self) -> dict[str, Any]:
+        """Fix this connection's identity now; returns the `welcome` frame (sessionId, caller,
+        label, serverVersion, protocol)."""
+        return await self._ask("welcome", hello_frame(self._info))
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """The runtime's live sessions: sessionId, caller, label, since, calls, grants."""
+        frame = await self._ask("sessions_list", list_sessions_frame())
+        sessions = frame.get("sessions")
+        return sessions if isinstance(sessions, list) else []
 
     async def _send(self, frame: dict[str, Any]) -> None:
         if self._closed is not None:
@@ -192,11 +274,13 @@ class AsyncClient:
         self._writer.write(encode_frame(frame))
         await self._writer.drain()
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        fut: asyncio.Future[list[dict[str, Any]]] = asyncio.get_running_loop().create_future()
-        self._tool_lists.append(fut)
-        await self._send(list_tools_frame(self._info))
-        return await fut
+    async def list_tools(
+        self, names: list[str] | None = None, *, watch: bool = False
+    ) -> list[dict[str, Any]]:
+        """Tool descriptors; `watch` also subscribes to `tools_changed` (see on_tools_changed)."""
+        frame = await self._ask("tools_list", list_tools_frame(self._info, names, watch=watch))
+        tools = frame.get("tools")
+        return tools if isinstance(tools, list) else []
 
     def stream(
         self, name: str, arguments: dict[str, Any] | None = None, *, timeout_ms: int | None = None
@@ -241,6 +325,10 @@ class AsyncClient:
         await self._send(cancel_frame(request_id))
 
 
+async def _awaited(value: Awaitable[Any]) -> None:
+    await value
+
+
 class _StreamStarter:
     """`async with client.stream(...) as events:` sugar."""
 
@@ -272,4 +360,11 @@ class _StreamStarter:
         raise TypeError("use `async with client.stream(...) as events: async for e in events`")
 
 
-__all__ = ["AsyncClient", "CallStream", "ConnectError", "TransportError"]
+__all__ = [
+    "ApprovalHandler",
+    "AsyncClient",
+    "CallStream",
+    "ConnectError",
+    "ToolsChangedHandler",
+    "TransportError",
+]

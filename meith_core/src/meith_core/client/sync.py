@@ -26,6 +26,8 @@ from meith_core.client._core import (
     cancel_frame,
     client_info,
     error_from_frame,
+    hello_frame,
+    list_sessions_frame,
     list_tools_frame,
     locate,
     open_socket,
@@ -49,11 +51,15 @@ class Client:
         caller: str = "cli",
         cwd: str | None = None,
         connect_timeout: float = 5.0,
+        label: str | None = None,
     ) -> None:
         target = locate(socket_path, instance, home)
         self.socket_path = target.socket_path
         self.target = target
-        self._info = client_info(caller, cwd)
+        self._info = client_info(caller, cwd, label=label)
+        #: Set when the runtime said the tool list changed (after `list_tools(watch=True)`);
+        #: the client notices while it waits for something else. Reset it after re-listing.
+        self.tools_changed = False
         self._sock: socket.socket = open_socket(self.socket_path, connect_timeout)
         self._sock.settimeout(None)
         self._framer = NdjsonFramer(strict=False)  # the runtime's uid was verified
@@ -108,30 +114,48 @@ class Client:
             if not data:
                 raise TransportError("Connection closed by runtime", socket_path=self.socket_path)
             for event in self._framer.feed(data):
-                if isinstance(event, Frame):  # unparseable server frames are skipped
+                if not isinstance(event, Frame):  # unparseable server frames are skipped
+                    continue
+                if event.message.get("type") == "tools_changed":
+                    self.tools_changed = True
+                else:
                     self._backlog.append(event.message)
         return self._backlog.popleft()
 
     # -- API ----------------------------------------------------------------------------
 
     def list_tools(
-        self, timeout: float = 30.0, *, names: list[str] | None = None
+        self, timeout: float = 30.0, *, names: list[str] | None = None, watch: bool = False
     ) -> list[dict[str, Any]]:
-        """Tool descriptors; `names` asks for just those (older runtimes send all)."""
-        self._send(list_tools_frame(self._info, names))
+        """Tool descriptors; `names` asks for just those (older runtimes send all); `watch`
+        subscribes to changes (see `tools_changed`)."""
+        frame = self._ask(list_tools_frame(self._info, names, watch=watch), "tools_list", timeout)
+        tools = frame.get("tools")
+        if not isinstance(tools, list):
+            return []
+        return tools if names is None else [t for t in tools if t.get("name") in names]
+
+    def hello(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Fix this connection's identity; returns the `welcome` frame."""
+        return self._ask(hello_frame(self._info), "welcome", timeout)
+
+    def list_sessions(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """The runtime's live sessions: sessionId, caller, label, since, calls, grants."""
+        sessions = self._ask(list_sessions_frame(), "sessions_list", timeout).get("sessions")
+        return sessions if isinstance(sessions, list) else []
+
+    def _ask(self, request: dict[str, Any], answer: str, timeout: float) -> dict[str, Any]:
+        self._send(request)
         deadline = time.monotonic() + timeout
         while True:
             try:
                 frame = self._next_frame(deadline)
             except TimeoutError:
                 raise TransportError(
-                    "Timed out waiting for the tool list", socket_path=self.socket_path
+                    f"Timed out waiting for {answer}", socket_path=self.socket_path
                 ) from None
-            if frame.get("type") == "tools_list":
-                tools = frame.get("tools")
-                if not isinstance(tools, list):
-                    return []
-                return tools if names is None else [t for t in tools if t.get("name") in names]
+            if frame.get("type") == answer:
+                return frame
             if frame.get("type") == "error" and "requestId" not in frame:
                 raise error_from_frame(frame, self.socket_path)
 

@@ -247,10 +247,15 @@ class MeithHarness:
 
     # -- audit and settings -------------------------------------------------------------
 
-    def audit(self, tool: str | None = None) -> list[dict[str, Any]]:
-        """The audit records written during this test (all of them: the home is the test's),
-        oldest first; only those of `tool` when given."""
-        return [r for r in self.runtime.audit.read() if tool is None or r.get("toolName") == tool]
+    def audit(self, tool: str | None = None, *, every_record: bool = False) -> list[dict[str, Any]]:
+        """The audit records of this test's calls (the home is the test's), oldest first: one
+        outcome record per call, only those of `tool` when given. `every_record=True` adds the
+        records that are not outcomes (the intent written before a privileged call runs, ...)."""
+        return [
+            r
+            for r in self.runtime.audit.read()
+            if (tool is None or r.get("toolName") == tool) and (every_record or "kind" not in r)
+        ]
 
     def set_settings(self, section: str, value: Any) -> None:
         """Write one section of settings.json (validated by the plugin's settings model)."""

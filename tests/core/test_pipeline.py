@@ -1,4 +1,4 @@
-"""The registry call pipeline, in DESIGN.md order: shutdown, lookup, validation, permission,
+"""The call pipeline, in order: shutdown, lookup, validation, permission,
 run, normalise, audit. `call()` resolves to a ToolResult and never raises."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from meith_core import (
     ok_result,
 )
 from meith_core._caller import CallerInfo
+from meith_core._pipeline import MAX_NESTED_CALLS
 from meith_core._protocol import dumps_bytes
-from meith_core._registry import MAX_NESTED_CALLS
 from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
@@ -51,7 +51,7 @@ def counter() -> tuple[dict[str, int], Any]:
 async def test_after_begin_shutdown_every_call_is_runtime_shutting_down(runtime: Runtime) -> None:
     ran, counted = counter()
     runtime.register(make_tool(counted, input=Strict))
-    runtime.registry.begin_shutdown()
+    runtime.pipeline.begin_shutdown()
     for name, args in [
         ("counted", {"count": 1, "label": "x"}),
         ("anything", {}),
@@ -111,7 +111,7 @@ async def test_arguments_that_are_not_an_object_are_a_validation_error(
 ) -> None:
     ran, counted = counter()
     runtime.register(make_tool(counted, input=Strict))
-    result = await runtime.registry.call(CallerInfo(CallerKind.INTERNAL), "counted", args)
+    result = await runtime.pipeline.call(CallerInfo(CallerKind.INTERNAL), "counted", args)
     assert result.error.code is ErrorCode.VALIDATION_ERROR
     assert ran["n"] == 0
 

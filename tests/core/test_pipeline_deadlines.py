@@ -1,4 +1,4 @@
-"""Deadlines and cancellation: the registry answers at the deadline whatever the tool does,
+"""Deadlines and cancellation: the pipeline answers at the deadline whatever the tool does,
 drops the late result, and reports CANCELLED for a cancelled call.
 
 No timing thresholds: "answered at the deadline" is proved by the tool still running (a flag
@@ -128,11 +128,11 @@ async def test_the_answer_comes_at_the_deadline_even_when_the_tool_does_not_stop
     # Let the tool finish now: its late events and late result go nowhere.
     state.stop()
     await wait_until(state.finished.is_set, what="the stubborn tool to finish")
-    await runtime.registry.drain(5)
+    await runtime.pipeline.drain(5)
     await settle()
     assert "late event" not in sink.texts()
     assert [r["outcome"] for r in records_for(runtime.audit.path, request_id)] == ["TIMEOUT"]
-    assert runtime.registry.in_flight == 0
+    assert runtime.pipeline.in_flight == 0
 
 
 @pytest.mark.anyio
@@ -390,8 +390,8 @@ async def test_shutdown_cancels_in_flight_calls(runtime: Runtime) -> None:
 
         tg.start_soon(run)
         await started.wait()
-        runtime.registry.begin_shutdown()
-        assert runtime.registry.cancel_all() == 1
+        runtime.pipeline.begin_shutdown()
+        assert runtime.pipeline.cancel_all() == 1
     assert results[0].error.code is ErrorCode.CANCELLED
     assert "shutting down" in results[0].error.message
 

@@ -1,0 +1,394 @@
+"""The rules of one server connection, without I/O: bytes in, actions out (like h11).
+
+`ServerConnection` decides everything a connection decides — protocol version, message
+validity, who the caller is, duplicate and excess in-flight calls, cancel routing, approval
+bookkeeping, congestion, idleness — and knows nothing of sockets, tasks or the runtime. The
+asyncio adapter (`_runtime.socket_server`) feeds it bytes and carries out the actions it returns.
+
+Identity: the first frame that carries `clientInfo` (a `hello`, a `tool_call`, or a
+`list_tools` that names one) fixes the connection's caller kind, label and whether it answers
+approval requests. A socket peer may claim `cli`, `agent` or `plugin`; any other claim is
+downgraded to `cli`. A later frame that claims a different kind runs as the fixed identity and
+records the claim as `claimedCaller` (audited); later labels are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+from pydantic import ValidationError
+
+from meith_core._caller import SOCKET_CALLERS, CallerInfo, CallerKind, sanitize_label
+from meith_core._cancel import CancelToken
+from meith_core._ids import new_id
+from meith_core._permissions.service import ApprovalAnswer, ApprovalReply, ApprovalRequest
+from meith_core._protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
+from meith_core._protocol.framing import FrameError, NdjsonFramer
+from meith_core._protocol.messages import (
+    ApprovalResponse,
+    CancelToolCall,
+    ClientInfo,
+    Hello,
+    ListSessions,
+    ListTools,
+    Ping,
+    ToolCall,
+    client_message_adapter,
+)
+from meith_core._runtime.frames import PONG, error_frame, frame
+
+MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
+#: How long a connection gets to answer an approval request; no answer is a denial.
+APPROVAL_TIMEOUT_S: float = 60.0
+#: Longest `answeredBy` kept (it lands in the audit record's reason).
+MAX_ANSWERED_BY_CHARS: Final = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    caller: CallerKind
+    label: str | None = None
+    #: The connection answers `approval_request` frames.
+    approvals: bool = False
+
+
+# -- actions: what the adapter must do --------------------------------------------------
+
+
+class Send(NamedTuple):
+    data: bytes
+
+
+class StartCall(NamedTuple):
+    call: ToolCall
+    caller: CallerInfo
+    token: CancelToken
+
+
+class SendTools(NamedTuple):
+    names: list[str] | None
+
+
+class SendSessions(NamedTuple):
+    pass
+
+
+class IdentityFixed(NamedTuple):
+    identity: Identity
+
+
+class ApprovalAnswered(NamedTuple):
+    approval_id: str
+    reply: ApprovalReply
+
+
+Action = Send | StartCall | SendTools | SendSessions | IdentityFixed | ApprovalAnswered
+
+
+class ApprovalAsk(NamedTuple):
+    """An approval request to send: its id, the frame, and how long to wait for the answer."""
+
+    approval_id: str
+    data: bytes
+    timeout_s: float
+
+
+class Refused(ValueError):
+    """A frame the connection refuses; the message goes back in an `error` frame."""
+
+
+def _short_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False)[:3]:
+        where = ".".join(str(p) for p in err["loc"]) or "message"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _normalise(claim: str) -> CallerKind:
+    try:
+        kind = CallerKind(claim)
+    except ValueError:
+        return CallerKind.CLI
+    return kind if kind in SOCKET_CALLERS else CallerKind.CLI
+
+
+class ServerConnection:
+    """One connection's protocol state. Every method is synchronous and does no I/O."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        runtime_cwd: str,
+        server_version: str,
+        now: float = 0.0,
+        max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+    ) -> None:
+        self.session_id = session_id
+        self._runtime_cwd = runtime_cwd
+        self._server_version = server_version
+        self._max_in_flight = max_in_flight
+        self._framer = NdjsonFramer(max_frame_bytes=max_frame_bytes)
+        self._identity: Identity | None = None
+        self._in_flight: dict[str, CancelToken] = {}
+        self._approvals: dict[str, str] = {}  # approval id -> request id of the call
+        self._closed = False
+        self._partial_since: float | None = None
+        self._last_active = now
+        #: The client asked to be told when the tool list changes.
+        self.watching = False
+        #: The outbound buffer is above its high-water mark (flow-controlled streams wait).
+        self.congested = False
+
+    # -- state, read-only from outside ---------------------------------------------------
+
+    @property
+    def identity(self) -> Identity:
+        return self._identity or Identity(CallerKind.CLI)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    @property
+    def pending_approvals(self) -> int:
+        return len(self._approvals)
+
+    # -- bytes in --------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes, now: float) -> list[Action]:
+        actions: list[Action] = []
+        if self._closed:
+            return actions
+        events = self._framer.feed(data)
+        if events:
+            self._last_active = now
+        for event in events:
+            if isinstance(event, FrameError):
+                actions.append(Send(error_frame(None, f"Malformed frame ignored: {event.reason}")))
+            else:
+                self._handle(event.message, actions)
+        if self._framer.pending_bytes:
+            if self._partial_since is None:
+                self._partial_since = now
+        else:
+            self._partial_since = None
+        return actions
+
+    def receive_eof(self) -> list[Send]:
+        return [
+            Send(error_frame(None, f"Malformed frame ignored: {event.reason}"))
+            for event in self._framer.close()
+            if isinstance(event, FrameError)
+        ]
+
+    def _handle(self, msg: dict[str, Any], out: list[Action]) -> None:
+        request_id = msg.get("requestId")
+        if not (isinstance(request_id, str) and 0 < len(request_id) <= 200):
+            request_id = None
+        proto = msg.get("protocol")
+        if proto is not None and not (type(proto) is int and proto == PROTOCOL_VERSION):
+            out.append(
+                Send(
+                    error_frame(
+                        request_id,
+                        f"Unsupported protocol version {proto!r}; server requires {PROTOCOL_VERSION}",
+                    )
+                )
+            )
+            return
+        try:
+            parsed = client_message_adapter.validate_python(msg)
+        except ValidationError as exc:
+            out.append(Send(error_frame(None, f"Invalid message: {_short_validation(exc)}")))
+            return
+        if isinstance(parsed, ToolCall):
+            self._start_call(parsed, out)
+        elif isinstance(parsed, CancelToolCall):
+            token = self._in_flight.get(parsed.requestId)
+            if token is not None:  # only this connection's own calls; unknown ids are ignored
+                token.cancel("cancelled by the client")
+        elif isinstance(parsed, ApprovalResponse):
+            self._answer(parsed, out)
+        elif isinstance(parsed, ListTools):
+            if "clientInfo" in parsed.model_fields_set:
+                self._claim(parsed.clientInfo, out)
+            self.watching = self.watching or parsed.watch
+            out.append(SendTools(parsed.names))
+        elif isinstance(parsed, Hello):
+            self._claim(parsed.clientInfo, out)
+            ident = self.identity
+            welcome = frame(
+                "welcome",
+                sessionId=self.session_id,
+                caller=ident.caller.value,
+                label=ident.label,
+                serverVersion=self._server_version,
+            )
+            out.append(Send(welcome))
+        elif isinstance(parsed, ListSessions):
+            out.append(SendSessions())
+        elif isinstance(parsed, Ping):
+            out.append(Send(PONG))
+
+    # -- identity --------------------------------------------------------------------------
+
+    def _claim(self, info: ClientInfo, out: list[Action]) -> str | None:
+        """Apply a claim; returns what to record as `claimedCaller` for this frame, if any."""
+        kind = _normalise(info.caller)
+        if self._identity is None:
+            self._identity = Identity(kind, sanitize_label(info.label), info.approvals)
+            out.append(IdentityFixed(self._identity))
+            return None if kind.value == info.caller else info.caller
+        if "caller" not in info.model_fields_set:
+            return None  # a frame that names no kind claims nothing new
+        if kind is not self._identity.caller or kind.value != info.caller:
+            return info.caller
+        return None
+
+    def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo:
+        """The call's identity: the connection's, with this frame's scope hints."""
+        cwd = info.cwd
+        if cwd is not None:
+            if "\0" in cwd:
+                raise Refused("clientInfo.cwd contains a NUL byte")
+            # Relative hints are taken from the runtime's cwd.
+            cwd = os.path.join(self._runtime_cwd, cwd)
+        ident = self.identity
+        return CallerInfo(
+            caller=ident.caller,
+            session_id=self.session_id,  # the peer's sessionId is never used
+            cwd=cwd or self._runtime_cwd,
+            space_id=info.spaceId,
+            tab_id=info.tabId,
+            claimed_caller=claimed,
+            label=ident.label,
+        )
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _start_call(self, call: ToolCall, out: list[Action]) -> None:
+        rid = call.requestId
+        if rid in self._in_flight:
+            message = (
+                f"requestId {rid!r} is already in flight on this connection; the call was not run"
+            )
+            out.append(Send(error_frame(rid, message)))
+            return
+        if len(self._in_flight) >= self._max_in_flight:
+            message = f"too many calls in flight on this connection (limit {self._max_in_flight})"
+            out.append(Send(error_frame(rid, message)))
+            return
+        claimed = self._claim(call.clientInfo, out)
+        try:
+            caller = self._caller(call.clientInfo, claimed)
+        except Refused as exc:
+            out.append(Send(error_frame(rid, str(exc))))
+            return
+        token = CancelToken()
+        self._in_flight[rid] = token
+        out.append(StartCall(call, caller, token))
+
+    def call_finished(self, request_id: str, now: float) -> None:
+        self._in_flight.pop(request_id, None)
+        self._last_active = now
+
+    # -- approvals -------------------------------------------------------------------------
+
+    def approval_request(self, request: ApprovalRequest) -> ApprovalAsk | None:
+        """Bookkeep an approval request for one of this connection's calls; None when this
+        connection cannot answer (closed, or it did not say it answers approvals)."""
+        ident = self.identity
+        if self._closed or not ident.approvals:
+            return None
+        approval_id = new_id("ap")
+        self._approvals[approval_id] = request.request_id
+        timeout_s = APPROVAL_TIMEOUT_S
+        data = frame(
+            "approval_request",
+            approvalId=approval_id,
+            requestId=request.request_id,
+            toolName=request.tool_name,
+            plugin=request.plugin_id,
+            capabilities=[c.value for c in request.capabilities],
+            cwd=request.cwd,
+            arguments=_summary_value(request.arguments_summary),
+            caller=ident.caller.value,
+            label=ident.label,
+            timeoutMs=round(timeout_s * 1000),
+        )
+        return ApprovalAsk(approval_id, data, timeout_s)
+
+    def approval_settled(self, approval_id: str) -> None:
+        """The request was answered, timed out or abandoned: a later answer is ignored."""
+        self._approvals.pop(approval_id, None)
+
+    def unanswered(self, timeout_s: float) -> ApprovalReply:
+        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: no answer within {timeout_s:g}s")
+
+    def closed_before_answer(self) -> ApprovalReply:
+        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: closed before answering")
+
+    def _answer(self, msg: ApprovalResponse, out: list[Action]) -> None:
+        if self._approvals.pop(msg.approvalId, None) is None:
+            return  # unknown, already answered or timed out: ignored
+        by = sanitize_label(msg.answeredBy) or "no name given"
+        by = by[:MAX_ANSWERED_BY_CHARS]
+        reply = ApprovalReply(ApprovalAnswer(msg.decision), f"{self._who()} (answeredBy: {by})")
+        out.append(ApprovalAnswered(msg.approvalId, reply))
+
+    def _who(self) -> str:
+        ident = self.identity
+        label = f" {ident.label!r}" if ident.label else ""
+        return f"the calling {ident.caller.value} connection{label}"
+
+    # -- liveness --------------------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        self.congested = True
+
+    def resume_writing(self) -> None:
+        self.congested = False
+
+    def overdue(self, now: float, partial_timeout_s: float, idle_timeout_s: float | None) -> str:
+        """Why the connection should be closed now, or "" when it should not."""
+        if self._closed:
+            return ""
+        since = self._partial_since
+        if since is not None and now - since > partial_timeout_s:
+            return f"frame not completed within {partial_timeout_s:g}s; closing the connection"
+        if (
+            idle_timeout_s is not None
+            and not self._in_flight
+            and since is None
+            and now - self._last_active > idle_timeout_s
+        ):
+            return f"idle for {idle_timeout_s:g}s with nothing in flight; closing the connection"
+        return ""
+
+    def close(self, reason: str = "client disconnected") -> Iterable[str]:
+        """No more frames: cancel this connection's calls. Returns the approval ids that were
+        still waiting for an answer."""
+        self._closed = True
+        for token in list(self._in_flight.values()):
+            token.cancel(reason)
+        pending, self._approvals = list(self._approvals), {}
+        return pending
+
+
+def _summary_value(summary: str) -> Any:
+    """The redacted arguments as JSON when the summary is whole, else the (truncated) text."""
+    try:
+        return json.loads(summary)
+    except ValueError:
+        return summary

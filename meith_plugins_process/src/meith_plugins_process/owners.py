@@ -1,0 +1,61 @@
+"""Who may touch a process or terminal: the one ownership rule every process tool goes through.
+
+A process belongs to the session that started it and to the local user. The local user is the
+`cli` caller (any of its sessions: each `meith call` is a new one) and the trusted in-process
+callers. Another `agent` session, or a `plugin` caller, may neither act on it nor read its
+output (output is where secrets are typed) and does not see it in listings.
+
+Holding a producer back (an attachment that pauses the pipes while its reader catches up) is
+narrower: only the owner itself — the starting session, or the user for what the user started —
+may slow a process down. Everyone else who may read it lags and skips instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
+
+#: Trusted in-process callers (the embedding application, the runtime itself).
+TRUSTED_KINDS = frozenset({CallerKind.RENDERER, CallerKind.INTERNAL})
+
+
+def _is_user(caller: CallerInfo) -> bool:
+    return caller.trusted or caller.caller is CallerKind.CLI
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The identity a process was started under."""
+
+    kind: CallerKind
+    session_id: str | None
+
+    @classmethod
+    def of(cls, caller: CallerInfo) -> Owner:
+        return cls(caller.caller, caller.session_id)
+
+    @property
+    def user(self) -> bool:
+        return self.kind is CallerKind.CLI or self.kind in TRUSTED_KINDS
+
+    def is_owner(self, caller: CallerInfo) -> bool:
+        """The starting session itself, or the user for what the user started."""
+        if self.user and _is_user(caller):
+            return True
+        return self.session_id is not None and caller.session_id == self.session_id
+
+    def may_access(self, caller: CallerInfo) -> bool:
+        """Owners, and the local user for anything."""
+        return _is_user(caller) or self.is_owner(caller)
+
+
+def check_access(owner: Owner, caller: CallerInfo, what: str) -> None:
+    """Raise PERMISSION_DENIED unless `caller` may act on or read `what`."""
+    if not owner.may_access(caller):
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{what} belongs to another session; only the session that started it and the "
+            "local user (cli) may use it or read its output",
+            {"reason": "not the owner"},
+        )
