@@ -10,11 +10,8 @@ async with Runtime(home=MeithHome(Path("/tmp/h"))) as rt:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
-import time
-import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -40,6 +37,7 @@ from meith_core._permissions.service import (
     PermissionService,
 )
 from meith_core._pipeline import CallPipeline
+from meith_core._plugins.lifecycle import LifecycleHooks
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._plugins.pluginhost import PluginHost
 from meith_core._results import ToolResult
@@ -106,9 +104,10 @@ class Runtime:
         self.sessions = SessionTable()
         #: Per session: the connection that answers its approval requests itself.
         self._session_approvers: dict[str, Approver] = {}
-        #: `meith_startup` of plugins loaded after start, still running.
-        self._late_startups: set[asyncio.Task[None]] = set()
-        self._deferred_startups: list[str] = []
+        self._hooks = LifecycleHooks(
+            self.plugins,
+            lambda pid, deadline: self.plugin_host(pid, shutdown_deadline=deadline),
+        )
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -144,7 +143,7 @@ class Runtime:
             return self
         self._started = True
         self.discover_plugins()
-        await self._run_hooks("meith_startup")
+        await self._hooks.run("meith_startup")
         return self
 
     def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
@@ -158,14 +157,7 @@ class Runtime:
         )
         self._collect_settings_sections()
         if self._started and not self._closed and record.status == "loaded":
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # called from sync code: run it before the next call instead
-                self._deferred_startups.append(plugin_id)
-            else:
-                task = loop.create_task(self._run_hooks("meith_startup", only=plugin_id))
-                self._late_startups.add(task)
-                task.add_done_callback(self._late_startups.discard)
+            self._hooks.start_late(plugin_id)
         return record
 
     async def add_plugin(
@@ -173,14 +165,8 @@ class Runtime:
     ) -> PluginRecord:
         """`load_plugin`, then wait for its `meith_startup` when the runtime already started."""
         record = self.load_plugin(plugin_id, obj, version=version)
-        await self._wait_late_startups()
+        await self._hooks.wait_late()
         return record
-
-    async def _wait_late_startups(self) -> None:
-        while self._deferred_startups:
-            await self._run_hooks("meith_startup", only=self._deferred_startups.pop(0))
-        if self._late_startups:
-            await asyncio.gather(*self._late_startups, return_exceptions=True)
 
     async def aclose(self) -> None:
         """Stop: refuse new calls, cancel in-flight ones, run plugins' shutdown hooks."""
@@ -192,9 +178,9 @@ class Runtime:
         await self.pipeline.drain(0.3)
         for record in self.sessions:
             await self.close_session(record.session_id)
-        await self._wait_late_startups()
+        await self._hooks.wait_late()
         if self._started:
-            await self._run_shutdown_hooks(time.monotonic() + SHUTDOWN_HOOK_BUDGET_S)
+            await self._hooks.shutdown(SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
 
     async def __aenter__(self) -> Runtime:
@@ -235,8 +221,8 @@ class Runtime:
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
         else:
             self.sessions.count_call(caller.session_id)
-        if self._late_startups or self._deferred_startups:
-            await self._wait_late_startups()
+        if self._hooks.pending:
+            await self._hooks.wait_late()
         return await self.pipeline.call(
             caller,
             name,
@@ -315,7 +301,7 @@ class Runtime:
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
-            await self._run_hooks("meith_session_ended", session_id=session_id)
+            await self._hooks.run("meith_session_ended", session_id=session_id)
 
     def track_session(
         self, session_id: str, kind: CallerKind, label: str | None = None
@@ -385,60 +371,6 @@ class Runtime:
     ) -> ToolResult:
         caller = CallerInfo.for_plugin(plugin_id, cwd=self.cwd)
         return await self.pipeline.call(caller, name, arguments, timeout_ms=timeout_ms)
-
-    async def _run_hooks(self, hook: str, *, only: str | None = None, **kwargs: Any) -> None:
-        """Run `hook` plugin by plugin in pluggy's order; a failure stays that plugin's."""
-        for plugin_id, thunk in self.plugins.call_each(
-            hook, host_for=self.plugin_host, only=only, **kwargs
-        ):
-            try:
-                value = thunk()
-                if inspect.isawaitable(value):
-                    await value
-            except Exception as exc:
-                self._hook_failed(plugin_id, hook, exc)
-
-    async def _run_shutdown_hooks(self, deadline: float) -> None:
-        """Every `meith_shutdown` at once, each seeing the same deadline; late ones are cancelled."""
-
-        def host_for(plugin_id: str) -> PluginHost:
-            return self.plugin_host(plugin_id, shutdown_deadline=deadline)
-
-        async def run(plugin_id: str, value: Awaitable[Any]) -> None:
-            try:
-                await value
-            except Exception as exc:
-                self._hook_failed(plugin_id, "meith_shutdown", exc)
-
-        tasks: dict[asyncio.Task[None], str] = {}
-        for plugin_id, thunk in self.plugins.call_each("meith_shutdown", host_for=host_for):
-            try:
-                value = thunk()
-            except Exception as exc:
-                self._hook_failed(plugin_id, "meith_shutdown", exc)
-                continue
-            if inspect.isawaitable(value):
-                tasks[asyncio.ensure_future(run(plugin_id, value))] = plugin_id
-        if not tasks:
-            return
-        _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
-        for task in late:
-            _log.error("plugin shutdown hook passed the deadline", plugin=tasks[task])
-            task.cancel()
-        if late:
-            await asyncio.wait(late, timeout=0.2)
-
-    def _hook_failed(self, plugin_id: str, hook: str, exc: Exception) -> None:
-        tb = "".join(traceback.format_exception(exc))
-        _log.error(
-            "plugin hook failed",
-            plugin=plugin_id,
-            hook=hook,
-            error=f"{type(exc).__name__}: {exc}",
-            traceback=tb,
-        )
-        if hook == "meith_startup":
-            self.plugins.mark_failed(plugin_id, f"startup failed: {type(exc).__name__}: {exc}", tb)
 
     async def _ask_approvers(
         self, request: ApprovalRequest
