@@ -226,6 +226,8 @@ def _record_report(
         report.add("error", f"does not load: {record.reason}")
         return report
     report.tools = [t.name for t in record.tools]
+    if not record.tools:
+        report.add("warning", "the plugin provides no tools (fine for an approver-only plugin)")
     for tool in record.tools:
         check_tool(report, tool)
         owner = others.get(tool.name)
