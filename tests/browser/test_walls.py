@@ -29,12 +29,14 @@ SPY = (
 
 @pytest.fixture(scope="module")
 def srv(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeithServer]:
-    """One `meith serve` for the module; browser approved, cli granted (not confined)."""
+    """One `meith serve` for the module; browser approved, cli and agents granted (not
+    confined)."""
     require_browser()
     server = MeithServer(tmp_path_factory.mktemp("walls") / "home")
     try:
         server.approve("browser")
         server.grant("controls-browser")
+        server.grant("controls-browser", caller="agent")
         yield server
     finally:
         server.stop()
@@ -168,4 +170,31 @@ def test_dragged_files_outside_any_grant_scope_are_refused(
             assert result["ok"] is False, result
             assert result["error"]["code"] == "PERMISSION_DENIED", result
         assert js(a, tid, "window.received") == []
+        ok(a, "close_browser_tab", {"tabId": tid})
+
+
+def test_one_agent_cannot_read_another_agents_tab(srv: MeithServer, site: Site) -> None:
+    with Client(srv.socket, caller="agent") as a, Client(srv.socket, caller="agent") as b:
+        tab = ok(a, "open_browser_tab", {"url": site.url("/console.html?token=s3cret")})
+        tid, owner = tab["id"], tab["ownerId"]
+        assert owner is not None  # an agent's new tab is its own at once
+        for tool in (
+            "get_browser_state",
+            "take_screenshot",
+            "get_console_logs",
+            "get_network_logs",
+            "focus_browser_tab",
+        ):
+            denied = b.call_raw(tool, {"tabId": tid})
+            assert denied["ok"] is False, (tool, denied)
+            assert denied["error"]["code"] == "PERMISSION_DENIED", (tool, denied)
+            assert denied["error"]["details"] == {"tabId": tid, "ownerId": owner}
+        listed = next(t for t in ok(b, "get_tabs", {})["browserTabs"] if t["id"] == tid)
+        assert "s3cret" not in json.dumps(listed)
+        assert ok(a, "get_browser_state", {"tabId": tid})["url"].endswith("token=s3cret")
+        # The local user may look, not act.
+        assert srv.call("take_screenshot", {"tabId": tid})["ok"]
+        assert srv.call("scroll_page", {"tabId": tid, "deltaY": 5})["error"]["code"] == (
+            "PERMISSION_DENIED"
+        )
         ok(a, "close_browser_tab", {"tabId": tid})

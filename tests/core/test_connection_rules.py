@@ -401,3 +401,10 @@ def test_congestion_follows_the_transport() -> None:
     assert c.congested
     c.resume_writing()
     assert not c.congested
+
+
+def test_a_peer_the_runtime_started_is_never_asked_to_approve() -> None:
+    c = conn(may_answer_approvals=False)
+    feed(c, {"type": "hello", "clientInfo": {"caller": "agent", "approvals": True}})
+    assert c.identity == Identity(CallerKind.AGENT)
+    assert c.approval_request(request()) is None

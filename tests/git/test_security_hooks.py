@@ -165,3 +165,5 @@ async def test_checkpoint_metadata_is_not_written_through_a_symlink(
     assert not result.ok
     assert result.error is not None
     assert "symbolic link" in result.error.message
+    # Refused before anything was written: no checkpoint ref either.
+    assert sh(repo, "for-each-ref", "refs/meith") == ""

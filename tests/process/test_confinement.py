@@ -30,6 +30,7 @@ def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
         f"kill -9 {victim}; echo kill:$?",
         f"echo ok > {repo}/inside.txt; echo inside:$?",
         'echo t > "$TMPDIR/t"; echo tmp:$?',
+        'mkdir -p "$XDG_CACHE_HOME/tool"; echo cache:$?',
         "echo env:${MEITH_SOCKET:-none}:${MEITH_HOME:-none}",
         f"cat {outside}/readable; echo read:$?",
         "echo done-marker",
@@ -41,7 +42,10 @@ def results(text: str) -> dict[str, str]:
     found = {}
     for line in text.splitlines():
         key, _, value = line.strip().partition(":")
-        if key in {"home", "cli", "outside", "kill", "inside", "tmp", "read"} and value.isdigit():
+        if (
+            key in {"home", "cli", "outside", "kill", "inside", "tmp", "cache", "read"}
+            and value.isdigit()
+        ):
             found[key] = value
         if key == "env":
             found[key] = value
@@ -89,6 +93,7 @@ def test_a_dev_server_under_a_directory_grant_cannot_touch_the_trust_root(
         assert got["inside"] == "0"
         assert (repo / "inside.txt").read_text() == "ok\n"
         assert got["tmp"] == "0"
+        assert got["cache"] == "0"
         assert got["read"] == "0"
         assert "visible" in logs()
         # No way back to the runtime as the local user through the environment.

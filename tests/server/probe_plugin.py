@@ -78,6 +78,14 @@ class ProbePlugin:
         ]
 
     @hookimpl
+    async def meith_startup(self, host: Any) -> None:
+        # A plugin that takes its time to start (readiness tests).
+        delay = float(os.environ.get("PROBE_STARTUP_DELAY") or 0)
+        if delay:
+            await asyncio.sleep(delay)
+        _mark("started", str(os.getpid()))
+
+    @hookimpl
     def meith_shutdown(self, host: Any) -> None:
         _mark("shutdown", str(os.getpid()))
 

@@ -4,6 +4,7 @@ claim, the approval round-trip, list_sessions, watching the tool list, descripto
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any
 
@@ -304,3 +305,33 @@ async def test_the_sync_client_says_hello_and_lists_sessions(served) -> None:
     welcome, sessions = await asyncio.to_thread(run)
     assert (welcome["caller"], welcome["label"]) == ("agent", "script")
     assert welcome["sessionId"] in {s["sessionId"] for s in sessions}
+
+
+_CHILD = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+info = {"caller": "agent", "approvals": True}
+s.sendall(json.dumps({"type": "tool_call", "requestId": "w", "toolName": "probe_write",
+                      "arguments": {"name": "child"}, "clientInfo": info}).encode() + b"\n")
+buf = b""
+while b"\n" not in buf:
+    buf += s.recv(65536)
+print(buf.split(b"\n")[0].decode())
+"""
+
+
+async def test_a_process_the_runtime_started_cannot_approve_its_own_calls(served) -> None:
+    """The in-process runtime is this test process: a grandchild of it (through a shell, as a
+    tool's process would be) asks for a privileged call and offers to approve it itself."""
+    import shlex
+    import sys
+
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(_CHILD)} {shlex.quote(served.socket)}"
+    proc = await asyncio.create_subprocess_shell(cmd, stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    first = json.loads(out)
+    assert first["type"] == "tool_result"  # no approval_request came first
+    assert first["result"]["error"]["code"] == WRITE_DENIED
+    assert _last(served, "probe_write")["reason"] == "no grant for writes-files"
+    assert served.marks("child") == []

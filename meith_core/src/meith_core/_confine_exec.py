@@ -12,8 +12,9 @@ With `--read-only PATH` or `--hide PATH`, it first enters a user and mount names
 and bind-mounts PATH read-only (repository metadata) or covers it (meith's home, its socket), so
 these hold even inside a writable directory; Landlock then forbids changing mounts.
 
-Standard library only, and importable without the `meith_core` package: it runs under `-I -S`
-for a fast start, and `meith_core._confinement` imports the same constants from here.
+Standard library only (not even `typing`: it costs more than the rest of the start-up), and
+importable without the `meith_core` package: it runs under `-I -S` for a fast start, and
+`meith_core._confinement` imports the same constants from here.
 """
 
 from __future__ import annotations
@@ -21,40 +22,39 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from typing import Final
 
-SYS_CREATE_RULESET: Final = 444  # the same number on every architecture (syscalls since 5.13)
-SYS_ADD_RULE: Final = 445
-SYS_RESTRICT_SELF: Final = 446
-CREATE_RULESET_VERSION: Final = 1
-RULE_PATH_BENEATH: Final = 1
-PR_SET_NO_NEW_PRIVS: Final = 38
+SYS_CREATE_RULESET = 444  # the same number on every architecture (syscalls since 5.13)
+SYS_ADD_RULE = 445
+SYS_RESTRICT_SELF = 446
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
 
-WRITE_FILE: Final = 1 << 1
-REMOVE_DIR: Final = 1 << 4
-REMOVE_FILE: Final = 1 << 5
-MAKE_CHAR: Final = 1 << 6
-MAKE_DIR: Final = 1 << 7
-MAKE_REG: Final = 1 << 8
-MAKE_SOCK: Final = 1 << 9
-MAKE_FIFO: Final = 1 << 10
-MAKE_BLOCK: Final = 1 << 11
-MAKE_SYM: Final = 1 << 12
-REFER: Final = 1 << 13  # ABI 2
-TRUNCATE: Final = 1 << 14  # ABI 3
-SCOPE_ABSTRACT_UNIX_SOCKET: Final = 1 << 0  # ABI 6
-SCOPE_SIGNAL: Final = 1 << 1  # ABI 6
+WRITE_FILE = 1 << 1
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13  # ABI 2
+TRUNCATE = 1 << 14  # ABI 3
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
 
-CLONE_NEWNS: Final = 0x00020000
-CLONE_NEWUSER: Final = 0x10000000
-MS_RDONLY: Final = 1
-MS_REMOUNT: Final = 32
-MS_BIND: Final = 4096
-MS_REC: Final = 16384
-MS_PRIVATE: Final = 1 << 18
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
 #: statvfs flag -> mount flag that a remount inside a user namespace must keep (the kernel
 #: refuses to drop a flag the outer mount has).
-_LOCKED_FLAGS: Final = {
+_LOCKED_FLAGS = {
     2: 2,  # nosuid
     4: 4,  # nodev
     8: 8,  # noexec
@@ -64,8 +64,8 @@ _LOCKED_FLAGS: Final = {
 }
 
 #: Exit status when confinement or exec fails (like a shell's "cannot run").
-EXIT_FAILED: Final = 126
-EXIT_NOT_FOUND: Final = 127
+EXIT_FAILED = 126
+EXIT_NOT_FOUND = 127
 
 
 class _RulesetAttr(ctypes.Structure):

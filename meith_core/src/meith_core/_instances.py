@@ -81,6 +81,31 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     return pid, uid, gid
 
 
+def parent_pid(pid: int) -> int | None:
+    """The parent of `pid` (Linux /proc), or None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        # The command name may hold spaces and parentheses: fields resume after the last ')'.
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_descendant(pid: int, ancestor: int, *, max_depth: int = 128) -> bool:
+    """Whether `ancestor` is a parent, grandparent... of `pid` (never `pid` itself).
+
+    A process that daemonised away (re-parented to init) is no longer seen as one."""
+    current: int | None = pid
+    for _ in range(max_depth):
+        current = parent_pid(current) if current is not None else None
+        if current is None or current <= 1:
+            return False
+        if current == ancestor:
+            return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class InstanceRecord:
     pid: int

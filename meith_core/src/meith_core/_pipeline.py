@@ -173,9 +173,10 @@ class CallPipeline:
 
     async def _authorise(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> Decision:
         defn = tool.definition
+        privileged = bool(privileged_of(defn.capabilities))
         # A privileged call never runs unaudited. Checked before authorising, so a refused
         # call neither uses up a one-use grant nor asks anyone at a prompt.
-        problem = self.audit.preflight() if privileged_of(defn.capabilities) else None
+        problem = self.audit.preflight() if privileged else None
         if problem is not None:
             return Decision(False, problem, message=f'Tool "{defn.name}" was not run: {problem}.')
         arguments = call.arguments
@@ -185,8 +186,8 @@ class CallPipeline:
             defn.capabilities,
             tool.plugin_id,
             request_id=call.request_id,
-            # A directory grant is matched against the directory the call acts on.
-            cwd=acting_directory(call.cwd, args),
+            # Only grants look at the directory; resolving it costs syscalls.
+            cwd=acting_directory(call.cwd, args) if privileged else call.cwd,
             arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
             cancel=call.cancel,
         )

@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -316,7 +317,7 @@ class BrowserHost:
         def on_crash(_page: Any) -> None:
             self.tabs.remove(tab, "the page crashed")
             self._notices.append(f"The page of browser tab {tab.id} crashed; the tab was closed.")
-            self._spawn(_close_quietly(page))
+            self.spawn(_close_quietly(page))
 
         def on_download(download: Any) -> None:
             tab.console.add("warn", f"[meith] Download refused: {download.url}", "meith")
@@ -362,7 +363,7 @@ class BrowserHost:
         return await self._context.new_cdp_session(tab.page)
 
     def _on_context_page(self, page: Page) -> None:
-        self._spawn(self._vet_page(page))
+        self.spawn(self._vet_page(page))
 
     async def _vet_page(self, page: Page) -> None:
         """Close any window the host did not open itself (a popup that got past the guard)."""
@@ -380,10 +381,12 @@ class BrowserHost:
             tab.console.add("warn", f"{POPUP_LOG_PREFIX} (new window, closed): {url}", "meith")
         _log.info("closed a popup window", url=url, tabId=tab.id if tab else None)
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run `coro` as a task of the host's (cancelled when the browser closes)."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- losing and closing the browser ------------------------------------------------
 

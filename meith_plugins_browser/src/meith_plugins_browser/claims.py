@@ -16,9 +16,11 @@ while it was unclaimed, so nothing they set reaches the claimant.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Final
 
+import anyio
 import structlog
 
 from meith_plugins_browser.tabs import Tab
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("meith.browser")
 
 RESET_TIMEOUT_MS: Final = 5_000
+#: How long ending a claim may take before the tab is closed instead.
+CLEANUP_BUDGET_S: Final = 10.0
 
 
 async def detach(tab: Tab, owner: str) -> None:
@@ -49,21 +53,36 @@ async def on_claimed(tab: Tab, owner: str) -> None:
 async def end_claim(host: BrowserHost, tab: Tab, owner: str) -> None:
     """Wipe what `owner`'s claim left in the tab, then release it (a no-op once the claim is
     gone: a second release racing the first must not wipe the next claimant's tab)."""
+    # A task of its own: the caller's deadline or its connection closing cancels the caller,
+    # and must not leave the claim released over a half-cleaned tab.
+    await asyncio.shield(host.spawn(_end_claim(host, tab, owner)))
+
+
+async def _end_claim(host: BrowserHost, tab: Tab, owner: str) -> None:
     async with tab.lock:
         if tab.owner_id != owner:
             return
         try:
-            for principal in list(tab.cdp):
-                await detach(tab, principal)
-            if host.tabs.find(tab.id) is not None and not host.closing:
-                await _blank(host, tab)
+            clean = False
+            with anyio.move_on_after(CLEANUP_BUDGET_S):
+                clean = await _wipe(host, tab)
+            if not clean:  # a tab that cannot be reset is closed
+                _log.warning("could not reset a released tab; closing it", tabId=tab.id)
+                with anyio.move_on_after(CLEANUP_BUDGET_S):
+                    await host.close_tab(tab)
         finally:
             tab.owner_id = None
             tab.console.clear()
             tab.network.clear()
 
 
-async def _blank(host: BrowserHost, tab: Tab) -> None:
+async def _wipe(host: BrowserHost, tab: Tab) -> bool:
+    """Detach every CDP session on the tab and reset its page; False if the page could not be
+    reset (and is still there)."""
+    for principal in list(tab.cdp):
+        await detach(tab, principal)
+    if host.tabs.find(tab.id) is None or host.closing:
+        return True
     try:
         await tab.page.goto("about:blank", timeout=RESET_TIMEOUT_MS)
         session = await host.new_cdp_session(tab)
@@ -72,14 +91,11 @@ async def _blank(host: BrowserHost, tab: Tab) -> None:
         finally:
             await session.detach()
     except Exception as exc:
-        if host.tabs.find(tab.id) is None:
-            return
-        # The previous claimant's page must not reach the next one: give up the tab instead.
-        _log.warning("could not reset a released tab; closing it", tabId=tab.id, error=str(exc))
-        await host.close_tab(tab)
-        return
+        _log.debug("tab reset failed", tabId=tab.id, error=str(exc))
+        return host.tabs.find(tab.id) is None
     tab.url, tab.title, tab.load_state, tab.error = "about:blank", "", "ready", None
     tab.invalidate_elements("the tab was released and reset since the ids were issued")
+    return True
 
 
 async def end_session(host: BrowserHost, session_id: str) -> None:

@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from typing import Any, Final
 
@@ -69,9 +70,13 @@ def metadata_path(repo: Repo) -> str:
 
 
 def read_metadata(repo: Repo) -> list[dict[str, Any]]:
-    """Newest first; a missing or corrupt file is an empty list."""
+    """Newest first; a missing or corrupt file is an empty list, and so is one reached through
+    a symbolic link (it would be someone else's file)."""
+    path = metadata_path(repo)
+    if os.path.islink(os.path.dirname(path)):
+        return []
     try:
-        with open(metadata_path(repo), "rb") as fh:
+        with open(path, "rb", opener=_no_follow) as fh:
             raw = fh.read(MAX_METADATA_BYTES + 1)
         data = json.loads(raw) if len(raw) <= MAX_METADATA_BYTES else None
     except (OSError, ValueError):
@@ -87,6 +92,10 @@ def read_metadata(repo: Repo) -> list[dict[str, Any]]:
         # The file lives in the repository: an entry must name its own ref.
         and e.get("ref") == f"{CHECKPOINT_REF_PREFIX}/{e['id']}"
     ]
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def write_metadata(repo: Repo, entries: list[dict[str, Any]]) -> None:
@@ -123,8 +132,7 @@ async def create(
 ) -> dict[str, Any]:
     checkpoint_id = new_checkpoint_id()
     ref = f"{CHECKPOINT_REF_PREFIX}/{checkpoint_id}"
-    work = os.path.join(repo.git_dir, "meith")
-    os.makedirs(work, exist_ok=True)
+    work = _work_dir(repo)
     index_copy = os.path.join(work, f"tmp-{checkpoint_id}.index")
     snapshot = os.path.join(work, f"tmp-{checkpoint_id}-work.index")
     user_index = os.path.join(repo.git_dir, "index")
@@ -181,6 +189,21 @@ async def create(
         entries = [e for e in read_metadata(repo) if e.get("ref") in live]
         write_metadata(repo, [meta, *entries])
     return meta
+
+
+def _work_dir(repo: Repo) -> str:
+    """`<git-dir>/meith`, refused before anything is written when it is not a real directory
+    (a planted link would carry the index copies and the metadata out of the grant)."""
+    work = os.path.join(repo.git_dir, os.path.dirname(METADATA_RELATIVE))
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(work, 0o755)
+    if not stat.S_ISDIR(os.lstat(work).st_mode):
+        raise ToolError(
+            ErrorCode.TOOL_FAILED,
+            f"Checkpoint not created: {work} is a symbolic link or not a directory.",
+            {"path": work},
+        )
+    return work
 
 
 def _copy_if_exists(src: str, dst: str) -> bool:

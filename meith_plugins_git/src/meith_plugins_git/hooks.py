@@ -33,7 +33,10 @@ def skipped_hooks(repo: Repo, names: tuple[str, ...], run_hooks: bool) -> Diagno
     if not run_hooks:
         why = "the setting git.runHooks is false"
     else:
-        why = f"hooks are programs, and the caller holds no grant for starts-process in {repo.root}"
+        why = (
+            "hooks are programs, and the caller holds no grant for starts-process in "
+            f"{repo.root} (such a grant lets them run)"
+        )
     return Diagnostic(
         level="warn",
         message=f"Repository hooks not run ({', '.join(present)}): {why}.",

@@ -293,6 +293,7 @@ class DevServerManager:
             extra=server.env_extra,
             defaults={"PYTHONUNBUFFERED": "1"},
             confined=confined,
+            calls_back=owner.user,
         )
         argv = confined.wrap(server.argv) if confined is not None else server.argv
         try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Final
 
+import anyio.to_thread
 import structlog
 
-from meith_core import PluginHost, ToolDefinition, hookimpl
+from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
 from meith_plugins_process.devservers import DevServerManager
 from meith_plugins_process.supervisor import Supervisor
 from meith_plugins_process.terminals import TerminalManager
@@ -40,6 +41,9 @@ class Plugin:
     @hookimpl
     async def meith_startup(self, host: PluginHost) -> None:
         self.supervisor.bind(host.home, host.socket_path)
+        # Probing namespace support spawns a process: do it now, off the event loop, rather
+        # than in the first confined start.
+        await anyio.to_thread.run_sync(landlock_status)
         recovered = await self.supervisor.recover()
         ended = [r for r in recovered if r["terminated"]]
         if ended:

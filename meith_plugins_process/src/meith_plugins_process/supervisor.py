@@ -114,12 +114,14 @@ class Supervisor:
         extra: Mapping[str, str] | None = None,
         defaults: Mapping[str, str] | None = None,
         confined: Confined | None = None,
+        calls_back: bool = True,
     ) -> dict[str, str]:
         """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
         back through the CLI), `extra` from the caller, and the marker (never overridable).
 
-        A confined child gets none of the MEITH_* call-back variables (a call back would
-        arrive as the local user, not as the session that started it) and its private TMPDIR.
+        Without `calls_back` (what an agent session starts) and when confined, a child gets
+        none of the MEITH_* call-back variables: a call back would arrive as the local user,
+        not as the session that started it. A confined child also gets its private TMPDIR.
         """
         env = dict(os.environ)
         # An inherited MEITH_SOCKET points at some other runtime, not at this one.
@@ -127,13 +129,23 @@ class Supervisor:
         for key, value in (defaults or {}).items():
             env.setdefault(key, value)
         if confined is not None:
-            env.update(extra or {})
+            # Caches under the home directory are not writable in there: default them to the
+            # private temp dir (the caller's `env` may point them elsewhere inside the grant).
+            env["XDG_CACHE_HOME"] = os.path.join(confined.tmpdir, "cache")
+            env["npm_config_cache"] = os.path.join(confined.tmpdir, "npm")
+        elif calls_back:
+            self._add_callback_env(env)
+        env.update(extra or {})
+        if confined is not None or not calls_back:
             for key in _CALLBACK_ENV:
                 env.pop(key, None)
+        if confined is not None:
             for key in ("TMPDIR", "TMP", "TEMP"):
                 env[key] = confined.tmpdir
-            env[MARKER_ENV] = process_id
-            return env
+        env[MARKER_ENV] = process_id
+        return env
+
+    def _add_callback_env(self, env: dict[str, str]) -> None:
         if self.home is not None:
             env["MEITH_HOME"] = str(self.home.root)
         if self.socket_path:
@@ -146,9 +158,6 @@ class Supervisor:
                 env["PATH"] = os.pathsep.join(
                     p for p in (env.get("PATH", ""), str(cli.parent)) if p
                 )
-        env.update(extra or {})
-        env[MARKER_ENV] = process_id
-        return env
 
     # -- the crash record ---------------------------------------------------------------
 

@@ -252,7 +252,9 @@ class TerminalManager:
         term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
-        child_env = self.sup.child_env(term.id, extra=extra, confined=confined)
+        child_env = self.sup.child_env(
+            term.id, extra=extra, confined=confined, calls_back=owner.user
+        )
         argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()

@@ -76,6 +76,15 @@ def serve(
         str | None,
         typer.Option("--label", help="A name for this instance (default: the home folder name)."),
     ] = None,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-timeout",
+            envvar="MEITH_IDLE_TIMEOUT",
+            help="Close a connection with nothing in flight after this many silent seconds "
+            '(default 600; 0: never). Any frame resets it; clients may send {"type":"ping"}.',
+        ),
+    ] = None,
 ) -> None:
     """Run the runtime in the foreground: load plugins and listen on a Unix socket."""
     # Denial is the default everywhere (terminal or not): a call never hangs on a prompt that
@@ -84,7 +93,13 @@ def serve(
         raise typer.BadParameter("must be prompt or deny", param_hint="--approvals")
     if log_format not in (None, "console", "json"):
         raise typer.BadParameter("must be console or json", param_hint="--log-format")
+    if idle_timeout is not None and idle_timeout < 0:
+        raise typer.BadParameter("must be 0 (never) or more seconds", param_hint="--idle-timeout")
     from meith_core._runtime.daemon import serve as run_serve
+    from meith_core._runtime.socket_server import IDLE_TIMEOUT_S
+
+    if idle_timeout is None:
+        idle_timeout = IDLE_TIMEOUT_S
 
     raise typer.Exit(
         run_serve(
@@ -92,6 +107,7 @@ def serve(
             approvals=cast(Literal["prompt", "deny"], approvals),
             log_format=cast(Literal["console", "json"] | None, log_format),
             label=label,
+            idle_timeout_s=idle_timeout or None,
         )
     )
 

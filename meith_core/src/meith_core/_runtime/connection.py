@@ -3,13 +3,16 @@
 `ServerConnection` decides everything a connection decides — protocol version, message
 validity, who the caller is, duplicate and excess in-flight calls, cancel routing, approval
 bookkeeping, congestion, idleness — and knows nothing of sockets, tasks or the runtime. The
-asyncio adapter (`_runtime.socket_server`) feeds it bytes and carries out the actions it returns.
+asyncio adapter (`_runtime.socket_connection`) feeds it bytes and carries out the actions it
+returns.
 
 Identity: the first frame that carries `clientInfo` (a `hello`, a `tool_call`, or a
 `list_tools` that names one) fixes the connection's caller kind, label and whether it answers
 approval requests. A socket peer may claim `cli`, `agent` or `plugin`; any other claim is
 downgraded to `cli`. A later frame that claims a different kind runs as the fixed identity and
-records the claim as `claimedCaller` (audited); later labels are ignored.
+records the claim as `claimedCaller` (audited); later labels are ignored. A peer the runtime
+itself started (a process or terminal of a tool, found by its parent chain) is never asked to
+approve: it would be approving its own calls.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from meith_core._runtime.frames import PONG, error_frame, frame
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
 #: How long a connection gets to answer an approval request; no answer is a denial.
 APPROVAL_TIMEOUT_S: float = 60.0
+#: Distinct scope hints (cwd, spaceId, tabId) whose caller identity a connection keeps built.
+_MAX_CACHED_CALLERS: Final = 64
 #: Longest `answeredBy` kept (it lands in the audit record's reason).
 MAX_ANSWERED_BY_CHARS: Final = 80
 
@@ -129,22 +134,24 @@ class ServerConnection:
         now: float = 0.0,
         max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION,
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        may_answer_approvals: bool = True,
     ) -> None:
         self.session_id = session_id
+        #: False for a peer the runtime itself started: it may not approve its own calls.
+        self._may_answer_approvals = may_answer_approvals
         self._runtime_cwd = runtime_cwd
         self._server_version = server_version
         self._max_in_flight = max_in_flight
         self._framer = NdjsonFramer(max_frame_bytes=max_frame_bytes)
         self._identity: Identity | None = None
+        self._callers: dict[tuple[str | None, ...], CallerInfo] = {}
         self._in_flight: dict[str, CancelToken] = {}
         self._approvals: dict[str, str] = {}  # approval id -> request id of the call
         self._closed = False
         self._partial_since: float | None = None
         self._last_active = now
-        #: The client asked to be told when the tool list changes.
-        self.watching = False
-        #: The outbound buffer is above its high-water mark (flow-controlled streams wait).
-        self.congested = False
+        self._watching = False
+        self._congested = False
 
     # -- state, read-only from outside ---------------------------------------------------
 
@@ -155,6 +162,16 @@ class ServerConnection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def watching(self) -> bool:
+        """The client asked to be told when the tool list changes."""
+        return self._watching
+
+    @property
+    def congested(self) -> bool:
+        """The outbound buffer is above its high-water mark (flow-controlled streams wait)."""
+        return self._congested
 
     @property
     def in_flight(self) -> int:
@@ -223,7 +240,7 @@ class ServerConnection:
         elif isinstance(parsed, ListTools):
             if "clientInfo" in parsed.model_fields_set:
                 self._claim(parsed.clientInfo, out)
-            self.watching = self.watching or parsed.watch
+            self._watching = self._watching or parsed.watch
             out.append(SendTools(parsed.names))
         elif isinstance(parsed, Hello):
             self._claim(parsed.clientInfo, out)
@@ -245,19 +262,27 @@ class ServerConnection:
 
     def _claim(self, info: ClientInfo, out: list[Action]) -> str | None:
         """Apply a claim; returns what to record as `claimedCaller` for this frame, if any."""
-        kind = _normalise(info.caller)
-        if self._identity is None:
-            self._identity = Identity(kind, sanitize_label(info.label), info.approvals)
-            out.append(IdentityFixed(self._identity))
-            return None if kind.value == info.caller else info.caller
-        if "caller" not in info.model_fields_set:
-            return None  # a frame that names no kind claims nothing new
-        if kind is not self._identity.caller or kind.value != info.caller:
-            return info.caller
-        return None
+        claim = info.caller
+        ident = self._identity
+        if ident is not None:
+            # Anything but the fixed kind, spelled as such, is another claim (a different
+            # kind, or one that would be downgraded); a frame naming no kind claims nothing.
+            if claim == ident.caller.value or "caller" not in info.model_fields_set:
+                return None
+            return claim
+        kind = _normalise(claim)
+        approvals = info.approvals and self._may_answer_approvals
+        self._identity = Identity(kind, sanitize_label(info.label), approvals)
+        out.append(IdentityFixed(self._identity))
+        return None if kind.value == claim else claim
 
     def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo:
-        """The call's identity: the connection's, with this frame's scope hints."""
+        """The call's identity: the connection's, with this frame's scope hints. A client
+        sends the same hints call after call, so the (immutable) result is reused."""
+        key = (info.cwd, info.spaceId, info.tabId, claimed)
+        cached = self._callers.get(key)
+        if cached is not None:
+            return cached
         cwd = info.cwd
         if cwd is not None:
             if "\0" in cwd:
@@ -265,7 +290,7 @@ class ServerConnection:
             # Relative hints are taken from the runtime's cwd.
             cwd = os.path.join(self._runtime_cwd, cwd)
         ident = self.identity
-        return CallerInfo(
+        caller = CallerInfo(
             caller=ident.caller,
             session_id=self.session_id,  # the peer's sessionId is never used
             cwd=cwd or self._runtime_cwd,
@@ -274,6 +299,10 @@ class ServerConnection:
             claimed_caller=claimed,
             label=ident.label,
         )
+        if len(self._callers) >= _MAX_CACHED_CALLERS:
+            self._callers.clear()
+        self._callers[key] = caller
+        return caller
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -355,10 +384,10 @@ class ServerConnection:
     # -- liveness --------------------------------------------------------------------------
 
     def pause_writing(self) -> None:
-        self.congested = True
+        self._congested = True
 
     def resume_writing(self) -> None:
-        self.congested = False
+        self._congested = False
 
     def overdue(self, now: float, partial_timeout_s: float, idle_timeout_s: float | None) -> str:
         """Why the connection should be closed now, or "" when it should not."""

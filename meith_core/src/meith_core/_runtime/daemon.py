@@ -27,7 +27,7 @@ from meith_core._protocol.constants import PROTOCOL_VERSION
 from meith_core._runtime import logs
 from meith_core._runtime.host import Runtime
 from meith_core._runtime.prompt import TerminalApprover
-from meith_core._runtime.socket_server import SocketServer
+from meith_core._runtime.socket_server import IDLE_TIMEOUT_S, SocketServer
 from meith_core._runtime.socketbind import SocketBindError, bind_socket, socket_lock_held
 from meith_core._version import __version__
 
@@ -115,11 +115,14 @@ async def _serve(
     approvals: Approvals,
     label: str | None,
     stop: asyncio.Event,
+    idle_timeout_s: float | None = IDLE_TIMEOUT_S,
 ) -> int:
     explicit = socket_path is not None
     path = socket_path or default_socket_path(home)
     try:
-        bound = bind_socket(path, create_dir=not explicit)
+        # Bound (the path is ours) but not listening: a client that connects gets a runtime
+        # that is discoverable and has its plugins started, never a half-started one.
+        bound = bind_socket(path, create_dir=not explicit, listen=False)
     except SocketBindError as exc:
         print(f"meith serve: {exc}", file=sys.stderr)
         return 1
@@ -132,14 +135,15 @@ async def _serve(
     instance_path: Path | None = None
     try:
         await runtime.start()
-        server = SocketServer(runtime, bound)
+        server = SocketServer(runtime, bound, idle_timeout_s=idle_timeout_s)
         runtime.server = server
-        await server.start()
         reaped = reap_stale_instances(home)
         if reaped:
             _log.info("reaped stale instance records", records=reaped)
         started_at = time.time_ns() // 1_000_000
         instance_path = _publish(home, str(bound.path), started_at, label, runtime.cwd)
+        bound.listen()
+        await server.start()
         print(
             f"meith {__version__}: listening on {bound.path} (pid {os.getpid()}); {_plugin_line(runtime)}",
             flush=True,
@@ -167,8 +171,10 @@ def serve(
     approvals: Approvals = "deny",
     log_format: logs.LogFormat | None = None,
     label: str | None = None,
+    idle_timeout_s: float | None = IDLE_TIMEOUT_S,
 ) -> int:
-    """Run until SIGINT/SIGTERM; returns the process exit code."""
+    """Run until SIGINT/SIGTERM; returns the process exit code. `idle_timeout_s`: close
+    connections with nothing in flight that stay silent this long (None: never)."""
     try:
         home = MeithHome.from_env().ensure()
     except (UnsafePathError, OSError) as exc:
@@ -193,7 +199,14 @@ def serve(
     code = 1
     try:
         code = loop.run_until_complete(
-            _serve(home, Path(socket_path) if socket_path else None, approvals, label, stop)
+            _serve(
+                home,
+                Path(socket_path) if socket_path else None,
+                approvals,
+                label,
+                stop,
+                idle_timeout_s,
+            )
         )
     finally:
         leftovers = _finish_loop(loop)

@@ -351,7 +351,9 @@ class Runtime:
         """Changes whenever `tool_listing()` may: a registration or an edit of plugins.json.
 
         Cheap (one stat): watchers poll it instead of the call path checking anything."""
-        return (id(self.catalogue.describe()), file_signature(self.home.plugins_path))
+        # The descriptor list itself, not its id: holding it means a new list never reuses
+        # the id of the one compared against, and an unchanged one compares by identity.
+        return (self.catalogue.describe(), file_signature(self.home.plugins_path))
 
     # -- hooks --------------------------------------------------------------------------
 

@@ -36,6 +36,10 @@ class BoundSocket:
     lock_fd: int
     inode: int
 
+    def listen(self) -> None:
+        """Start accepting connections (the kernel queues them until the server takes them)."""
+        self.sock.listen(LISTEN_BACKLOG)
+
     def release(self) -> None:
         """Remove our socket file (only if it is still ours) and drop the lock."""
         with contextlib.suppress(OSError):
@@ -70,7 +74,9 @@ def check_socket_dir(directory: Path, *, create: bool) -> None:
         )
 
 
-def bind_socket(path: Path, *, create_dir: bool) -> BoundSocket:
+def bind_socket(path: Path, *, create_dir: bool, listen: bool = True) -> BoundSocket:
+    """Lock and bind the socket path. `listen=False` leaves connecting refused until
+    `BoundSocket.listen()`: `meith serve` listens only once it is ready to answer."""
     path = Path(os.path.abspath(path))
     size = len(os.fsencode(path))
     if size > MAX_SOCKET_PATH_BYTES:
@@ -120,9 +126,11 @@ def bind_socket(path: Path, *, create_dir: bool) -> BoundSocket:
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
-        sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
-        return BoundSocket(path=path, sock=sock, lock_fd=lock_fd, inode=os.lstat(path).st_ino)
+        bound = BoundSocket(path=path, sock=sock, lock_fd=lock_fd, inode=os.lstat(path).st_ino)
+        if listen:
+            bound.listen()
+        return bound
     except BaseException:
         os.close(lock_fd)
         raise

@@ -98,6 +98,10 @@ def hello_frame(info: dict[str, Any]) -> dict[str, Any]:
     return {"type": "hello", "protocol": PROTOCOL_VERSION, "clientInfo": info}
 
 
+def ping_frame() -> dict[str, Any]:
+    return {"type": "ping", "protocol": PROTOCOL_VERSION}
+
+
 def list_sessions_frame() -> dict[str, Any]:
     return {"type": "list_sessions", "protocol": PROTOCOL_VERSION}
 

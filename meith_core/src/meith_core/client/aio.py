@@ -39,6 +39,7 @@ from meith_core.client._core import (
     list_tools_frame,
     locate,
     open_socket,
+    ping_frame,
     tool_call_frame,
 )
 
@@ -51,6 +52,9 @@ _END = object()
 ApprovalHandler = Callable[[dict[str, Any]], Awaitable[str | tuple[str, str]]]
 #: Told that the tool list changed (after `list_tools(watch=True)`); may be async.
 ToolsChangedHandler = Callable[[], Awaitable[None] | None]
+#: Seconds between `ping` frames: keeps an idle connection clear of the runtime's idle
+#: timeout (10 minutes by default), so a client that waits for a person is never cut off.
+KEEPALIVE_S = 60.0
 #: Answers that come back in the order their requests were sent (no requestId).
 _ORDERED = frozenset({"tools_list", "sessions_list", "welcome"})
 
@@ -95,7 +99,7 @@ class CallStream:
     ) -> None:
         if self.result is None:
             await self.cancel()
-        self._client._pending.pop(self.request_id, None)
+        self._client.forget(self.request_id)
 
 
 class AsyncClient:
@@ -108,6 +112,7 @@ class AsyncClient:
         *,
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
+        keepalive_s: float | None = KEEPALIVE_S,
     ) -> None:
         self.socket_path = socket_path
         self._reader = reader
@@ -120,6 +125,8 @@ class AsyncClient:
         self._handlers: set[asyncio.Task[None]] = set()
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
+        if keepalive_s:
+            self._spawn(self._keepalive(keepalive_s))
 
     @classmethod
     async def connect(
@@ -134,6 +141,7 @@ class AsyncClient:
         label: str | None = None,
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
+        keepalive_s: float | None = KEEPALIVE_S,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -151,6 +159,7 @@ class AsyncClient:
             info,
             on_approval=on_approval,
             on_tools_changed=on_tools_changed,
+            keepalive_s=keepalive_s,
         )
 
     async def __aenter__(self) -> AsyncClient:
@@ -235,6 +244,12 @@ class AsyncClient:
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
 
+    async def _keepalive(self, interval_s: float) -> None:
+        while self._closed is None:
+            await asyncio.sleep(interval_s)
+            with contextlib.suppress(TransportError, OSError):
+                await self._send(ping_frame())
+
     async def _answer_approval(self, request: dict[str, Any]) -> None:
         approval_id = request.get("approvalId")
         if not isinstance(approval_id, str):
@@ -287,9 +302,14 @@ class AsyncClient:
     ) -> _StreamStarter:
         return _StreamStarter(self, name, arguments, timeout_ms)
 
-    async def _start(
+    def forget(self, request_id: str) -> None:
+        """Stop routing frames of this call (its stream is done with)."""
+        self._pending.pop(request_id, None)
+
+    async def start_stream(
         self, name: str, arguments: dict[str, Any] | None, timeout_ms: int | None
     ) -> CallStream:
+        """Send a call; its events and result arrive through the returned stream."""
         frame = tool_call_frame(
             name, arguments, request_id=None, info=self._info, timeout_ms=timeout_ms
         )
@@ -307,7 +327,7 @@ class AsyncClient:
         on_event: EventCallback | None = None,
     ) -> ToolResult:
         """Call a tool; a cancelled await sends `cancel_tool_call` for it."""
-        stream = await self._start(name, arguments, timeout_ms)
+        stream = await self.start_stream(name, arguments, timeout_ms)
         try:
             async for event in stream:
                 if on_event is not None:
@@ -344,7 +364,7 @@ class _StreamStarter:
         self._stream: CallStream | None = None
 
     async def __aenter__(self) -> CallStream:
-        self._stream = await self._client._start(*self._args)
+        self._stream = await self._client.start_stream(*self._args)
         return self._stream
 
     async def __aexit__(
