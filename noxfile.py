@@ -1,4 +1,5 @@
-"""Sessions: `nox` runs lint, typecheck, tests and isolated; `nox -s bench` runs benchmarks."""
+"""Sessions: `nox` runs lint, typecheck, tests, isolated and bench_smoke; `nox -s bench` runs
+the benchmarks for their figures."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "typecheck", "tests", "isolated"]
+nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke"]
 nox.options.error_on_missing_interpreters = True
 
 PACKAGES = [
@@ -53,13 +54,29 @@ def isolated(session: nox.Session) -> None:
     session.run("python", "tests/isolated_check.py")
 
 
-@nox.session
-def bench(session: nox.Session) -> None:
-    """Every bench/bench_*.py: meith against a baseline measured in the same run."""
-    session.install(*PACKAGES, "mcp>=1.2", "psutil", "playwright")
+BENCH_DEPS = ["mcp>=1.2", "psutil", "playwright"]
+
+
+def _bench_scripts(session: nox.Session) -> list[str]:
     scripts = sorted(glob.glob("bench/bench_*.py"))
     if session.posargs:
         scripts = [s for s in scripts if any(p in s for p in session.posargs)]
     os.makedirs("bench/results", exist_ok=True)
-    for script in scripts:
+    return scripts
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Every bench/bench_*.py: meith against a baseline measured in the same run."""
+    session.install(*PACKAGES, *BENCH_DEPS)
+    for script in _bench_scripts(session):
         session.run("python", script)
+
+
+@nox.session
+def bench_smoke(session: nox.Session) -> None:
+    """Every benchmark with --quick: proves each still runs and prints its table (no timing
+    threshold; the browser benchmark skips itself where there is no Chromium)."""
+    session.install(*PACKAGES, *BENCH_DEPS)
+    for script in _bench_scripts(session):
+        session.run("python", script, "--quick")

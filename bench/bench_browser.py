@@ -38,7 +38,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from _serve import ServeProcess  # bench/ is the script's directory: sys.path[0]
+from _launch import MeithServer, serve  # bench/ is the script's directory: sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "browser.json"
@@ -79,11 +79,9 @@ def serve_site() -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/page.html"
 
 
-class Server(ServeProcess):
+def start_server(work: Path) -> MeithServer:
     """`meith serve` with only the browser plugin, approved, and a standing cli grant."""
-
-    def __init__(self, work: Path) -> None:
-        super().__init__(work, plugins="browser", grant=["controls-browser"])
+    return serve(work, plugins="browser", grant=("controls-browser",))
 
 
 def content(result: Any) -> Any:
@@ -130,7 +128,7 @@ async def launch_direct(pw: Any, executable: str) -> Any:
 async def cold_meith(work: Path, url: str) -> float:
     from meith_core.client.aio import AsyncClient
 
-    server = Server(work)
+    server = start_server(work)
     try:
         async with await AsyncClient.connect(server.socket) as client:
             content(await client.call("get_tabs"))  # the connection itself is warm
@@ -171,7 +169,7 @@ async def cold_direct(executable: str, url: str) -> float:
     return float(out.decode().strip())
 
 
-def cli_call(server: Server) -> float:
+def cli_call(server: MeithServer) -> float:
     t0 = time.perf_counter()
     server.cli("call", "get_tabs", "--json")
     return time.perf_counter() - t0
@@ -192,7 +190,7 @@ async def run(reps: int, cold_reps: int, work: Path) -> dict[str, Any]:
     executable = find_browser(playwright_path=pw.chromium.executable_path).path
     browser = await launch_direct(pw, executable)
     context = await browser.new_context(accept_downloads=False)
-    server = Server(work / "warm")
+    server = start_server(work / "warm")
     results: dict[str, Any] = {"executable": executable, "browserVersion": browser.version}
     try:
         async with await AsyncClient.connect(server.socket) as client:
@@ -239,6 +237,23 @@ async def run(reps: int, cold_reps: int, work: Path) -> dict[str, Any]:
     return results
 
 
+def no_browser() -> str | None:
+    """Why this machine cannot run the benchmark (no Playwright, no Chromium), or None."""
+    try:
+        from playwright.sync_api import sync_playwright
+
+        from meith_plugins_browser.executable import BrowserNotFoundError, find_browser
+    except ImportError as exc:
+        return f"cannot import {exc.name}"
+    with sync_playwright() as pw:
+        path = pw.chromium.executable_path
+    try:
+        find_browser(playwright_path=path)
+    except BrowserNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="5 warm and 1 cold repetitions")
@@ -246,6 +261,11 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3)
     args = parser.parse_args()
     reps, cold = (5, 1) if args.quick else (args.reps, args.cold)
+    missing = no_browser()
+    if missing:
+        print(f"skipped: {missing}")
+        # A smoke run proves the script still runs; a machine without Chromium cannot say more.
+        sys.exit(0 if args.quick else 2)
     with tempfile.TemporaryDirectory(prefix="meith-bench-browser-") as tmp:
         results = asyncio.run(run(reps, cold, Path(tmp)))
     warm, cold_r = results["warm"], results["cold"]

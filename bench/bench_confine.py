@@ -3,7 +3,7 @@ the exec wrapper (`meith_core._confine_exec`) with Landlock only and with the mo
 too, and a bare `python -I -S` start for comparison (the wrapper's floor), interleaved round-robin, minimum and median of
 the wall time per spawn (a spawn waits on the kernel, so the CPU clock would miss most of it).
 
-    python bench/bench_confine.py [--rounds N]
+    python bench/bench_confine.py [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def spawn(argv: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--quick", action="store_true", help="3 rounds (a smoke run)")
+    opts = parser.parse_args()
+    rounds = 3 if opts.quick else opts.rounds
     status = landlock_status()
     print(status.describe())
     if not status.available:

@@ -43,9 +43,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _launch import MEITH, MeithServer  # bench/ is the script's directory: sys.path[0]
 
 try:
     import psutil  # type: ignore[import-untyped,unused-ignore]
@@ -55,7 +57,6 @@ except ImportError:
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "results" / "core.json"
 PY = sys.executable
-MEITH = str(Path(PY).parent / "meith") if (Path(PY).parent / "meith").exists() else "meith"
 TOOL = "bench_echo"
 TEXT = "hello meith"
 CONCURRENCY = (1, 8, 64)
@@ -160,6 +161,7 @@ class Proc:
     popen: subprocess.Popen[bytes]
     out_path: Path
     err_path: Path
+    socket: str = ""
 
     @property
     def pid(self) -> int:
@@ -206,40 +208,42 @@ def start_proc(name: str, argv: list[str], env: dict[str, str], logdir: Path) ->
 @dataclass
 class Setup:
     tmp: Path
-    home: Path
-    meith_socket: str
-    echo_socket: str
-    serve_env: dict[str, str]
-    cli_env: dict[str, str]
-    procs: list[Proc] = field(default_factory=list)
-    #: The `--before` runtime's socket, when there is one.
-    before_socket: str | None = None
+    serve: MeithServer
+    echo: Proc
+    #: The `--before` runtime, when there is one.
+    before: MeithServer | None = None
 
     @property
-    def serve(self) -> Proc:
-        return self.procs[0]
+    def meith_socket(self) -> str:
+        return self.serve.socket
+
+    @property
+    def echo_socket(self) -> str:
+        return self.echo.socket
+
+    @property
+    def cli_env(self) -> dict[str, str]:
+        # The CLI gets no PYTHONPATH: `meith tools`/`meith call` must not need the plugin.
+        return {k: v for k, v in self.serve.cli_env.items() if k != "PYTHONPATH"}
+
+    @property
+    def pids(self) -> set[int]:
+        return {self.serve.pid, self.echo.pid} | ({self.before.pid} if self.before else set())
 
 
-def _start_serve(
-    name: str, prefix: list[str], socket_path: str, env: dict[str, str], tmp: Path
-) -> Proc:
-    argv = [
-        *prefix,
-        "serve",
-        "--socket",
-        socket_path,
-        "--approvals",
-        "deny",
-        "--log-format",
-        "json",
-    ]
-    return start_proc(name, argv, env, tmp)
-
-
-def _wait_serving(proc: Proc) -> None:
-    line = proc.wait_for("listening on")
+def _start_serve(home: Path, prefix: tuple[str, ...], pythonpath: str) -> MeithServer:
+    server = MeithServer(
+        home,
+        command=prefix,
+        env={"PYTHONPATH": pythonpath},
+        drop_env=("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"),
+    )
+    line = next((ln for ln in server.stdout.splitlines() if "listening on" in ln), "")
     if "bench" not in line.split("plugins:", 1)[-1].split(";")[0]:
-        raise BenchError(f"the bench plugin did not load:\n{proc.output()}")
+        output = server.output()
+        server.stop()
+        raise BenchError(f"the bench plugin did not load:\n{output}")
+    return server
 
 
 @contextlib.contextmanager
@@ -254,42 +258,28 @@ def servers(serve_prefix: list[str] | None = None, before: Path | None = None) -
     plugin_root = _private_dir(tmp, "plugin")
     write_plugin_distribution(plugin_root)
     sockets = _private_dir(tmp, "run")
-    home = tmp / "home"
-    base = {**_clean_env(), "MEITH_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    setup = Setup(
-        tmp=tmp,
-        home=home,
-        meith_socket=str(sockets / "meith.sock"),
-        echo_socket=str(sockets / "echo.sock"),
-        serve_env={**base, "PYTHONPATH": f"{plugin_root}{os.pathsep}{BENCH_DIR}"},
-        # The CLI gets no PYTHONPATH: `meith tools`/`meith call` must not need the plugin.
-        cli_env={**base, "MEITH_SOCKET": str(sockets / "meith.sock")},
-    )
+    pythonpath = f"{plugin_root}{os.pathsep}{BENCH_DIR}"
+    prefix = tuple(serve_prefix or [MEITH])
+    started: list[MeithServer] = []
+    echo: Proc | None = None
     try:
-        prefix = serve_prefix or [MEITH]
-        setup.procs.append(
-            _start_serve("meith-serve", prefix, setup.meith_socket, setup.serve_env, tmp)
-        )
-        echo = [PY, str(BENCH_DIR / "_core_echo_server.py"), setup.echo_socket]
-        setup.procs.append(start_proc("echo-floor", echo, base, tmp))
+        started.append(_start_serve(tmp / "home", prefix, pythonpath))
+        echo_socket = str(sockets / "echo.sock")
+        echo_argv = [PY, str(BENCH_DIR / "_core_echo_server.py"), echo_socket]
+        echo = start_proc("echo-floor", echo_argv, _clean_env(), tmp)
+        echo.socket = echo_socket
         if before is not None:
-            path = str(sockets / "before.sock")
             src = before / "meith_core" / "src"
-            env = {
-                **setup.serve_env,
-                "MEITH_HOME": str(tmp / "home-before"),
-                "PYTHONPATH": f"{src}{os.pathsep}{setup.serve_env['PYTHONPATH']}",
-            }
-            setup.procs.append(_start_serve("meith-before", prefix, path, env, tmp))
-            setup.before_socket = path
-        _wait_serving(setup.serve)
-        setup.procs[1].wait_for("listening")
-        for proc in setup.procs[2:]:
-            _wait_serving(proc)
-        yield setup
+            started.append(
+                _start_serve(tmp / "home-before", prefix, f"{src}{os.pathsep}{pythonpath}")
+            )
+        echo.wait_for("listening")
+        yield Setup(tmp, started[0], echo, started[1] if before is not None else None)
     finally:
-        for proc in reversed(setup.procs):
-            proc.stop()
+        if echo is not None:
+            echo.stop()
+        for server in reversed(started):
+            server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -570,11 +560,11 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
     from meith_core.client import AsyncClient, Client
 
     serve_proc = psutil.Process(setup.serve.pid)
-    echo_proc = psutil.Process(setup.procs[1].pid)
+    echo_proc = psutil.Process(setup.echo.pid)
     results: dict[str, Any] = {}
     paths = {"meith": setup.meith_socket, "echo": setup.echo_socket}
-    if setup.before_socket is not None:
-        paths["before"] = setup.before_socket
+    if setup.before is not None:
+        paths["before"] = setup.before.socket
     async with contextlib.AsyncExitStack() as stack:
         # Connections are opened once and reused: connection set-up is not what is measured.
         sync_clients = {name: stack.enter_context(Client(path)) for name, path in paths.items()}
@@ -589,7 +579,7 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         sessions = await open_mcp_sessions(stack, peer_sessions)
         results["peerStartupS"] = round(time.perf_counter() - t0, 2)
-        ours = {p.pid for p in setup.procs}
+        ours = setup.pids
         peer_children = [c for c in psutil.Process().children() if c.pid not in ours]
         rss_idle = serve_proc.memory_info().rss
 
@@ -599,7 +589,7 @@ async def measure(plan: Plan, setup: Setup, mcp_64: bool) -> dict[str, Any]:
         servers_of = {"meith": [serve_proc], "echo": [echo_proc], "peer": peer_children}
         if "before" in paths:
             seq_targets += ["before", "before-async"]
-            servers_of["before"] = [psutil.Process(setup.procs[2].pid)]
+            servers_of["before"] = [psutil.Process(setup.before.pid)]
         per_rep: dict[str, list[dict[str, float]]] = {t: [] for t in seq_targets}
         all_samples: dict[str, list[float]] = {t: [] for t in seq_targets}
         for name, client in sync_clients.items():

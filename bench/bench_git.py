@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _serve import ServeProcess  # bench/ is the script's directory: sys.path[0]
+from _launch import MeithServer, serve  # bench/ is the script's directory: sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "git.json"
@@ -83,13 +83,11 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-class Server(ServeProcess):
-    """`meith serve` with only the git plugin, git's user config isolated in `user_home`."""
-
-    def __init__(self, work: Path, user_home: Path) -> None:
-        super().__init__(
-            work, plugins="git", env={"HOME": str(user_home)}, drop_env=("GIT_", "MEITH_")
-        )
+def start_server(work: Path, user_home: Path, pythonpath: str | None = None) -> MeithServer:
+    """`meith serve` with only the git plugin, git's user config isolated in `user_home`
+    (`pythonpath`: where to import meith_core from instead, for --before)."""
+    env = {"HOME": str(user_home)} | ({"PYTHONPATH": pythonpath} if pythonpath else {})
+    return serve(work, plugins="git", env=env, drop_env=("GIT_", "PYTHONPATH"))
 
 
 def main() -> None:
@@ -98,6 +96,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--modified", type=int, default=2_000)
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also measure a runtime importing meith_core from SRC/meith_core/src (before/after)",
+    )
     opts = parser.parse_args()
     if opts.quick:
         opts.files, opts.modified, opts.reps = 2_000, 200, 5
@@ -112,13 +116,22 @@ def main() -> None:
             f"generated {opts.files} files, {opts.modified} modified in {time.perf_counter() - t0:.1f}s"
         )
         env = git_env(work / "home")
-        server = Server(work, work / "home")
+        server = start_server(work, work / "home")
         client = Client(server.socket, cwd=str(repo))
+        before = before_client = None
+        if opts.before is not None:
+            src = opts.before / "meith_core" / "src"
+            before = start_server(work / "before", work / "home", pythonpath=str(src))
+            before_client = Client(before.socket, cwd=str(repo))
         try:
-            figures = asyncio.run(measure(repo, env, client, opts))
+            figures = asyncio.run(measure(repo, env, client, opts, before_client))
         finally:
-            client.close()
-            server.stop()
+            for c in (client, before_client):
+                if c is not None:
+                    c.close()
+            for srv in (server, before):
+                if srv is not None:
+                    srv.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report(figures, opts)
@@ -143,7 +156,11 @@ def raw_diff(repo: Path, env: dict[str, str]) -> None:
 
 
 async def measure(
-    repo: Path, env: dict[str, str], client: Any, opts: argparse.Namespace
+    repo: Path,
+    env: dict[str, str],
+    client: Any,
+    opts: argparse.Namespace,
+    before_client: Any = None,
 ) -> dict[str, Any]:
     from meith_core._home import MeithHome
     from meith_core._runtime.host import Runtime
@@ -158,8 +175,8 @@ async def measure(
     tools = {"status": "git_status", "diff": "git_diff"}
     expected = {"status": opts.modified, "diff": opts.modified}
 
-    def via_socket(kind: str) -> None:
-        res = client.call_raw(tools[kind], args[kind])
+    def via_socket(kind: str, through: Any = client) -> None:
+        res = through.call_raw(tools[kind], args[kind])
         assert res["ok"], res
         assert len(res["content"]["files"]) == expected[kind], len(res["content"]["files"])
 
@@ -203,16 +220,23 @@ async def measure(
     }
     samples["status"]["hardened"] = []
     samples["status"]["discovery"] = []
+    if before_client is not None:
+        for kind in tools:
+            samples[kind]["before"] = []
     raws = {"status": lambda: raw_status(repo, env), "diff": lambda: raw_diff(repo, env)}
     for kind in tools:  # warm-up: caches, first imports, the server's first call
         raws[kind]()
         via_socket(kind)
+        if before_client is not None:
+            via_socket(kind, before_client)
         await in_process(kind)
     for _ in range(opts.reps):
         for kind in tools:
             samples[kind]["raw"].append(timed(raws[kind]))
             samples[kind]["socket"].append(timed(lambda k=kind: via_socket(k)))
             samples[kind]["inprocess"].append(await in_process(kind))
+            if before_client is not None:
+                samples[kind]["before"].append(timed(lambda k=kind: via_socket(k, before_client)))
         samples["status"]["hardened"].append(timed(hardened_status))
         samples["status"]["discovery"].append(await discovery())
     await runtime.aclose()
@@ -239,6 +263,11 @@ def report(figures: dict[str, Any], opts: argparse.Namespace) -> None:
         socket_ratio = f["socket"] / f["raw"]
         inproc_ratio = f["inprocess"] / f["raw"]
         rows.append((name, f["raw"], f["socket"], socket_ratio, f["inprocess"], inproc_ratio))
+        if "before" in f:
+            print(
+                f"{name + ' --before':<28}{'':>10}{f['before'] * 1000:>10.1f}"
+                f"{f['before'] / f['raw']:>7.2f}x"
+            )
         print(
             f"{name:<28}{f['raw'] * 1000:>10.1f}{f['socket'] * 1000:>10.1f}{socket_ratio:>7.2f}x"
             f"{f['inprocess'] * 1000:>10.1f}{inproc_ratio:>7.2f}x"

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from _serve import MEITH, ServeProcess  # bench/ is the script's directory: sys.path[0]
+from _launch import MEITH, MeithServer, serve  # bench/ is the script's directory: sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "process.json"
@@ -82,12 +82,19 @@ def children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-class Server(ServeProcess):
+class Server:
     """A real `meith serve` (process plugin only), approved and granted for the CLI."""
 
     def __init__(self, work: Path) -> None:
-        super().__init__(work, plugins="process", grant=["starts-process"])
-        self.ps = psutil.Process(self.proc.pid)
+        self.serve: MeithServer = serve(work, plugins="process", grant=("starts-process",))
+        self.cli_env = self.serve.cli_env
+        self.ps = psutil.Process(self.serve.pid)
+
+    def call(self, tool: str, args: dict[str, Any]) -> Any:
+        return self.serve.content(tool, args)
+
+    def stop(self) -> None:
+        self.serve.stop()
 
     def start_generator(self, work: Path, n: int, trigger: Path) -> dict[str, Any]:
         return self.call(

@@ -4,6 +4,10 @@
 - `runtime`: an in-process Runtime on that home, plugins not loaded (load what you test).
 - `meith_server`: a factory starting a real `meith serve` subprocess (see tests/harness.py).
 - async tests use anyio's pytest plugin: mark them `@pytest.mark.anyio`.
+
+`slow` (deselect with `-m "not slow"` for a fast inner loop): every test that starts a real
+`meith serve` (the `meith_server` fixture) or Chromium (`browser`) is marked here, and any
+other test that takes more than about a second is marked where it is defined.
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
     cache_logger_on_first_use=False,
 )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_server = "meith_server" in getattr(item, "fixturenames", ())
+        if uses_server or item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

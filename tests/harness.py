@@ -1,6 +1,7 @@
 """A real `meith serve` in a subprocess, and the real `meith` CLI against it.
 
-Used through the `meith_server` fixture (tests/conftest.py):
+The one launcher of the tests and the benchmarks (bench/ puts the repository root on
+sys.path and imports it). Used through the `meith_server` fixture (tests/conftest.py):
 
     srv = meith_server()                      # starts `meith serve` on a temp socket and home
     srv.cli("tools", "--json")                # CompletedProcess of `meith tools --json`
@@ -55,13 +56,14 @@ def reap(proc: subprocess.Popen[Any], sig: int = signal.SIGINT, timeout: float =
         raise AssertionError(f"{proc.args!r} did not exit on signal {sig}; killed") from None
 
 
-def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    # Not inherited: MEITH_* (each test picks its runtime) and PYTHONUNBUFFERED (the CLI must
-    # be live through pipes on its own, as it is for users).
+def base_env(
+    home: Path, extra: dict[str, str] | None = None, drop: tuple[str, ...] = ()
+) -> dict[str, str]:
+    # Not inherited: MEITH_* (each test picks its runtime), PYTHONUNBUFFERED (the CLI must be
+    # live through pipes on its own, as it is for users), and whatever prefixes `drop` names.
+    drop = ("MEITH_", *drop)
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("MEITH_") and k != "PYTHONUNBUFFERED"
+        k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "PYTHONUNBUFFERED"
     }
     for keep in ("MEITH_BROWSER_EXECUTABLE", "MEITH_REQUIRE_BROWSER"):
         if keep in os.environ:
@@ -81,7 +83,11 @@ class MeithServer:
         plugins: str | None = None,
         extra_args: tuple[str, ...] = (),
         socket: str | None = None,
+        command: tuple[str, ...] = (MEITH,),
+        drop_env: tuple[str, ...] = (),
     ) -> None:
+        """`command` runs instead of the `meith` executable (a profiler wrapper); `drop_env`
+        names more environment prefixes the runtime does not inherit."""
         self.home = MeithHome(home).ensure()
         # A short socket path: pytest's tmp paths can exceed the 107-byte sun_path limit.
         self._sockdir = tempfile.mkdtemp(prefix="meith-", dir="/tmp")
@@ -89,13 +95,13 @@ class MeithServer:
         extra_env = dict(env or {})
         if plugins is not None:
             extra_env["MEITH_PLUGINS"] = plugins
-        self.env = base_env(self.home.root, extra_env)
+        self.env = base_env(self.home.root, extra_env, drop_env)
         self.cli_env = {**self.env, "MEITH_SOCKET": self.socket}
         self._out = open(self.home.root / "serve.stdout", "w+b")  # noqa: SIM115 - closed in stop()
         self._err = open(self.home.root / "serve.stderr", "w+b")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
-                MEITH,
+                *command,
                 "serve",
                 "--socket",
                 self.socket,
@@ -188,6 +194,13 @@ class MeithServer:
             ) from None
         assert isinstance(envelope, dict)
         return envelope
+
+    def content(self, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+        """The content of a successful `meith call` (raises when the call failed)."""
+        envelope = self.call(tool, arguments)
+        if envelope.get("ok") is not True:
+            raise RuntimeError(f"meith call {tool} failed: {envelope}")
+        return envelope.get("content")
 
     def approve(self, plugin_id: str, *capabilities: str) -> None:
         proc = self.cli("plugins", "approve", plugin_id, *capabilities)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -14,11 +15,14 @@ from typing import Any
 
 import pytest
 
+from meith_core import ErrorCode
 from meith_core._audit import segments
 from meith_core._audit.chain import check_line, seal
 from meith_core._audit.log import AuditLog
 from meith_core._audit.segments import Limits
 from meith_core._audit.verify import verify
+from meith_core._home import MeithHome
+from meith_core._runtime.host import Runtime
 from meith_core._settings import SettingsError, SettingsStore
 from tests.harness import MEITH, base_env
 
@@ -209,7 +213,13 @@ def test_segments_roll_over_and_keep_one_chain(tmp_path: Path) -> None:
     assert [s.number for s in sealed] == list(range(1, len(sealed) + 1))
     assert len(sealed) >= 3
     assert all(s.path.name == f"audit.{s.number:06d}.jsonl" for s in sealed)
+    assert {stat.S_IMODE(s.path.stat().st_mode) for s in sealed} == {0o400}  # sealed: read-only
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert seqs(AuditLog(path)) == list(range(300))  # nothing pruned under a large budget
+    reader = AuditLog(path)
+    assert [r["seq"] for r in reader.tail(5)] == list(range(295, 300))
+    # A sparse filter reaches back into older segments.
+    assert [r["seq"] for r in reader.tail(4, lambda r: r["seq"] % 90 == 0)] == [0, 90, 180, 270]
     report = verify(path)
     assert report.ok, report.problems
     assert report.files[-1] == "audit.jsonl"
@@ -325,3 +335,55 @@ def test_writers_in_several_processes_extend_one_chain(tmp_path: Path) -> None:
     records = list(AuditLog(path).read())
     for name in ("a", "b", "c"):
         assert [r["seq"] for r in records if r.get("writer") == name] == list(range(700))
+
+
+# -- through a runtime ----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_runtime_applies_the_retention_settings(meith_home: MeithHome) -> None:
+    meith_home.settings_path.write_text(json.dumps({"audit": {"maxBytes": 1024 * 1024}}))
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        for i in range(2500):  # about 1.5 MB of records against a 1 MiB budget
+            assert (await rt.call("app_health", request_id=f"req_{i}")).ok
+    files = segments.all_files(meith_home.audit_path)
+    assert sum(p.stat().st_size for p in files if p.exists()) <= 1024 * 1024 + 64 * 1024
+    records = list(AuditLog(meith_home.audit_path).read())
+    assert records[-1]["requestId"] == "req_2499"
+    assert any(r.get("kind") == "retention" for r in records)
+    assert verify(meith_home.audit_path).ok
+
+
+@pytest.mark.anyio
+async def test_a_runtime_starting_on_a_torn_trail_records_it(meith_home: MeithHome) -> None:
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        await rt.call("app_health", request_id="req_before")
+    with open(meith_home.audit_path, "ab") as fh:
+        fh.write(b'{"id":"audit_x","requestId":"req_torn","cal')
+    async with Runtime(meith_home, load_plugins=False) as rt:
+        await rt.call("app_health", request_id="req_after")
+    records = list(AuditLog(meith_home.audit_path).read())
+    assert [r.get("kind") or r["requestId"] for r in records] == [
+        "req_before",
+        "torn-tail",
+        "req_after",
+    ]
+    assert verify(meith_home.audit_path).ok
+
+
+@pytest.mark.anyio
+async def test_a_granted_agent_cannot_shorten_the_retention_to_flush_the_trail(
+    runtime: Runtime,
+) -> None:
+    agent = runtime.open_session("agent")
+    runtime.grant(agent, ["writes-files"])
+    for patch in ({"retentionDays": 1}, {"maxBytes": 1024 * 1024}):
+        result = await runtime.call(
+            "set_app_settings", {"settings": {"audit": patch}}, caller=agent
+        )
+        assert result.error.code is ErrorCode.PERMISSION_DENIED, result
+        assert "meith settings set" in result.error.message
+    assert "audit" not in runtime.settings.load()
+    # The local user changes it (what `meith settings set audit.retentionDays 7` does).
+    runtime.settings.merge({"audit": {"retentionDays": 7}})
+    assert Limits.from_settings(runtime.settings.snapshot()["audit"]).retention_s == 7 * 86_400

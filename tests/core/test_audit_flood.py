@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from meith_core import ErrorCode, ToolContext
-from meith_core._audit.coalesce import BURST, Coalescer
+from meith_core._audit.coalesce import BURST, BURST_ALL_SESSIONS, Coalescer
 from meith_core._audit.log import AuditLog
 from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
@@ -157,11 +157,32 @@ def test_a_window_closes_with_the_next_record_after_it(tmp_path: Any) -> None:
 def test_open_windows_are_bounded_and_an_evicted_one_is_still_counted() -> None:
     from meith_core._audit import coalesce
 
-    c = Coalescer(burst=1)
-    for s in range(coalesce.MAX_WINDOWS):
+    c = Coalescer(burst=1, burst_all_sessions=10**9)  # only the per-session windows count
+    sessions = coalesce.MAX_WINDOWS - 1  # and one window spans them all
+    for s in range(sessions):
         assert not c.absorb(_failure(f"s{s}", "first"), 0.0)
         assert c.absorb(_failure(f"s{s}", "again"), 0.0)
     assert not c.absorb(_failure("one more", "first"), 0.0)  # evicts the oldest window
     [evicted] = c.due(0.0)
     assert (evicted["sessionId"], evicted["count"]) == ("s0", 1)
-    assert len(c.drain()) == coalesce.MAX_WINDOWS - 1
+    assert len(c.drain()) == sessions - 1
+
+
+@pytest.mark.anyio
+async def test_a_new_session_for_every_call_is_coalesced_across_sessions(
+    runtime: Runtime,
+) -> None:
+    n = BURST_ALL_SESSIONS + 500
+    for i in range(n):
+        await runtime.call(f"no_such_tool_{i}", caller=runtime.open_session("agent"))
+    runtime.audit.close()
+    records = [r for r in runtime.audit.read() if r["caller"] == "agent"]
+    full = [r for r in records if r.get("kind") is None]
+    wide = [r for r in records if r.get("kind") == "coalesced"]
+    assert len(full) + sum(r["count"] for r in wide) == n  # every call accounted for
+    # A burst in full per window (how many windows the run spans depends on the machine).
+    assert wide
+    assert len(full) <= BURST_ALL_SESSIONS * (len(wide) + 1)
+    assert {r["sessionId"] for r in wide} == {"*"}
+    assert len(wide[0]["sessionIds"]) == 5
+    assert "from many agent sessions" in wide[0]["reason"]

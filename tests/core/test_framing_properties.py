@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meith_core._protocol import Frame, FrameError, NdjsonFramer, encode_frame
+
+# Property tests: hundreds of generated streams each.
+pytestmark = pytest.mark.slow
 
 _settings = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Generating nested JSON is the slow part; fewer, richer examples.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = """
 import asyncio, tempfile
 from pathlib import Path
@@ -29,6 +31,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_tool_failures_are_logged_to_stderr_not_stdout() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60

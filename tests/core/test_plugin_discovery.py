@@ -50,6 +50,7 @@ async def discovered(fixture_plugins: Path, meith_home: MeithHome) -> Any:
         await rt.aclose()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_every_failure_is_recorded_with_its_reason_and_the_rest_still_load(
     discovered: Runtime,
@@ -187,6 +188,7 @@ def test_a_second_plugin_claiming_a_taken_tool_name_fails_with_a_clear_reason(
     assert registered["fixture_echo"] == "fixture_good"
 
 
+@pytest.mark.slow
 def test_discovery_in_a_fresh_process_honours_the_environment(
     fixture_plugins: Path, tmp_path: Path
 ) -> None:

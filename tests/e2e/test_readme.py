@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -14,6 +16,7 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 
+@pytest.mark.slow
 def test_the_in_process_example_runs_and_audits_its_calls() -> None:
     example = next(block for block in _python_blocks() if "asyncio.run(main())" in block)
     proc = subprocess.run(
@@ -43,6 +46,7 @@ def test_the_ci_script_runs_the_readme_test_command() -> None:
     assert test_command in ci
 
 
+@pytest.mark.slow
 def test_the_plugin_authoring_example_loads_and_confines_writes(tmp_path) -> None:
     source = next(block for block in _python_blocks() if "class Plugin:" in block)
     driver = f"""

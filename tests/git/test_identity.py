@@ -100,6 +100,7 @@ async def test_gh_and_glab_accounts_become_noreply_suggestions(
     assert "SECRET" not in repr(result)
 
 
+@pytest.mark.slow
 async def test_a_hanging_cli_is_abandoned_after_its_time_limit(
     runtime, git_home, tmp_path, monkeypatch
 ):

@@ -27,6 +27,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 async def test_concurrent_writes_on_one_repository_all_succeed(git_rt, make_repo):
     repo = make_repo(files={f"f{i}.txt": "x\n" for i in range(16)})
     for i in range(16):
@@ -109,6 +110,7 @@ def slow_hook(repo, pid_file):
     hook.chmod(0o755)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 async def test_cancel_and_timeout_kill_git_and_its_hook_and_leave_no_index_lock(
     git_rt, make_repo, sh, how

@@ -66,6 +66,7 @@ async def test_privileged_tools_are_denied_until_the_plugin_is_approved(
     await call_ok(runtime, "git_status", {"cwd": str(repo)})
 
 
+@pytest.mark.slow
 async def test_cli_sessions_need_a_grant_and_then_every_privileged_tool_works(
     runtime, git_home, make_repo, sh
 ):

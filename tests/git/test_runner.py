@@ -197,6 +197,7 @@ async def test_output_beyond_the_limit_stops_the_child(tmp_path):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_cancel_token_kills_the_whole_process_group(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
@@ -223,6 +224,7 @@ async def test_cancel_token_kills_the_whole_process_group(tmp_path):
     await _wait_for(lambda: not _alive(grandchild), "the grandchild to die")
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_task_cancellation_reaps_the_child_before_propagating(tmp_path):
     pid_file = tmp_path / "child.pid"

@@ -163,6 +163,7 @@ def test_each_trap_is_armed_for_plain_git(kind, make_repo, sh, tmp_path, git_hom
     assert trap.canary.exists(), f"plain git {' '.join(trap.raw)} did not spring the {kind} trap"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", list(TOOLS))
 @pytest.mark.parametrize("kind", list(TRAPS))
 async def test_read_tools_and_checkpoint_create_run_no_program(

@@ -63,6 +63,7 @@ async def test_core_worktree_pointing_elsewhere_is_refused(git_rt, victim, make_
     assert (victim / "x.txt").read_text() == "uncommitted victim work\n"
 
 
+@pytest.mark.slow
 async def test_a_symlinked_git_dir_is_refused(git_rt, victim, tmp_path):
     attacker = tmp_path / "symlinked"
     attacker.mkdir()
@@ -72,6 +73,7 @@ async def test_a_symlinked_git_dir_is_refused(git_rt, victim, tmp_path):
     assert "symbolic link" in message
 
 
+@pytest.mark.slow
 async def test_linked_worktrees_and_submodules_are_followed(git_rt, make_repo, sh, tmp_path):
     main = make_repo("main")
     sub_origin = make_repo("sub-origin", files={"s.txt": "s\n"})
@@ -160,6 +162,7 @@ async def test_a_worktree_inside_the_grant_of_a_repository_outside_it_is_refused
 # -- where worktrees may go -------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_untrusted_callers_keep_worktrees_next_to_the_repository(git_rt, make_repo, tmp_path):
     base = tmp_path / "projects"
     repo = make_repo("projects/app")

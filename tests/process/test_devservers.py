@@ -137,6 +137,7 @@ async def test_stop_ends_the_process_group_and_descendants_that_left_it(
     assert "not running" in again.diagnostics[0].message
 
 
+@pytest.mark.slow
 async def test_stop_escalates_to_sigkill_when_sigterm_is_ignored(proc: Proc, tmp_path) -> None:
     code = "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('armed'); time.sleep(300)"
     dev = await start(proc, tmp_path, PY, ["-c", code])
@@ -295,6 +296,7 @@ async def test_wait_for_a_log_line(proc: Proc, tmp_path) -> None:
     assert server["status"] == "running"
 
 
+@pytest.mark.slow
 async def test_attach_replays_then_streams_with_levels_and_prefixes_until_cancelled(
     proc: Proc, tmp_path
 ) -> None:
@@ -385,6 +387,7 @@ async def test_attach_without_replay_sends_only_new_lines(proc: Proc, tmp_path) 
     assert buffer._subscribers == []
 
 
+@pytest.mark.slow
 async def test_ten_attached_clients_each_get_every_line_in_order(proc: Proc, tmp_path) -> None:
     import anyio
 

@@ -62,6 +62,7 @@ def generator(tmp_path) -> list[str]:
     return [PY, "-c", code]
 
 
+@pytest.mark.slow
 async def test_a_congested_caller_pauses_the_dev_server_and_gets_every_line(
     proc: Proc, tmp_path
 ) -> None:
@@ -102,6 +103,7 @@ async def test_a_congested_caller_pauses_the_dev_server_and_gets_every_line(
     assert pipe.is_reading()
 
 
+@pytest.mark.slow
 async def test_a_caller_that_stops_reading_only_holds_the_dev_server_briefly(
     proc: Proc, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,7 @@ from tests.process.support import descendants, eventually, gone, ok
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_runtime_shutdown_terminates_every_managed_process_group(
     meith_home: MeithHome, tmp_path
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def test_empty_lines_are_kept() -> None:
     assert feed_all([b"a\n\n\nb\n"]) == ["a", "", "", "b"]
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.text(

@@ -74,7 +74,7 @@ def test_one_agent_session_cannot_type_into_read_or_kill_anothers(
         assert term.ok, term
         tid = term.content["id"]
         assert a.call("write_terminal", {"terminalId": tid, "data": "export PW=hunter2\r"}).ok
-        show_env = "echo env:${MEITH_SOCKET:-no}:${MEITH_HOME:-no}:${MEITH_CLI_BIN:-no}"
+        show_env = "echo env:${MEITH_SESSION_TOKEN:+token}:${MEITH_HOME:-no}"
         dev = a.call(
             "start_dev_server", {"cwd": str(tmp_path), "command": f"{show_env}; sleep 300"}
         )
@@ -85,9 +85,10 @@ def test_one_agent_session_cannot_type_into_read_or_kill_anothers(
             logs = a.call("get_process_logs", {"processId": did}).content["logs"]
             return [e["text"] for e in logs if e["text"].startswith("env:")]
 
-        # What an agent starts cannot call back into the runtime as the local user.
+        # What an agent starts cannot call back into the runtime as the local user: it gets
+        # no way to the trust root, only its session's token (it calls back as session a).
         assert wait_until(env_line)
-        assert env_line() == ["env:no:no:no"]
+        assert env_line() == ["env:token:no"]
         pwned = tmp_path / "pwned"
         for name, args in [
             ("write_terminal", {"terminalId": tid, "data": f"touch {pwned}\r"}),

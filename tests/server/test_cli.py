@@ -16,6 +16,9 @@ import pytest
 
 from tests.harness import MEITH, reap, wait_until
 
+# Every test runs the real `meith` CLI in a subprocess against a real runtime.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
@@ -412,10 +415,13 @@ def test_audit_follow_prints_new_entries(probe_server) -> None:
         text=True,
     )
     try:
-        time.sleep(1.0)
-        srv.call("probe_echo", {"value": "followed"})
+        # The follower prints what is written after it started; call until it has started.
         assert follow.stdout is not None
-        ready, _, _ = select.select([follow.stdout], [], [], 20)
+        deadline = time.monotonic() + 30
+        ready: list[object] = []
+        while not ready and time.monotonic() < deadline:
+            srv.call("probe_echo", {"value": "followed"})
+            ready, _, _ = select.select([follow.stdout], [], [], 1.0)
         assert ready
         record = json.loads(follow.stdout.readline())
         assert record["toolName"] == "probe_echo"

@@ -1,4 +1,4 @@
-"""The argument rules of `meith call` (the original CLI's args tests, and meith's additions)."""
+"""The argument rules of `meith call` (see the module docstring of meith_core._cli.args)."""
 
 from __future__ import annotations
 

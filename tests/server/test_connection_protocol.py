@@ -98,6 +98,7 @@ async def test_a_request_id_already_in_flight_is_refused_and_not_run(served) -> 
     assert served.marks("dup") == []
 
 
+@pytest.mark.slow
 async def test_cancel_affects_only_the_connections_own_requests_and_ignores_unknown_ids(
     served,
 ) -> None:

@@ -17,6 +17,9 @@ import pytest
 from meith_core._instances import is_pid_alive
 from tests.harness import MEITH, base_env
 
+# Every test starts a real `meith serve` (or several).
+pytestmark = pytest.mark.slow
+
 NOBODY = 65534
 as_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root to act as another user (CI runs as root)"

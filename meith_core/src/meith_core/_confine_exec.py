@@ -10,7 +10,9 @@ Landlock ABI 6+, signals and abstract unix sockets are scoped to the new domain 
 
 With `--read-only PATH` or `--hide PATH`, it first enters a user and mount namespace of its own
 and bind-mounts PATH read-only (repository metadata) or covers it (meith's home, its socket), so
-these hold even inside a writable directory; Landlock then forbids changing mounts.
+these hold even inside a writable directory; Landlock then forbids changing mounts. `--bind SRC
+DST` (before those) mounts SRC on the existing file DST: the runtime's socket at a path the
+process can reach once its own is covered.
 
 Standard library only (not even `typing`: it costs more than the rest of the start-up), and
 importable without the `meith_core` package: it runs under `-I -S` for a fast start, and
@@ -205,6 +207,11 @@ def read_only(path: str) -> None:
     _mount(None, path, None, flags)
 
 
+def bind(source: str, target: str) -> None:
+    """Mount `source` (a file, such as a socket) on the existing file `target`."""
+    _mount(source, target, None, MS_BIND)
+
+
 def hide(path: str) -> None:
     """Make `path` look empty and unwritable: an empty read-only tmpfs over a directory,
     /dev/null over anything else (a socket cannot be connected to through it)."""
@@ -228,9 +235,14 @@ def main(argv: list[str]) -> int:
         "--read-only": [],
         "--hide": [],
     }
+    binds: list[tuple[str, str]] = []
     i = 0
     while i < len(argv) and argv[i] != "--":
         flag = argv[i]
+        if flag == "--bind" and i + 2 < len(argv):
+            binds.append((argv[i + 1], argv[i + 2]))
+            i += 3
+            continue
         if flag in lists and i + 1 < len(argv):
             lists[flag].append(argv[i + 1])
             i += 2
@@ -242,10 +254,12 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     try:
-        if lists["--read-only"] or lists["--hide"]:
+        if lists["--read-only"] or lists["--hide"] or binds:
             # Mounts first: once Landlock applies, the mount topology cannot change any more
             # (so the confined process cannot undo them either).
             enter_user_mount_namespace()
+            for source, target in binds:
+                bind(source, target)
             for path in lists["--read-only"]:
                 read_only(path)
             for path in lists["--hide"]:

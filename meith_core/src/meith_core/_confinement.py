@@ -124,6 +124,8 @@ class Confinement:
     #: Mounted read-only, then covered, in a private mount namespace (empty without one).
     read_only: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    #: `(source, target)`: source mounted on the file target before anything is covered.
+    binds: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def beneath(
@@ -134,11 +136,14 @@ class Confinement:
         extra_dirs: Iterable[str] = (),
         protect: Iterable[str] = (),
         hide: Iterable[str] = (),
+        bind: Iterable[tuple[str, str]] = (),
     ) -> Confinement:
         """Write access beneath `directory`, the `extra_dirs` (a private temp dir) and the usual
         device files; never to meith's `home` (the trust root), meith's own installation or
         the `protect`ed paths, even inside `directory`. With namespaces, `home` and the `hide`
-        paths (the runtime's socket) are covered and repository metadata is read-only."""
+        paths (the runtime's socket) are covered and repository metadata is read-only, and each
+        `bind` source (the socket, for a child that calls back with a session token) is mounted
+        on its target file first; without namespaces nothing is covered or bound."""
         root = os.path.realpath(directory)
         guarded = [os.path.realpath(p) for p in [*_protected(home), *protect]]
         dirs, files = _carve(root, [p for p in guarded if is_within(p, root)])
@@ -155,7 +160,7 @@ class Confinement:
         metadata = tuple(
             p for p in repository_metadata(root) if any(is_within(p, w) for w in writable)
         )
-        return cls(tuple(dirs), tuple(files), metadata, hidden)
+        return cls(tuple(dirs), tuple(files), metadata, hidden, tuple(bind))
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """`argv` run through the exec wrapper that confines it first."""
@@ -166,6 +171,8 @@ class Confinement:
             wrapped += ["--write-file", f]
         for p in self.read_only:
             wrapped += ["--read-only", p]
+        for source, target in self.binds:
+            wrapped += ["--bind", source, target]
         for p in self.hidden:
             wrapped += ["--hide", p]
         return [*wrapped, "--", *argv]

@@ -8,6 +8,7 @@ import math
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from meith_core._caller import CallerInfo
@@ -41,8 +42,16 @@ class FlowControlledSink(Protocol):
     def __call__(self, event: EventDict) -> None: ...
 
 
-#: `(capabilities, directory) -> bool`: does the caller already hold these there?
-GrantCheck = Callable[[tuple[str, ...], str], bool]
+@dataclass(frozen=True, slots=True)
+class HeldGrant:
+    """A grant the caller already holds (see `ToolContext.held_grant`)."""
+
+    #: The directory the grant is confined to; None when it is not (or the caller is trusted).
+    scope: str | None
+
+
+#: `(capabilities, directory) -> HeldGrant | None`: does the caller already hold these there?
+GrantCheck = Callable[[tuple[str, ...], str], HeldGrant | None]
 
 NestedCall = Callable[
     [CallerInfo, str, dict[str, Any], int | None, CancelToken], Awaitable["ToolResult"]
@@ -72,6 +81,7 @@ class ToolContext:
         logger: Callable[[], structlog.typing.FilteringBoundLogger],
         grant_scope: str | None = None,
         grant_check: GrantCheck | None = None,
+        child_env: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self.caller = caller
         self.request_id = request_id
@@ -82,6 +92,7 @@ class ToolContext:
         #: tools must keep writes inside it (see `meith_core._paths`).
         self.grant_scope = grant_scope
         self._grant_check = grant_check
+        self._child_env = child_env
         self._cancel = cancel
         self._emit = emit
         # Duck-typed (cheaper than a runtime-checkable Protocol on every call).
@@ -108,7 +119,23 @@ class ToolContext:
         For a tool about to do more than it declares (a git commit running repository hooks
         needs `starts-process`): uses no grant, asks nobody. False when the host gave no check.
         """
-        return self._grant_check is not None and self._grant_check(tuple(capabilities), cwd)
+        return self.held_grant(*capabilities, cwd=cwd) is not None
+
+    def held_grant(self, *capabilities: str, cwd: str) -> HeldGrant | None:
+        """`caller_holds`, with the directory the holding grant is confined to: what the tool
+        then starts must run confined there as a process started under that grant would
+        (`Confinement.beneath(held.scope, ...)` when `held.scope` is not None)."""
+        if self._grant_check is None:
+            return None
+        return self._grant_check(tuple(capabilities), cwd)
+
+    def child_environment(self) -> dict[str, str]:
+        """The variables to give a process this call starts so that it can call tools back as
+        this caller: for the local user `MEITH_HOME` and `MEITH_SOCKET`; for an agent session
+        `MEITH_SOCKET` and `MEITH_SESSION_TOKEN` (the child's calls are that session's, with its
+        grants, never approving anything, refused once it ends); nothing for other callers or
+        without a socket. Give none of them to a process that cannot reach the socket."""
+        return self._child_env() if self._child_env is not None else {}
 
     @property
     def settings(self) -> Mapping[str, Any]:

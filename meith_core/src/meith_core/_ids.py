@@ -1,4 +1,4 @@
-"""Identifiers: `<prefix>_<12 hex>` like the original, and unguessable session ids."""
+"""Identifiers: short `<prefix>_<12 hex>` record ids, and unguessable session ids."""
 
 from __future__ import annotations
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -65,14 +66,12 @@ class CallPipeline:
         self.home = home
         self.settings = settings
         self.executor = executor or Executor()
+        #: `caller -> variables` for a process a tool starts for `caller` (set by the runtime;
+        #: `ToolContext.child_environment`).
+        self.child_environment: Callable[[CallerInfo], dict[str, str]] | None = None
         self._shutting_down = False
-        self.calls_total = 0
 
     # -- shutdown -----------------------------------------------------------------------
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
 
     def begin_shutdown(self) -> None:
         """Every later call answers RUNTIME_SHUTTING_DOWN (checked before anything else)."""
@@ -112,7 +111,6 @@ class CallPipeline:
             cancel=cancel,
             emit=emit,
         )
-        self.calls_total += 1
         try:
             result = await self._steps(call)
         except asyncio.CancelledError:
@@ -153,21 +151,14 @@ class CallPipeline:
                 call.decision.message or f'Tool "{call.name}" was denied: {call.decision.reason}',
                 {"reason": call.decision.reason, **call.decision.details},
             )
-        # Privileged calls are recorded before they run, so a crash mid-call leaves a trace.
-        defn = call.tool.definition
-        if privileged_of(defn.capabilities) and not self.audit.intent(
-            call.caller,
-            call.request_id,
-            defn,
-            call.tool.plugin_id,
-            call.decision.reason,
-            call.cwd,
-            call.arguments,
-        ):
+        # Authorised and about to run: a privileged call is recorded before it runs, so a crash
+        # mid-call leaves a trace (read-only calls pay nothing for it).
+        if privileged_of(call.tool.definition.capabilities) and not self.audit.intent(call):
+            problem = f"audit trail unavailable ({self.audit.last_error})"
             return error_result(
                 ErrorCode.PERMISSION_DENIED,
-                f'Tool "{defn.name}" was not run: audit trail unavailable ({self.audit.last_error})',
-                {"reason": "audit trail unavailable"},
+                f'Tool "{call.name}" was not run: {problem}.',
+                {"reason": problem},
             )
         return await self._run(call, call.tool, args)
 
@@ -227,6 +218,11 @@ class CallPipeline:
             ),
             grant_scope=call.decision.grant_scope,
             grant_check=self.permissions.grant_check(caller, defn.name),
+            child_env=(
+                functools.partial(self.child_environment, caller)
+                if self.child_environment is not None
+                else None
+            ),
         )
         reset = _depth.set(depth + 1)
         try:

@@ -60,13 +60,15 @@ def _freeze(value: Any) -> Any:
 class SettingsStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        # Core sections; plugins add theirs with `register_section`.
-        self.sections: dict[str, type[BaseModel]] = {"audit": AuditSettings}
+        self.sections: dict[str, type[BaseModel]] = {}
         #: section -> its policy keys (see the module docstring)
         self.policy: dict[str, frozenset[str]] = {}
         self._sig: tuple[int, int, int] | None = None
         self._data: dict[str, Any] = {}
         self._frozen: Mapping[str, Any] = types.MappingProxyType({})
+        # The core's own section (plugins add theirs): shortening the audit trail's retention
+        # would flush evidence, so its keys are policy.
+        self.register_section("audit", AuditSettings, policy=("retentionDays", "maxBytes"))
 
     def register_section(
         self, name: str, model: type[BaseModel] | SettingsSection, policy: Iterable[str] = ()

@@ -23,11 +23,7 @@ import sys
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-import structlog
-
 T = TypeVar("T")
-
-_log = structlog.get_logger("meith.tasks")
 
 #: Python 3.12 added `eager_start` to the Task constructor.
 EAGER_TASKS = sys.version_info >= (3, 12)
@@ -70,7 +66,9 @@ class TaskSet:
             return
         exc = task.exception()  # also marks it retrieved: asyncio does not report it again
         if exc is not None:
-            _log.error(
+            import structlog  # only on failure: the client imports this module and stays light
+
+            structlog.get_logger("meith.tasks").error(
                 "background task failed",
                 tasks=self._name,
                 error=repr(exc),

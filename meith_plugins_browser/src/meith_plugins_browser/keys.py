@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-#: The original's named keys.
+#: The named keys a caller may press.
 NAMED_KEYS: Final = frozenset(
     {
         "Enter",

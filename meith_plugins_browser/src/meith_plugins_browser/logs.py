@@ -1,4 +1,4 @@
-"""Per-tab console and network entries, in ring buffers of the original's size.
+"""Per-tab console and network entries, in bounded ring buffers.
 
 Console entry: `{level: log|info|warn|error|debug, text, ts, source?}`.
 Network entry: `{id, method, url, status?, resourceType?, startedAt, endedAt?, durationMs?,
@@ -28,7 +28,7 @@ _LEVELS: Final = {
 
 
 def console_level(kind: str) -> str:
-    """The original's mapping of console API / log entry types to five levels."""
+    """Console API / log entry types mapped to five levels."""
     return _LEVELS.get(kind, "log")
 
 

@@ -110,7 +110,7 @@ POPUP_GUARD: Final = """
 })();
 """.replace("__PREFIX__", repr(POPUP_LOG_PREFIX))
 
-#: The original's selector list.
+#: What counts as an interactive element (the selectors, in the order they are tried).
 INTERACTIVE_SELECTOR: Final = (
     "a,button,input,textarea,select,[role=button],[role=link],[role=textbox],"
     "[role=checkbox],[onclick]"

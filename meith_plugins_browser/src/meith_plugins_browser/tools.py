@@ -1,4 +1,4 @@
-"""The twenty browser tools, in the original's registration order."""
+"""The twenty browser tools, in registration order (the order `meith tools` lists them)."""
 
 from __future__ import annotations
 
@@ -323,7 +323,7 @@ class BrowserTools:
                     )
             except PlaywrightError as exc:
                 raise self._element_error(tab, args.elementId, "type into", exc) from None
-        # The original counts UTF-16 code units (JavaScript's length).
+        # Counted in UTF-16 code units (JavaScript's length), as the page itself counts.
         return self._done({"typed": len(args.text.encode("utf-16-le")) // 2})
 
     async def scroll_page(self, ctx: ToolContext, args: ScrollArgs) -> Any:

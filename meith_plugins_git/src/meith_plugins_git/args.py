@@ -1,4 +1,4 @@
-"""Input models of the fifteen tools (field names as in the original)."""
+"""Input models of the fifteen tools (field names are the wire names, camelCase)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def _base36(value: int) -> str:
 
 
 def new_checkpoint_id() -> str:
-    """`<epoch ms in base36>-<8 random base36 chars>`, like the original."""
+    """`<epoch ms in base36>-<8 random base36 chars>`: sorts by time, short to type."""
     suffix = "".join(secrets.choice(_ALPHABET) for _ in range(8))
     return f"{_base36(time.time_ns() // 1_000_000)}-{suffix}"
 

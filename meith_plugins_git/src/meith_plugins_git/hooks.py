@@ -24,9 +24,21 @@ def profile_for(run_hooks: bool) -> Profile:
 
 
 def skipped_hooks(repo: Repo, names: tuple[str, ...], run_hooks: bool) -> Diagnostic | None:
-    """A notice naming the hooks present that the command did not run, or None."""
+    """A notice naming the hooks present that the command did not run (or ran unconfined
+    although the grant is confined to a directory, for want of Landlock), or None."""
     if run_hooks and repo.hooks_allowed:
-        return None
+        jail = repo.hook_confinement
+        if jail is None or jail.enforced:
+            return None
+        ran = [n for n in names if _executable(os.path.join(repo.run_hooks_dir, n))]
+        if not ran:
+            return None
+        return Diagnostic(
+            level="warn",
+            message=f"Repository hooks ran unconfined ({', '.join(ran)}): this kernel has no "
+            f"Landlock, so they had the user's full access although the grant is limited to "
+            f"{jail.scope}.",
+        )
     present = [n for n in names if _executable(os.path.join(repo.hooks_dir, n))]
     if not present:
         return None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import anyio.to_thread
 from pydantic import BaseModel
 
-from meith_core import ToolDefinition, hookimpl
+from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
+from meith_plugins_git.health import bare_repository_check
 from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
@@ -29,3 +33,18 @@ class Plugin:
     @hookimpl
     def meith_settings(self) -> dict[str, type[BaseModel]]:
         return {SETTINGS_SECTION: GitSettings}
+
+    @hookimpl
+    async def meith_startup(self, host: PluginHost) -> None:
+        if self.tools is not None and host.socket_path:
+            # Hooks run confined must not reach the runtime (its socket may lie outside home).
+            self.tools.git.hidden_paths = (host.socket_path,)
+        # Probing namespace support spawns a process: now, off the event loop, rather than
+        # in the first commit that runs hooks.
+        await anyio.to_thread.run_sync(landlock_status)
+
+    @hookimpl
+    def meith_health(self) -> list[dict[str, Any]]:
+        if self.tools is None:
+            return []
+        return [bare_repository_check(self.tools.git)]

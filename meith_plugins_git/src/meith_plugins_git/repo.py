@@ -19,19 +19,27 @@ settings can be neutralised, see `repoconfig`). Then the layout is checked:
 Hooks are decided here too: a command that would run them may do so only when the caller
 already holds `starts-process` for the work tree (`hooks_allowed`), and then from the
 repository's own hooks directory (or the user's `core.hooksPath`), never from one the
-repository's config names.
+repository's config names; under a directory-confined `starts-process` grant they run
+confined to that directory (`hookconfine`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from meith_core import CancelToken, ErrorCode, ToolContext, ToolError, is_within
+from meith_plugins_git.hookconfine import HookConfinement, confined_hooks_dir
 from meith_plugins_git.process import Completed, gather
-from meith_plugins_git.repoconfig import ConfigEntry, neutralising_overrides, parse_config_list
+from meith_plugins_git.repoconfig import (
+    USER_SCOPES,
+    ConfigEntry,
+    neutralising_overrides,
+    parse_config_list,
+)
 from meith_plugins_git.runner import BASE_CONFIG, MAX_OUTPUT_BYTES, Git, GitFailed, Profile
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -55,6 +63,10 @@ class Repo:
     hooks_allowed: bool = False
     #: Where plain git would look for hooks here (to say which ones a command skipped).
     hooks_dir: str = ""
+    #: Where hooks come from when they run (the repository's own, or the user's
+    #: `core.hooksPath`), and how they are confined (None: the holding grant is not confined).
+    run_hooks_dir: str = ""
+    hook_confinement: HookConfinement | None = None
 
     @property
     def base(self) -> str:
@@ -81,28 +93,42 @@ class Repo:
         on_kill = None
         if profile.optional_locks and not (env and "GIT_INDEX_FILE" in env):
             on_kill = lambda: self._remove_index_lock_since(started)  # noqa: E731
-        try:
-            return await self.git.run(
-                command,
-                options,
-                cwd=self.root,
-                profile=profile,
-                operands=operands,
-                paths=paths,
-                config=self.config,
-                stdin=stdin,
-                env=env,
-                max_output=max_output,
-                ok_codes=ok_codes,
-                end_of_options=end_of_options,
-                hooks=self.hooks_allowed,
-                cancel=self.cancel,
-                on_kill=on_kill,
-            )
-        except GitFailed as exc:
-            if "index.lock': File exists" in exc.result.stderr_text:
-                raise (self.index_lock_error() or exc) from None
-            raise
+        confine = (
+            profile.hooks
+            and self.hooks_allowed
+            and self.hook_confinement is not None
+            and self.hook_confinement.enforced
+        )
+        with contextlib.ExitStack() as stack:
+            hooks_path = None
+            if confine:
+                assert self.hook_confinement is not None
+                hooks_path = stack.enter_context(
+                    confined_hooks_dir(self.hook_confinement, self.run_hooks_dir)
+                )
+            try:
+                return await self.git.run(
+                    command,
+                    options,
+                    cwd=self.root,
+                    profile=profile,
+                    operands=operands,
+                    paths=paths,
+                    config=self.config,
+                    stdin=stdin,
+                    env=env,
+                    max_output=max_output,
+                    ok_codes=ok_codes,
+                    end_of_options=end_of_options,
+                    hooks=self.hooks_allowed,
+                    hooks_path=hooks_path,
+                    cancel=self.cancel,
+                    on_kill=on_kill,
+                )
+            except GitFailed as exc:
+                if "index.lock': File exists" in exc.result.stderr_text:
+                    raise (self.index_lock_error() or exc) from None
+                raise
 
     def _remove_index_lock_since(self, started: float) -> None:
         """After a writer had to be stopped: git removes its index.lock on SIGTERM but not on
@@ -198,6 +224,10 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     overrides = neutralising_overrides(
         entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
     )
+    held = ctx.held_grant("starts-process", cwd=root)
+    confinement = None
+    if held is not None and held.scope is not None:
+        confinement = HookConfinement(held.scope, str(ctx.home.root), git.hidden_paths)
     return Repo(
         git,
         root,
@@ -206,8 +236,10 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
         head,
         tuple(overrides),
         ctx.cancel_token,
-        hooks_allowed=ctx.caller_holds("starts-process", cwd=root),
+        hooks_allowed=held is not None,
         hooks_dir=_configured_hooks_dir(entries, root, own_hooks),
+        run_hooks_dir=_user_hooks_dir(entries, root, own_hooks),
+        hook_confinement=confinement,
     )
 
 
@@ -220,6 +252,22 @@ def _configured_hooks_dir(entries: Sequence[ConfigEntry], root: str, default: st
             for e in reversed(entries)
             # "command" scope: our own `-c` settings on the discovery command itself.
             if e.key.lower() == "core.hookspath" and e.value and e.scope != "command"
+        ),
+        None,
+    )
+    if value is None:
+        return default
+    return os.path.join(root, os.path.expanduser(value))
+
+
+def _user_hooks_dir(entries: Sequence[ConfigEntry], root: str, default: str) -> str:
+    """The hooks directory meith's git uses: the user's own `core.hooksPath`, else the
+    repository's own hooks directory (the repository's setting is neutralised)."""
+    value = next(
+        (
+            e.value
+            for e in reversed(entries)
+            if e.key.lower() == "core.hookspath" and e.value and e.scope in USER_SCOPES
         ),
         None,
     )

@@ -10,7 +10,8 @@ Hardening in one place is hardening everywhere:
   credential helper, no transport, no automatic gc/maintenance;
 - repository hooks are programs: every command gets `core.hooksPath=/dev/null` (no hook can be
   found there), set last so nothing before it can undo it, unless the command is one a user
-  expects hooks from *and* the caller was found to hold `starts-process` for the repository;
+  expects hooks from *and* the caller was found to hold `starts-process` for the repository
+  (then, under a directory-confined grant, a directory of confining wrappers, `hookconfine`);
 - values that come from a caller go after `--end-of-options` (refs, revisions, names) or after
   `--` (paths, with `--literal-pathspecs` so pathspec magic is not interpreted); literal
   options are written by this plugin only.
@@ -31,7 +32,7 @@ from meith_plugins_git.process import Completed, run_program
 
 #: `--end-of-options` appeared in git 2.24; older git cannot be run safely.
 MIN_GIT_VERSION: Final = (2, 24)
-#: The original's maxBuffer for git stdout.
+#: Most bytes of git stdout read for one command.
 MAX_OUTPUT_BYTES: Final = 64 * 1024 * 1024
 
 #: Settings given to every git command, whatever the repository's config says.
@@ -139,6 +140,9 @@ class Git:
         self.path = path
         self.version = version
         self._env = dict(env)
+        #: Paths a confined hook must not see besides meith's home: the runtime's socket (set
+        #: when the runtime starts).
+        self.hidden_paths: tuple[str, ...] = ()
 
     @classmethod
     def locate(cls, environ: Mapping[str, str] | None = None) -> Git:
@@ -186,6 +190,7 @@ class Git:
         config: Iterable[tuple[str, str]] = (),
         end_of_options: bool = True,
         hooks: bool = False,
+        hooks_path: str | None = None,
     ) -> list[str]:
         """`git <global options> <command> <options> --end-of-options <operands> -- <paths>`.
 
@@ -193,7 +198,8 @@ class Git:
         supplied goes in `operands` or `paths`. `end_of_options=False` is for the few
         commands that do not parse `--end-of-options` (`check-ref-format`); their operands
         are then refused if they could be read as options. Hooks run only when both
-        `profile.hooks` and `hooks` say so.
+        `profile.hooks` and `hooks` say so, and then from `hooks_path` when one is given
+        (wrappers that confine them).
         """
         args = [self.path, "--no-pager"]
         if paths is not None:
@@ -202,6 +208,8 @@ class Git:
         settings.extend(config)
         if not (profile.hooks and hooks):
             settings.append(("core.hooksPath", NO_HOOKS))
+        elif hooks_path is not None:
+            settings.append(("core.hooksPath", hooks_path))
         for key, value in settings:
             args += ["-c", f"{key}={value}"]
         args += command
@@ -249,6 +257,7 @@ class Git:
         config: Iterable[tuple[str, str]] = (),
         end_of_options: bool = True,
         hooks: bool = False,
+        hooks_path: str | None = None,
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int = MAX_OUTPUT_BYTES,
@@ -266,6 +275,7 @@ class Git:
             config=config,
             end_of_options=end_of_options,
             hooks=hooks,
+            hooks_path=hooks_path,
         )
         result = await run_program(
             argv,

@@ -37,7 +37,7 @@ EVENT_TEXT_MAX: Final = 256 * 1024
 
 
 def level_and_prefix(stream: str) -> tuple[str, str]:
-    """The original's attach format: stderr as warn; a `[stream] ` prefix except stdout/pty."""
+    """The attach format: stderr as warn; a `[stream] ` prefix except stdout/pty."""
     level = "warn" if stream == "stderr" else "info"
     prefix = "" if stream in ("stdout", "pty") else f"[{stream}] "
     return level, prefix

@@ -275,6 +275,7 @@ class DevServerManager:
         env: Mapping[str, str] | None,
         owner: Owner,
         confined: Confined | None = None,
+        session_callback: Mapping[str, str] | None = None,
     ) -> DevServer:
         server = DevServer(
             cwd=cwd,
@@ -294,6 +295,7 @@ class DevServerManager:
             defaults={"PYTHONUNBUFFERED": "1"},
             confined=confined,
             calls_back=owner.user,
+            session_callback=session_callback,
         )
         argv = confined.wrap(server.argv) if confined is not None else server.argv
         try:

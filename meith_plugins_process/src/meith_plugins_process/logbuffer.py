@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-#: The original's MAX_LOG_ENTRIES (per process).
+#: Most log entries kept per process (older ones are dropped first).
 MAX_ENTRIES: Final = 5000
 #: Also bounded by size, so 5,000 very long lines cannot hold hundreds of megabytes.
 MAX_CHARS: Final = 8 * 1024 * 1024

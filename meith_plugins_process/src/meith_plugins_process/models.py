@@ -1,4 +1,4 @@
-"""The tools' input and output models (the wire shapes of the original, section 7)."""
+"""The tools' input and output models (their field names are the wire shapes)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Final
 
 import psutil
 
-# The original's patterns, in order, case-insensitive; the first one that matches a line wins.
+# Port announcement patterns, in order, case-insensitive; the first one that matches a line wins.
 _PATTERNS: Final = (
     re.compile(r"https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|\[::\]):(\d{2,5})", re.I),
     re.compile(r"(?:listening|running|ready|started|local|preview).{0,40}?:(\d{2,5})\b", re.I),

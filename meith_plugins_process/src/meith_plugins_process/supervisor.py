@@ -43,8 +43,10 @@ RECOVERY_GRACE_S: Final = 1.0
 KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
 
 
+#: Where a child finds its session's token (see `ToolContext.child_environment`).
+TOKEN_ENV: Final = "MEITH_SESSION_TOKEN"  # noqa: S105 - a variable name
 #: Variables that lead a child back to meith's trust root or socket: a confined child gets none.
-_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN")
+_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", TOKEN_ENV)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,8 @@ class Confined:
     scope: str
     plan: Confinement
     tmpdir: str
+    #: What lets the process call back as its session (the socket as it sees it, the token).
+    callback: Mapping[str, str] | None = None
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.plan.wrap(argv)
@@ -94,16 +98,33 @@ class Supervisor:
 
     # -- confinement --------------------------------------------------------------------
 
-    def confine(self, scope: str | None) -> Confined | None:
+    def confine(
+        self, scope: str | None, session_callback: Mapping[str, str] | None = None
+    ) -> Confined | None:
         """The confinement for a process started under a grant limited to `scope`; None when
-        the grant is not limited or the kernel has no Landlock (the caller says so)."""
+        the grant is not limited or the kernel has no Landlock (the caller says so).
+
+        With a session token in `session_callback` (an agent session's child), the socket it
+        names (the runtime's token-only one for children) stays reachable inside: mounted on a
+        file in the private temp dir, where the runtime's own socket is covered. The local
+        user's call-back variables are never passed in."""
         if scope is None or not landlock_status().available:
             return None
         tmpdir = tempfile.mkdtemp(prefix="meith-confined-")
         home = self.home.root if self.home is not None else None
         hide = [self.socket_path] if self.socket_path else []
-        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide)
-        return Confined(scope, plan, tmpdir)
+        callback = None
+        bind: list[tuple[str, str]] = []
+        if session_callback and TOKEN_ENV in session_callback and self.socket_path:
+            callback = dict(session_callback)
+            if landlock_status().namespaces:
+                inner = os.path.join(tmpdir, "meith.sock")
+                with open(inner, "x"):
+                    pass
+                bind.append((callback["MEITH_SOCKET"], inner))
+                callback["MEITH_SOCKET"] = inner
+        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind)
+        return Confined(scope, plan, tmpdir, callback)
 
     # -- children's environment ---------------------------------------------------------
 
@@ -115,13 +136,17 @@ class Supervisor:
         defaults: Mapping[str, str] | None = None,
         confined: Confined | None = None,
         calls_back: bool = True,
+        session_callback: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
         back through the CLI), `extra` from the caller, and the marker (never overridable).
 
         Without `calls_back` (what an agent session starts) and when confined, a child gets
-        none of the MEITH_* call-back variables: a call back would arrive as the local user,
-        not as the session that started it. A confined child also gets its private TMPDIR.
+        none of the MEITH_* call-back variables that would let it call back as the local user;
+        a child of an agent session gets `session_callback` instead (the socket and its
+        session's token, `ToolContext.child_environment`; for a confined child the socket as
+        mounted inside its confinement): it calls back as that session. A confined child also
+        gets its private TMPDIR.
         """
         env = dict(os.environ)
         # An inherited MEITH_SOCKET points at some other runtime, not at this one.
@@ -139,6 +164,10 @@ class Supervisor:
         if confined is not None or not calls_back:
             for key in _CALLBACK_ENV:
                 env.pop(key, None)
+            callback = confined.callback if confined is not None else session_callback
+            if callback and TOKEN_ENV in callback:
+                env.update(callback)
+                self._add_cli(env)
         if confined is not None:
             for key in ("TMPDIR", "TMP", "TEMP"):
                 env[key] = confined.tmpdir
@@ -150,6 +179,9 @@ class Supervisor:
             env["MEITH_HOME"] = str(self.home.root)
         if self.socket_path:
             env["MEITH_SOCKET"] = self.socket_path
+        self._add_cli(env)
+
+    def _add_cli(self, env: dict[str, str]) -> None:
         cli = _meith_cli(env.get("PATH", ""))
         if cli is not None:
             env["MEITH_CLI_BIN"] = str(cli)

@@ -69,7 +69,7 @@ def _usable(shell: str) -> str | None:
 
 def resolve_terminal_cwd(raw: str | None, base: str) -> tuple[str, str | None]:
     """`(cwd, warning)`: trimmed, `~` expanded, relative to `base`; a directory that does not
-    exist falls back to the home directory, then the runtime's, as the original did."""
+    exist falls back to the home directory, then the runtime's."""
     home = os.path.expanduser("~")
     if raw is None or not raw.strip():
         return home, None
@@ -248,12 +248,17 @@ class TerminalManager:
         env: Mapping[str, str] | None,
         owner: Owner,
         confined: Confined | None = None,
+        session_callback: Mapping[str, str] | None = None,
     ) -> Terminal:
         term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
         # TERM describes the terminal the output is rendered by, not the runtime's own.
         extra = {"TERM": "xterm-256color", **(env or {})}
         child_env = self.sup.child_env(
-            term.id, extra=extra, confined=confined, calls_back=owner.user
+            term.id,
+            extra=extra,
+            confined=confined,
+            calls_back=owner.user,
+            session_callback=session_callback,
         )
         argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()

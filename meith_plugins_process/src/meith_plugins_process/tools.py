@@ -107,6 +107,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         _check_scope(ctx, cwd)
         shell = resolve_shell(args.shell)
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
+        callback = ctx.child_environment()
         term = await terms.create(
             cwd=cwd,
             shell=shell,
@@ -114,7 +115,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             rows=args.rows,
             env=args.env,
             owner=Owner.of(ctx.caller),
-            confined=sup.confine(ctx.grant_scope),
+            confined=sup.confine(ctx.grant_scope, callback),
+            session_callback=callback,
         )
         if warning:
             diagnostics.append({"level": "warn", "message": warning})
@@ -192,6 +194,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     }
                 ],
             )
+        callback = ctx.child_environment()
         server = await devs.start(
             cwd=cwd,
             command=args.command,
@@ -199,7 +202,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller),
-            confined=sup.confine(ctx.grant_scope),
+            confined=sup.confine(ctx.grant_scope, callback),
+            session_callback=callback,
         )
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
         if server.status == "errored":

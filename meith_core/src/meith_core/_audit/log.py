@@ -5,9 +5,9 @@ the trail). `segments` says which files make up the trail and what retention kee
 a record is sealed, `coalesce` which failures are counted rather than written one by one.
 
 Several runtimes may share a home, so each append happens under an exclusive `flock` on
-`audit.lock`. Under that lock a writer compares the file with what it last wrote (one `stat`);
-when another runtime appended or rotated since, it re-reads the chain head from the end of the
-file, so every runtime extends the same chain. A file whose last record was cut short (a crash
+`audit.lock`. Under that lock a writer compares the file with what it last wrote (one `fstat`
+in the common case); when another runtime appended or rotated since, it re-reads the chain head
+from the end of the file (a seek, not a scan), so every runtime extends the same chain. A file whose last record was cut short (a crash
 mid-write) is repaired by the next writer: it ends the fragment with a newline and writes a
 `torn-tail` record that links to the last whole record.
 """
@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,9 +33,11 @@ from meith_core._audit.segments import Limits
 from meith_core._ids import new_id
 
 if TYPE_CHECKING:
-    from meith_core._caller import CallerInfo
-    from meith_core._tooldef import ToolDefinition
+    from meith_core._callrecord import CallRecord
 
+#: How often a writer looks the path up again although its file looks unchanged (another
+#: program renaming the file is noticed within this time).
+PATH_CHECK_S: Final = 1.0
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
 
@@ -58,7 +61,7 @@ class AuditLog:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
-        self.lock_path = path.with_name(path.name.removesuffix(".jsonl") + ".lock")
+        self.lock_path = segments.lock_path(path)
         if limits is None or isinstance(limits, Limits):
             fixed = limits or Limits()
             self._limits: Callable[[], Limits] = lambda: fixed
@@ -75,6 +78,7 @@ class AuditLog:
         self._head: str | None = None
         self._segment_bytes = 0
         self._pruned_at_open = False
+        self._checked = 0.0
         self.records_written = 0
         self.records_coalesced = 0
         self.last_error: str | None = None
@@ -93,47 +97,39 @@ class AuditLog:
             records.append(entry)
             return self._append_locked(records)
 
-    def intent(
-        self,
-        caller: CallerInfo,
-        request_id: str,
-        tool: ToolDefinition,
-        plugin: str,
-        reason: str,
-        cwd: str,
-        arguments: Any,
-    ) -> bool:
-        """Record that a privileged call is about to run. Its outcome record follows with the
-        same requestId; a trail with the intent alone shows the call as interrupted."""
+    def intent(self, call: CallRecord) -> bool:
+        """Record that an authorised privileged call is about to run. Its outcome record follows
+        with the same requestId; a trail with the intent alone shows the call as interrupted."""
+        caller, tool = call.caller, call.tool
+        assert tool is not None
+        assert call.decision is not None
+        defn = tool.definition
         record: dict[str, Any] = {
             "id": new_id("audit"),
             "ts": now_ms(),
             "kind": "intent",
-            "requestId": request_id,
+            "requestId": call.request_id,
             "caller": caller.caller.value,
             "sessionId": caller.session_id,
-            "toolName": tool.name,
-            "plugin": plugin,
-            "capabilities": [c.value for c in tool.capabilities],
+            "toolName": defn.name,
+            "plugin": tool.plugin_id,
+            "capabilities": [c.value for c in defn.capabilities],
             "decision": "allow",
-            "reason": reason,
+            "reason": call.decision.reason,
             "outcome": "started",
-            "cwd": cwd,
-            "argsSummary": summarize(arguments, sensitive_fields_of(tool)),
+            "cwd": call.cwd,
+            "argsSummary": summarize(call.arguments, sensitive_fields_of(defn)),
             "pid": os.getpid(),
         }
-        if caller.claimed_caller is not None:
-            record["claimedCaller"] = caller.claimed_caller
-        if caller.plugin_id is not None:
-            record["pluginId"] = caller.plugin_id
+        for key, value in (
+            ("claimedCaller", caller.claimed_caller),
+            ("label", caller.label),
+            ("pluginId", caller.plugin_id),
+        ):
+            if value is not None:
+                record[key] = value
         with self._lock:
             return self._append_locked([record])
-
-    def flush(self) -> bool:
-        """Write the records of coalescing windows that have closed."""
-        with self._lock:
-            records = self._coalescer.due(self._clock())
-            return self._append_locked(records) if records else True
 
     def preflight(self) -> str | None:
         """None when a record can be written now, else why not (checked before privileged calls)."""
@@ -213,6 +209,7 @@ class AuditLog:
             ino = os.stat(self.path, follow_symlinks=False).st_ino
         except FileNotFoundError:
             ino = -2
+        self._checked = time.monotonic()
         if self._fd >= 0 and ino == self._ino:
             return False
         self._close_locked()
@@ -229,6 +226,18 @@ class AuditLog:
 
     def _sync_locked(self) -> None:
         """Make the cached chain head and file end true to the file (under the flock)."""
+        if self._fd >= 0 and self._pruned_at_open:
+            # The common case costs one fstat: nobody appended (same size), nobody sealed the
+            # segment (a rotation makes it read-only first) or removed it, and the path was
+            # looked up recently.
+            st = os.fstat(self._fd)
+            if (
+                st.st_size == self._size
+                and st.st_mode & stat.S_IWUSR
+                and st.st_nlink > 0
+                and time.monotonic() - self._checked < PATH_CHECK_S
+            ):
+                return
         reopened = self._reopen_if_moved_locked()
         if not self._pruned_at_open:
             self._pruned_at_open = True
@@ -279,7 +288,13 @@ class AuditLog:
         return _hash_of(line) if line is not None else None
 
     def _rotate_locked(self) -> None:
-        segments.rotate(self.path)
+        # Sealed segments are read-only; that is also how other writers notice the rotation.
+        os.fchmod(self._fd, 0o400)
+        try:
+            segments.rotate(self.path)
+        except OSError:
+            os.fchmod(self._fd, 0o600)  # still the segment being written
+            raise
         self._close_locked()
         self._apply_retention_locked(rotate=True)
 
@@ -321,30 +336,22 @@ class AuditLog:
     def read(self) -> Iterator[dict[str, Any]]:
         """Every parseable record, oldest first, across the segments."""
         for path in segments.all_files(self.path):
-            try:
-                fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
-            except OSError:
-                continue
-            with fh:
-                for raw in fh:
-                    try:
-                        record = json.loads(raw)
-                    except ValueError:
-                        continue  # a foreign or torn line: skip, never fail the reader
-                    if isinstance(record, dict):
-                        yield record
+            yield from _records_of(path)
 
     def tail(
         self, limit: int = 200, predicate: Callable[[dict[str, Any]], bool] | None = None
     ) -> list[dict[str, Any]]:
-        """The newest `limit` records matching `predicate`, oldest first."""
-        out: list[dict[str, Any]] = []
-        for record in self.read():
-            if predicate is None or predicate(record):
-                out.append(record)
-                if len(out) > limit * 2:
-                    del out[: len(out) - limit]
-        return out[-limit:] if limit > 0 else []
+        """The newest `limit` records matching `predicate`, oldest first. Reads segments newest
+        first and stops when it has enough (the trail may hold hundreds of megabytes)."""
+        if limit <= 0:
+            return []
+        found: list[dict[str, Any]] = []
+        for path in reversed(segments.all_files(self.path)):
+            matching = [r for r in _records_of(path) if predicate is None or predicate(r)]
+            found = matching[-(limit - len(found)) :] + found
+            if len(found) >= limit:
+                break
+        return found
 
     def status(self) -> dict[str, Any]:
         return {
@@ -354,6 +361,21 @@ class AuditLog:
             "recordsWritten": self.records_written,
             "recordsCoalesced": self.records_coalesced,
         }
+
+
+def _records_of(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
+    except OSError:
+        return
+    with fh:
+        for raw in fh:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a foreign or torn line: skip, never fail the reader
+            if isinstance(record, dict):
+                yield record
 
 
 def _hash_of(line: bytes) -> str | None:

@@ -1,7 +1,8 @@
 """Redaction of audit summaries: secrets out first, then size limits.
 
-Order matters: a secret is recognised in full before truncation could cut it into pieces
-that no longer look like one. Hostile values (deep, cyclic, huge, lone surrogates, objects
+What counts as a secret is the table in `rules`; this module applies it. Order matters: a
+secret is recognised in full before truncation could cut it into pieces that no longer look
+like one. Hostile values (deep, cyclic, huge, lone surrogates, objects
 that raise) are bounded by the depth and size caps and never raise.
 """
 
@@ -11,16 +12,31 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
+from meith_core._audit.rules import (
+    ANY_LITERAL,
+    ENV_PARENT_KEY_RE,
+    ENV_SECRET_KEY_RE,
+    ENV_SHAPED_KEY_RE,
+    FLAG_RE,
+    GATE,
+    LARGE_TEXT_KEY_RE,
+    REDACTED,
+    RULES_OF,
+    SECRET_KEY_RE,
+    SECRET_PATTERNS,
+    SENSITIVE_MARKER,
+    USER_FLAG_RE,
+)
+from meith_core._protocol.framing import dumps
+
 if TYPE_CHECKING:
     from meith_core._tooldef import ToolDefinition
-
-from meith_core._protocol.framing import dumps
 
 MAX_STRING_CHARS: Final = 240
 MAX_ARRAY_ITEMS: Final = 50
@@ -32,150 +48,6 @@ MAX_SUMMARY_CHARS: Final = 2000
 MIN_KNOWN_CHARS: Final = 4
 MAX_KNOWN: Final = 20
 
-REDACTED: Final = "[REDACTED]"
-
-# -- the table ------------------------------------------------------------------------------
-# One redactor for every record: what it recognises is listed here, in three tables.
-#
-# Keys whose value is a secret (any type, at any depth; list items inherit their key).
-SECRET_KEY_RE: Final = re.compile(
-    r"token|passw(?:or)?d|passphrase|secret|api[_-]?key|authori[sz]ation|credential"
-    r"|private[_-]?key|access[_-]?key|cookie|session[_-]?(?:key|token|secret|cookie)"
-    r"|^(?:pass|pwd|auth|pin|otp)$",
-    re.IGNORECASE,
-)
-# Keys of environment maps: any key under a key naming an environment (`env`, `envVars`...),
-# and any key shaped like an environment variable anywhere.
-ENV_SECRET_KEY_RE: Final = re.compile(
-    r"PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE
-)
-ENV_PARENT_KEY_RE: Final = re.compile(
-    r"^(?:env|environ|environment|env[_-]?vars|extra[_-]?env)$", re.I
-)
-_ENV_SHAPED_KEY_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
-# Keys whose value is text typed or shown (keystrokes sent to pages or terminals, terminal and
-# page snapshots, file contents): replaced by their length. A tool marks other fields so with
-# `Field(json_schema_extra={"sensitive": True})`.
-LARGE_TEXT_KEY_RE: Final = re.compile(
-    r"^(?:content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
-    r"|stdout|stderr|lines|html|markdown)$",
-    re.IGNORECASE,
-)
-SENSITIVE_MARKER: Final = "sensitive"
-
-# Names that make a command-line option, a URL query parameter or an assignment a secret.
-_SECRET_NAME: Final = (
-    r"(?:pass(?:word|wd|phrase)?|pwd|token|secret|api[_-]?key|auth(?!or)|credential|cookie"  # noqa: S105
-    r"|private[_-]?key|access[_-]?key)"
-)
-_QUERY_SECRET_NAME: Final = _SECRET_NAME[:-1] + r"|key|sig|signature|session|sid|code)"
-_FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*$", re.IGNORECASE)
-_USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
-
-# Secrets recognised inside any string (arguments, results, error messages); each is replaced
-# where it stands so the rest of the string (a command line, a URL) stays readable.
-_SECRET_PATTERNS: Final[
-    tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
-] = (
-    (
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-            re.DOTALL,
-        ),
-        "[REDACTED_PRIVATE_KEY]",
-    ),
-    # Headers: `Authorization: Basic ...`, `Cookie: a=b`, `X-Api-Key: ...` (to the line end;
-    # the scheme word stays readable).
-    (
-        re.compile(
-            r"((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
-            r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?"
-            r"(?:(?!\\[rn])[^\r\n])+",  # to the line end (or an escaped one, in a repr)
-            re.IGNORECASE,
-        ),
-        lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}",
-    ),
-    (
-        re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
-        r"\1 [REDACTED]",
-    ),
-    # Options: `--password X`, `--password=X`, `--api-key=X`, `--db-pass 'a b'`.
-    (
-        re.compile(
-            rf"(?<![\w-])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*)(=|[ \t]+)"
-            r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)",
-            re.IGNORECASE,
-        ),
-        r"\1\2[REDACTED]",
-    ),
-    # `-u user:pass`, `-uuser:pass`, `--user=user:pass` (curl and friends).
-    (
-        re.compile(r"(?<![\w-])(-u[ \t]*|--(?:proxy-)?user[= \t]+)([\"']?[^\s:\"'@/]*):[^\s\"']+"),
-        r"\1\2:[REDACTED]",
-    ),
-    # Assignments of secret-named variables: `export DB_PASSWORD=x`, `GITHUB_TOKEN=x cmd`,
-    # `password=x` in a connection string.
-    (
-        re.compile(
-            r"\b([A-Z_][A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)"
-            r"[A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)"
-        ),
-        r"\1=[REDACTED]",
-    ),
-    (
-        re.compile(
-            rf"(?<![\w.-])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)",
-            re.IGNORECASE,
-        ),
-        r"\1=[REDACTED]",
-    ),
-    # Quoted keys inside text (a JSON body or a repr in an error message): the value of a
-    # secret or large-text key, a string or a list of strings.
-    (
-        re.compile(
-            rf"([\"'])([A-Za-z0-9_.-]*{_SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
-            r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
-            r"|content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
-            r"|stdout|stderr|lines|html|markdown)"
-            r"\1(\s*[:=]\s*)(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
-            r"|\[(?:[^\]\"']|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')*\])",
-            re.IGNORECASE,
-        ),
-        r"\1\2\1\3[REDACTED]",
-    ),
-    # A quoted argument vector inside text: `'--password', 'X'`, `"-u", "bob:X"`.
-    (
-        re.compile(
-            rf"([\"'])(--?[A-Za-z0-9_-]*{_SECRET_NAME}[A-Za-z0-9_-]*|-u|--user)\1(\s*,\s*)"
-            r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')",
-            re.IGNORECASE,
-        ),
-        r"\1\2\1\3[REDACTED]",
-    ),
-    # URL query parameters with credential-like names.
-    (
-        re.compile(
-            rf"([?&;][A-Za-z0-9_.-]*{_QUERY_SECRET_NAME}[A-Za-z0-9_.-]*=)[^&#\s\"'<>]+",
-            re.IGNORECASE,
-        ),
-        r"\1[REDACTED]",
-    ),
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), REDACTED),
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
-    # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
-    (re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE), r"\1:[REDACTED]@"),
-)
-# A quick gate so ordinary strings skip the pattern list entirely.
-_MAYBE_SECRET: Final = re.compile(
-    r"PRIVATE KEY|bearer|basic|token|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|gh[pousr]_|github_pat_"
-    r"|glpat-|xox|sk-|eyJ|://|pass|pwd|auth|secret|key|credential|cookie|session|sig|code|-u|--user"
-    r"|[\"']\s*[:=]",
-    re.IGNORECASE,
-)
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9+/=_.~:-]{32,}")
 #: Bounds the work on one summary: a value shared many times (a DAG, or a cycle) would
 #: otherwise be expanded up to MAX_OBJECT_KEYS ** MAX_DEPTH times. Far more than 2000
@@ -246,7 +118,7 @@ def _key_kind(key: str, in_env: bool = False) -> int:
     several regex searches per key)."""
     if SECRET_KEY_RE.search(key):
         return 1
-    if (in_env or _ENV_SHAPED_KEY_RE.match(key)) and ENV_SECRET_KEY_RE.search(key):
+    if (in_env or ENV_SHAPED_KEY_RE.match(key)) and ENV_SECRET_KEY_RE.search(key):
         return 1
     return 2 if LARGE_TEXT_KEY_RE.match(key) else 0
 
@@ -288,8 +160,11 @@ def redact_string(text: str, key: str = "") -> str:
     if len(text) > 64 * 1024:
         # Never run patterns over megabytes; nothing this long is shown whole anyway.
         return f"[REDACTED_TEXT {len(text)} chars]"
-    if _MAYBE_SECRET.search(text):
-        for pattern, replacement in _SECRET_PATTERNS:
+    low = text.lower()
+    if ANY_LITERAL.search(low):  # one fast scan; most strings stop here
+        rules = {i for m in GATE.finditer(low) for i in RULES_OF[m.group(1)]}
+        for i in sorted(rules):
+            _, pattern, replacement = SECRET_PATTERNS[i]
             text = pattern.sub(replacement, text)
     if len(text) >= 32:
         # Whole string or embedded (a command line, a header value): each long run of token
@@ -308,9 +183,9 @@ def _redact_argv(items: list[Any]) -> list[Any]:
         nxt = items[i + 1]
         if not isinstance(item, str) or not isinstance(nxt, str):
             continue
-        if _FLAG_RE.match(item):
+        if FLAG_RE.match(item):
             out[i + 1] = REDACTED
-        elif _USER_FLAG_RE.match(item) and ":" in nxt:
+        elif USER_FLAG_RE.match(item) and ":" in nxt:
             out[i + 1] = nxt.split(":", 1)[0] + ":" + REDACTED
     return out
 

@@ -36,10 +36,15 @@ class AuditSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     retentionDays: float = Field(
-        DEFAULT_RETENTION_DAYS, ge=1, le=36_500, description="Keep records at least this long"
+        DEFAULT_RETENTION_DAYS,
+        ge=1,
+        le=36_500,
+        description="Old segments whose newest record is older than this are deleted",
     )
     maxBytes: int = Field(
-        DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, description="Total size of the trail's segments"
+        DEFAULT_MAX_BYTES,
+        ge=MIN_MAX_BYTES,
+        description="The oldest segments are deleted while the trail is larger than this",
     )
 
 
@@ -66,6 +71,11 @@ class Limits:
 class Segment:
     number: int
     path: Path
+
+
+def lock_path(current: Path) -> Path:
+    """The lock every writer of the trail holds while it appends (and rotates)."""
+    return current.with_name(current.name.removesuffix(".jsonl") + ".lock")
 
 
 def segment_path(current: Path, number: int) -> Path:

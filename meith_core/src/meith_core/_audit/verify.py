@@ -8,7 +8,9 @@ that too.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -98,6 +100,23 @@ class _Walk:
             self.pruned_through = max(self.pruned_through, record["prunedThrough"])
 
 
+def _settled(current: Path, data: bytes) -> bytes:
+    """The current segment again, once no writer is in the middle of a record: a fragment at
+    its end may be a record being written right now, not a torn one."""
+    try:
+        fd = os.open(segments.lock_path(current), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return data
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # writers hold it for one append only
+        with open(current, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return data
+    finally:
+        os.close(fd)
+
+
 def verify(current: Path) -> Report:
     report = Report()
     walk = _Walk(report)
@@ -119,6 +138,8 @@ def verify(current: Path) -> Report:
             walk.problem(path.name, None, f"unreadable: {exc.strerror or exc}")
             continue
         report.files.append(path.name)
+        if path == current and not data.endswith(b"\n"):
+            data = _settled(current, data)
         lines = data.split(b"\n")
         rest = lines.pop()
         for i, raw in enumerate(lines, 1):

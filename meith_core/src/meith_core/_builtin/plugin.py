@@ -10,6 +10,7 @@ import os
 import time
 from typing import Any, Literal
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from meith_core._confinement import landlock_status
@@ -17,7 +18,7 @@ from meith_core._context import ToolContext
 from meith_core._errors import ErrorCode, ToolError
 from meith_core._instances import live_instances
 from meith_core._plugins.hookspecs import hookimpl
-from meith_core._plugins.listing import describe_plugins
+from meith_core._plugins.listing import describe_plugins, plugin_health
 from meith_core._protocol.constants import PROTOCOL_VERSION
 from meith_core._runtime.host import Runtime
 from meith_core._settings import PolicySettingError, SettingsError
@@ -75,7 +76,8 @@ class CorePlugin:
         ]
 
     async def app_health(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
-        """Health of the runtime: socket, plugins and the audit writer."""
+        """Health of the runtime: socket, plugins, the audit writer, confinement, and the
+        checks plugins add (status `warn`: advice that leaves the overall status ok)."""
         rt = self._rt()
         checks: list[dict[str, Any]] = []
         server = rt.server
@@ -114,6 +116,11 @@ class CorePlugin:
                 "details": landlock.to_dict(),
             }
         )
+        # Plugins' own checks (`meith_health`); `warn` is advice and leaves the status ok.
+        contributed = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        for plugin_id, plugin_checks in contributed.items():
+            for check in plugin_checks:
+                checks.append({**check, "name": f"{plugin_id}.{check['name']}"})
         worst = "ok"
         for check in checks:
             if check["status"] == "error":
@@ -138,7 +145,8 @@ class CorePlugin:
     async def list_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
         """Every discovered plugin: status, tools, requested and approved capabilities."""
         rt = self._rt()
-        return describe_plugins(rt.plugins.records.values(), rt.permissions.approvals)
+        health = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        return describe_plugins(rt.plugins.records.values(), rt.permissions.approvals, health)
 
     async def get_app_settings(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
         """The user settings in $MEITH_HOME/settings.json."""

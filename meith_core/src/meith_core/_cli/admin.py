@@ -138,10 +138,14 @@ def _loaded_runtime() -> Any:
 
 
 def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
-    from meith_core._plugins.listing import describe_plugins
+    from meith_core._plugins.listing import describe_plugins, plugin_health
 
     runtime = _loaded_runtime()
-    listing = describe_plugins(runtime.plugins.records.values(), runtime.permissions.approvals)
+    listing = describe_plugins(
+        runtime.plugins.records.values(),
+        runtime.permissions.approvals,
+        plugin_health(runtime.plugins),
+    )
     if as_json:
         sys.stdout.write(pretty(listing) + "\n")
         return EXIT_OK
@@ -168,6 +172,10 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
         else:
             state = f"approved: {', '.join(approval['capabilities']) or 'nothing'} (since {_when(approval['approvedAt'])} UTC)"
         sys.stdout.write(f"    approval:  {state}\n")
+        for check in p["health"]:
+            if check["status"] != "ok":
+                sys.stdout.write(f"    {check['status']}:{' ' * (10 - len(check['status']))}")
+                sys.stdout.write(f"{check['message'] or check['name']}\n")
     return EXIT_OK
 
 

@@ -1,6 +1,6 @@
 """`meith call TOOL [--key value ...]`: turning command-line tokens into tool arguments.
 
-The rules of the original CLI (inventory §5):
+The rules (kept compatible with existing scripts that call tools this way):
 - `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true.
 - Repeated keys accumulate into an array in order.
 - Values are coerced: true/false to booleans, numeric strings to numbers, else strings.
@@ -189,7 +189,7 @@ def parse_call_line(tokens: list[str]) -> CallLine:
             continue
         if not word.startswith("--") or word == "--":
             if word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word):
-                put(word.lstrip("-"), True)  # unknown short flag: true, like the original
+                put(word.lstrip("-"), True)  # unknown short flag: a boolean, like a bare --key
                 continue
             if line.tool is None:
                 line.tool = word

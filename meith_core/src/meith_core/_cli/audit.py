@@ -155,6 +155,9 @@ def run_show(
         sys.stdout.flush()
 
     live = {r.pid for r in live_instances(home)}
+    # Opened first, at the end: what is written while the trail is read shows up in the
+    # follow (seen ids are skipped once), not in neither.
+    follower = _Follower(log.path) if follow else None
     records = collect(log.read(), limit, keep, live)
     if not records and not follow and not as_json:
         filtered = tool or denied or interrupted
@@ -162,16 +165,85 @@ def run_show(
     emit(records, header=True)
     if not follow:
         return EXIT_OK
-    seen = {(r.get("id"), r.get("outcome")) for r in records}
+    assert follower is not None
+    shown = {r.get("id") for r in records}
     try:
         while True:
             time.sleep(0.5)
-            recent = collect(log.read(), 200, keep, live)
-            fresh = [r for r in recent if (r.get("id"), r.get("outcome")) not in seen]
-            seen.update((r.get("id"), r.get("outcome")) for r in fresh)
+            # Intents are left out: the outcome record of the call follows.
+            fresh = [
+                r
+                for r in follower.new_records()
+                if r.get("kind") != "intent" and keep(r) and r.get("id") not in shown
+            ]
+            shown.clear()
             emit(fresh, header=False)
     except KeyboardInterrupt:
         return EXIT_OK
+    finally:
+        follower.close()
+
+
+class _Follower:
+    """Records appended to the trail since it was opened: reads only what is new, following
+    the current segment across rotations (never re-reading the whole trail)."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+        self.fh: Any = None
+        self.ino = -1
+        self.rest = b""
+        self._open(at_end=True)
+
+    def _open(self, *, at_end: bool) -> None:
+        import os
+
+        try:
+            self.fh = open(self.path, "rb")  # noqa: SIM115 - kept open between polls
+        except OSError:
+            self.fh, self.ino = None, -1
+            return
+        self.ino = os.fstat(self.fh.fileno()).st_ino
+        if at_end:
+            self.fh.seek(0, os.SEEK_END)
+
+    def new_records(self) -> list[dict[str, Any]]:
+        import os
+
+        out: list[dict[str, Any]] = []
+        if self.fh is None:
+            self._open(at_end=False)
+        if self.fh is None:
+            return out
+        out += self._drain()
+        try:
+            moved = os.stat(self.path).st_ino != self.ino
+        except OSError:
+            moved = False
+        if moved:  # rotated: the old segment's tail was read above, continue in the new one
+            self.fh.close()
+            self.rest = b""
+            self._open(at_end=False)
+            if self.fh is not None:
+                out += self._drain()
+        return out
+
+    def _drain(self) -> list[dict[str, Any]]:
+        data = self.rest + self.fh.read()
+        *lines, self.rest = data.split(b"\n")
+        out = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
 
 
 def run_verify(as_json: bool) -> int:

@@ -1,4 +1,4 @@
-"""PermissionService: the provider gate and the caller gate of DESIGN.md "Permissions".
+"""PermissionService: the provider gate and the caller gate (docs/architecture.md, "Identity and permissions").
 
 Both gates apply only to tools that declare a privileged capability; everything else is
 allowed for every caller (and still audited). Every decision carries a human-readable reason
@@ -17,6 +17,7 @@ from enum import StrEnum
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability, parse_capabilities, privileged_of
+from meith_core._context import GrantCheck, HeldGrant
 from meith_core._permissions.approvals import Approval, PluginApprovals
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 from meith_core._permissions.hints import approve_hint, grant_hint
@@ -155,31 +156,40 @@ class PermissionService:
         A question a running tool asks before doing more than its declared capabilities (git
         hooks are programs): it consumes no use and asks no approver.
         """
+        return self.held(caller, tool, capabilities, cwd) is not None
+
+    def held(
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+    ) -> HeldGrant | None:
+        """`holds`, saying which directory the holding grant is confined to (the grant a call
+        needing these capabilities would use first)."""
         wanted = tuple(capabilities)
         if caller.trusted:
-            return True
+            return HeldGrant(None)
         if caller.caller is CallerKind.PLUGIN:
             pid = caller.plugin_id
             if pid is None:
-                return False
+                return None
             if pid in self._host_providers:
-                return True
+                return HeldGrant(None)
             approval, _why = self._approval_for(pid)
-            return approval is not None and set(wanted) <= set(approval.capabilities)
+            if approval is not None and set(wanted) <= set(approval.capabilities):
+                return HeldGrant(None)
+            return None
         session = caller.session_id
         if not session or session in self._revoked:
-            return False
+            return None
         now = time.time_ns() // 1_000_000
         for grant in self._candidates(caller.caller, session):
             if grant.expired(now) or not grant.covers(tool, wanted, cwd):
                 continue
             if grant.uses is None or grant.uses > 0:
-                return True
-        return False
+                return HeldGrant(grant.cwd_prefix)
+        return None
 
-    def grant_check(self, caller: CallerInfo, tool: str) -> Callable[[tuple[str, ...], str], bool]:
-        """`holds` bound to one call, for `ToolContext.caller_holds`."""
-        return lambda caps, cwd: self.holds(caller, tool, parse_capabilities(caps), cwd)
+    def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
+        """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
+        return lambda caps, cwd: self.held(caller, tool, parse_capabilities(caps), cwd)
 
     def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
         """The session's own grants, then the standing grants that apply to it."""

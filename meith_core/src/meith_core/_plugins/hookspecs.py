@@ -84,6 +84,17 @@ def meith_session_ended(host: PluginHost, session_id: str) -> Any:
     """
 
 
+@hookspec
+def meith_health() -> list[dict[str, Any]] | None:
+    """Return this plugin's health checks, shown by `app_health` and `meith plugins`.
+
+    Each check is `{"name", "status", "message", "details"?}` with status `ok`, `warn`
+    (advice: the runtime works, but the user should change something), `degraded` or
+    `error`. Synchronous and quick (a few subprocesses at most): it runs on every
+    `app_health` call and `meith plugins` listing. A failure becomes an `error` check.
+    """
+
+
 @hookspec(firstresult=True)
 def meith_approve(request: ApprovalRequest) -> ApprovalAnswer | None:
     """Decide a privileged call from a `cli` or `agent` session that no grant covers.

@@ -9,5 +9,5 @@ MAX_FRAME_BYTES: Final = 8 * 1024 * 1024
 #: A frame nested deeper than this is refused (hostile input, and recursion limits).
 MAX_JSON_DEPTH: Final = 64
 DEFAULT_TOOL_TIMEOUT_MS: Final = 30_000
-#: Largest per-call timeout a client may ask for (fits a signed 32-bit int, like the original).
+#: Largest per-call timeout a client may ask for (fits a signed 32-bit int, so any client's integer type holds it).
 MAX_TIMEOUT_MS: Final = 2_147_483_647

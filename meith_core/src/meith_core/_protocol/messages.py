@@ -42,6 +42,9 @@ class ClientInfo(BaseModel):
     sessionId: _Hint | None = None
     spaceId: _Hint | None = None
     tabId: _Hint | None = None
+    #: A child's token (`MEITH_SESSION_TOKEN`): the connection calls as the session that
+    #: started the process, whatever `caller` says.
+    sessionToken: Annotated[str, Field(max_length=200)] | None = None
 
 
 class ListTools(_Message):

@@ -13,13 +13,19 @@ downgraded to `cli`. A later frame that claims a different kind runs as the fixe
 records the claim as `claimedCaller` (audited); later labels are ignored. A peer the runtime
 itself started (a process or terminal of a tool, found by its parent chain) is never asked to
 approve: it would be approving its own calls.
+
+A first claim carrying `sessionToken` (a child of a session, see `_runtime.child_tokens`) is
+that session instead, whatever it claims: its kind, label and session id, never approvals. An
+unknown token, or one whose session has ended since, is refused call by call: it never falls
+back to an identity of its own choosing. A peer that must present one (a confined child) and
+does not (a connection on the children's token-only socket) is refused the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -42,6 +48,7 @@ from meith_core._protocol.messages import (
     ToolCall,
     client_message_adapter,
 )
+from meith_core._runtime.child_tokens import ChildBinding
 from meith_core._runtime.frames import PONG, error_frame, frame
 
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
@@ -59,6 +66,8 @@ class Identity:
     label: str | None = None
     #: The connection answers `approval_request` frames.
     approvals: bool = False
+    #: The session a child's token binds this connection to (its calls are that session's).
+    session_id: str | None = None
 
 
 # -- actions: what the adapter must do --------------------------------------------------
@@ -135,8 +144,15 @@ class ServerConnection:
         max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION,
         max_frame_bytes: int = MAX_FRAME_BYTES,
         may_answer_approvals: bool = True,
+        resolve_token: Callable[[str], ChildBinding | None] | None = None,
+        token_required: bool = False,
     ) -> None:
         self.session_id = session_id
+        self._resolve_token = resolve_token
+        #: The child token this connection presented, checked again before every call ("":
+        #: none, but one was required).
+        self._token: str | None = None
+        self._token_required = token_required
         #: False for a peer the runtime itself started: it may not approve its own calls.
         self._may_answer_approvals = may_answer_approvals
         self._runtime_cwd = runtime_cwd
@@ -244,10 +260,14 @@ class ServerConnection:
             out.append(SendTools(parsed.names))
         elif isinstance(parsed, Hello):
             self._claim(parsed.clientInfo, out)
+            refused = self._token_refusal()
+            if refused:
+                out.append(Send(error_frame(request_id, refused)))
+                return
             ident = self.identity
             welcome = frame(
                 "welcome",
-                sessionId=self.session_id,
+                sessionId=ident.session_id or self.session_id,
                 caller=ident.caller.value,
                 label=ident.label,
                 serverVersion=self._server_version,
@@ -270,11 +290,38 @@ class ServerConnection:
             if claim == ident.caller.value or "caller" not in info.model_fields_set:
                 return None
             return claim
+        if info.sessionToken is not None or self._token_required:
+            self._token = info.sessionToken or ""
+            binding = self._resolve_token(self._token) if self._resolve_token else None
+            if binding is None:
+                self._identity = Identity(CallerKind.AGENT)
+            else:
+                self._identity = Identity(binding.caller, binding.label, False, binding.session_id)
+            out.append(IdentityFixed(self._identity))
+            return None if self._identity.caller.value == claim else claim
         kind = _normalise(claim)
         approvals = info.approvals and self._may_answer_approvals
         self._identity = Identity(kind, sanitize_label(info.label), approvals)
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
+
+    def _token_refusal(self) -> str:
+        """Why this connection's calls are refused (its token is not, or no longer, valid)."""
+        token = self._token
+        if token is None:
+            return ""
+        if not token:
+            return (
+                "this socket serves processes started for a session: a connection calls only as "
+                "that session, with its token (MEITH_SESSION_TOKEN)"
+            )
+        binding = self._resolve_token(token) if self._resolve_token else None
+        if binding is not None and binding.session_id == self.identity.session_id:
+            return ""
+        return (
+            "sessionToken is not valid: the session that started this process has ended (or "
+            "the token was never issued); its calls are refused"
+        )
 
     def _caller(self, info: ClientInfo, claimed: str | None) -> CallerInfo:
         """The call's identity: the connection's, with this frame's scope hints. A client
@@ -292,7 +339,8 @@ class ServerConnection:
         ident = self.identity
         caller = CallerInfo(
             caller=ident.caller,
-            session_id=self.session_id,  # the peer's sessionId is never used
+            # The peer's sessionId is never used; a child's token names its parent's.
+            session_id=ident.session_id or self.session_id,
             cwd=cwd or self._runtime_cwd,
             space_id=info.spaceId,
             tab_id=info.tabId,
@@ -319,6 +367,10 @@ class ServerConnection:
             out.append(Send(error_frame(rid, message)))
             return
         claimed = self._claim(call.clientInfo, out)
+        refused = self._token_refusal()
+        if refused:
+            out.append(Send(error_frame(rid, refused)))
+            return
         try:
             caller = self._caller(call.clientInfo, claimed)
         except Refused as exc:

@@ -28,7 +28,12 @@ from meith_core._runtime import logs
 from meith_core._runtime.host import Runtime
 from meith_core._runtime.prompt import TerminalApprover
 from meith_core._runtime.socket_server import IDLE_TIMEOUT_S, SocketServer
-from meith_core._runtime.socketbind import SocketBindError, bind_socket, socket_lock_held
+from meith_core._runtime.socketbind import (
+    BoundSocket,
+    SocketBindError,
+    bind_socket,
+    socket_lock_held,
+)
 from meith_core._version import __version__
 
 _log = structlog.get_logger("meith.serve")
@@ -127,15 +132,23 @@ async def _serve(
         print(f"meith serve: {exc}", file=sys.stderr)
         return 1
 
+    # Beside it, the socket processes started for agent sessions call back on: every connection
+    # there must present its session token (it is what a confined child can reach).
+    child: BoundSocket | None = None
+    with contextlib.suppress(SocketBindError):
+        child = bind_socket(
+            bound.path.with_name(bound.path.name + ".child"), create_dir=False, listen=False
+        )
     runtime = Runtime(home)
     runtime.socket_path = str(bound.path)
+    runtime.child_socket_path = str(child.path) if child is not None else None
     if approvals == "prompt":
         runtime.approvers.append(TerminalApprover())
     server: SocketServer | None = None
     instance_path: Path | None = None
     try:
         await runtime.start()
-        server = SocketServer(runtime, bound, idle_timeout_s=idle_timeout_s)
+        server = SocketServer(runtime, bound, idle_timeout_s=idle_timeout_s, child=child)
         runtime.server = server
         reaped = reap_stale_instances(home)
         if reaped:
@@ -143,6 +156,8 @@ async def _serve(
         started_at = time.time_ns() // 1_000_000
         instance_path = _publish(home, str(bound.path), started_at, label, runtime.cwd)
         bound.listen()
+        if child is not None:
+            child.listen()
         await server.start()
         print(
             f"meith {__version__}: listening on {bound.path} (pid {os.getpid()}); {_plugin_line(runtime)}",
@@ -161,6 +176,8 @@ async def _serve(
             with contextlib.suppress(OSError):
                 instance_path.unlink()
         bound.release()
+        if child is not None:
+            child.release()
     _log.info("runtime stopped")
     return 0
 

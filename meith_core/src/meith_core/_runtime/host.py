@@ -42,6 +42,7 @@ from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._plugins.pluginhost import PluginHost
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
+from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
 from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
 from meith_core._settings import SettingsStore
 from meith_core._tooldef import ToolDefinition
@@ -71,6 +72,8 @@ class Runtime:
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.
         self.socket_path: str | None = None
+        #: The token-only socket processes started for agent sessions call back on.
+        self.child_socket_path: str | None = None
         #: The SocketServer when running under `meith serve` (health reporting).
         self.server: Any = None
         self.plugins = PluginManager()
@@ -102,6 +105,9 @@ class Runtime:
         self._started = False
         self._closed = False
         self.sessions = SessionTable()
+        #: Tokens of the processes sessions started (they call back as their session).
+        self.child_tokens = ChildTokens()
+        self.pipeline.child_environment = self.child_environment
         #: Per session: the connection that answers its approval requests itself.
         self._session_approvers: dict[str, Approver] = {}
         self._hooks = LifecycleHooks(
@@ -298,10 +304,29 @@ class Runtime:
             return
         known = self.sessions.pop(session_id) is not None
         self._session_approvers.pop(session_id, None)
+        self.child_tokens.end_session(session_id)
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
             await self._hooks.run("meith_session_ended", session_id=session_id)
+
+    def child_environment(self, caller: CallerInfo) -> dict[str, str]:
+        """What a process started for `caller` needs to call back as `caller` (see
+        `ToolContext.child_environment`)."""
+        if self.socket_path is None:
+            return {}
+        if caller.trusted or caller.caller is CallerKind.CLI:
+            return {"MEITH_HOME": str(self.home.root), "MEITH_SOCKET": self.socket_path}
+        session = caller.session_id
+        if (
+            caller.caller is not CallerKind.AGENT
+            or session is None
+            or session not in self.sessions
+            or self.permissions.is_revoked(session)
+        ):
+            return {}
+        token = self.child_tokens.mint(ChildBinding(caller.caller, session, caller.label))
+        return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
     def track_session(
         self, session_id: str, kind: CallerKind, label: str | None = None

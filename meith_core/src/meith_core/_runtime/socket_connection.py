@@ -46,12 +46,13 @@ FLOW_LOW_WATER: Final = 256 * 1024
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, *, token_only: bool = False) -> None:
         self.server = server
+        #: Accepted on the child socket: the peer is a session's token, or nobody.
+        self.token_only = token_only
         self.transport: asyncio.Transport | None = None
         self.rules: ServerConnection | None = None
         self.peer_pid = 0
-        self._tasks: set[asyncio.Task[None]] = set()
         self._approvals: dict[str, asyncio.Future[ApprovalReply]] = {}
         #: Set while the transport's write buffer is below the high-water mark.
         self.writable = asyncio.Event()
@@ -93,6 +94,8 @@ class Connection(asyncio.Protocol):
             now=time.monotonic(),
             # A process a tool started must not answer its own approval requests.
             may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
+            resolve_token=runtime.child_tokens.resolve,
+            token_required=self.token_only,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
@@ -167,18 +170,7 @@ class Connection(asyncio.Protocol):
 
     def _start_call(self, action: StartCall) -> None:
         self.server.runtime.sessions.count_call(self.session_id)
-        task = asyncio.get_running_loop().create_task(
-            self._run_call(action.call, action.caller, action.token)
-        )
-        self._tasks.add(task)
-        self.server.call_tasks.add(task)
-        task.add_done_callback(self._call_done)
-
-    def _call_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self.server.call_tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("call task failed", error=repr(task.exception()))
+        self.server.call_tasks.spawn(self._run_call(action.call, action.caller, action.token))
 
     async def _run_call(self, call: ToolCall, caller: CallerInfo, token: Any) -> None:
         rid = call.requestId

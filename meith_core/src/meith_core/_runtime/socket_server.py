@@ -13,7 +13,6 @@ growing the runtime's memory). The protocol rules live in the sans-IO `ServerCon
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from meith_core._runtime import frames
 from meith_core._runtime.host import Runtime
 from meith_core._runtime.socket_connection import Connection
 from meith_core._runtime.socketbind import BoundSocket
+from meith_core._tasks import TaskSet
 
 _log = structlog.get_logger("meith.server")
 
@@ -60,9 +60,14 @@ class SocketServer:
         idle_timeout_s: float | None = IDLE_TIMEOUT_S,
         max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER,
         watch_interval_s: float = 1.0,
+        child: BoundSocket | None = None,
     ) -> None:
         self.runtime = runtime
         self.bound = bound
+        #: The token-only socket for processes started for agent sessions (see
+        #: `_runtime.child_tokens`).
+        self.child = child
+        self._child_server: asyncio.AbstractServer | None = None
         self.uid = os.geteuid()
         self.max_outbound_bytes = max_outbound_bytes
         self.partial_frame_timeout_s = partial_frame_timeout_s
@@ -71,10 +76,10 @@ class SocketServer:
         self.watch_interval_s = watch_interval_s
         self.connections: set[Connection] = set()
         self._per_peer: Counter[int] = Counter()
-        self.call_tasks: set[asyncio.Task[None]] = set()
+        self.call_tasks = TaskSet("calls")
         self._server: asyncio.AbstractServer | None = None
         self._watchdog: asyncio.Task[None] | None = None
-        self._session_tasks: set[asyncio.Task[None]] = set()
+        self._session_tasks = TaskSet("session clean-up")
         self._tools_frame: tuple[object, bytes] | None = None
         self.started_at = time.time()
 
@@ -86,6 +91,10 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         # `sock=`: asyncio must not create (and so must not unlink) the path itself.
         self._server = await loop.create_unix_server(lambda: Connection(self), sock=self.bound.sock)
+        if self.child is not None:
+            self._child_server = await loop.create_unix_server(
+                lambda: Connection(self, token_only=True), sock=self.child.sock
+            )
         self._watchdog = loop.create_task(self._watch())
 
     # -- admission --------------------------------------------------------------------------
@@ -126,9 +135,7 @@ class SocketServer:
         return self._tools_frame[1]
 
     def session_ended(self, session_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self.runtime.close_session(session_id))
-        self._session_tasks.add(task)
-        task.add_done_callback(self._session_tasks.discard)
+        self._session_tasks.spawn(self.runtime.close_session(session_id))
 
     # -- the watchdog: unfinished frames, idle connections, tool list changes -------------
 
@@ -172,12 +179,11 @@ class SocketServer:
         self.runtime.pipeline.begin_shutdown()
         if self._server is not None:
             self._server.close()
+        if self._child_server is not None:
+            self._child_server.close()
         self.runtime.pipeline.cancel_all("runtime shutting down")
-        pending = [t for t in self.call_tasks if not t.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=answer_timeout_s)
-        for task in self.call_tasks:
-            task.cancel()
+        await self.call_tasks.wait(answer_timeout_s)
+        self.call_tasks.cancel()
         for conn in list(self.connections):
             conn.close()
         if self._watchdog is not None:
@@ -189,6 +195,4 @@ class SocketServer:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.abort()
-        if self._session_tasks:
-            with contextlib.suppress(Exception):
-                await asyncio.wait(list(self._session_tasks), timeout=0.2)
+        await self._session_tasks.wait(0.2)

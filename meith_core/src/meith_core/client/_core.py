@@ -87,6 +87,10 @@ def client_info(
     caller: str, cwd: str | None, *, label: str | None = None, approvals: bool = False
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
+    # A process a session started calls back as that session (the server ignores `caller`).
+    token = os.environ.get("MEITH_SESSION_TOKEN")
+    if token:
+        info["sessionToken"] = token
     if label is not None:
         info["label"] = label
     if approvals:

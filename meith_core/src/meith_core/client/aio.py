@@ -20,12 +20,13 @@ import contextlib
 import inspect
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from meith_core._home import MeithHome
 from meith_core._protocol.framing import Frame, NdjsonFramer, encode_frame
+from meith_core._tasks import TaskSet
 from meith_core.client._core import (
     ConnectError,
     EventCallback,
@@ -122,7 +123,7 @@ class AsyncClient:
         self._ordered: deque[tuple[str, asyncio.Future[Any]]] = deque()
         self.on_approval = on_approval
         self.on_tools_changed = on_tools_changed
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._handlers = TaskSet("client handlers")
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
         if keepalive_s:
@@ -174,8 +175,7 @@ class AsyncClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for task in list(self._handlers):
-            task.cancel()
+        self._handlers.cancel()
         self._reader_task.cancel()
         with contextlib.suppress(BaseException):
             await self._reader_task
@@ -239,10 +239,8 @@ class AsyncClient:
                 fut.set_exception(error)
         self._ordered.clear()
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._handlers.spawn(coro)
 
     async def _keepalive(self, interval_s: float) -> None:
         while self._closed is None:

@@ -1,0 +1,197 @@
+"""The table of the audit redactor: what it recognises as a secret.
+
+Three tables: keys whose value is a secret, keys whose value is typed or shown text, and
+patterns for secrets inside any string, each with the literals that gate it. `redact` is the
+one engine that applies them to every record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+REDACTED: Final = "[REDACTED]"
+
+# Keys whose value is a secret (any type, at any depth; list items inherit their key).
+SECRET_KEY_RE: Final = re.compile(
+    r"token|passw(?:or)?d|passphrase|secret|api[_-]?key|authori[sz]ation|credential"
+    r"|private[_-]?key|access[_-]?key|cookie|session[_-]?(?:key|token|secret|cookie)"
+    r"|^(?:pass|pwd|auth|pin|otp)$",
+    re.IGNORECASE,
+)
+# Keys of environment maps: any key under a key naming an environment (`env`, `envVars`...),
+# and any key shaped like an environment variable anywhere.
+ENV_SECRET_KEY_RE: Final = re.compile(
+    r"PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE
+)
+ENV_PARENT_KEY_RE: Final = re.compile(
+    r"^(?:env|environ|environment|env[_-]?vars|extra[_-]?env)$", re.I
+)
+ENV_SHAPED_KEY_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# Keys whose value is text typed or shown (keystrokes sent to pages or terminals, terminal and
+# page snapshots, file contents): replaced by their length. A tool marks other fields so with
+# `Field(json_schema_extra={"sensitive": True})`.
+LARGE_TEXT_KEY_RE: Final = re.compile(
+    r"^(?:content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
+    r"|stdout|stderr|lines|html|markdown)$",
+    re.IGNORECASE,
+)
+SENSITIVE_MARKER: Final = "sensitive"
+
+# Names that make a command-line option, a URL query parameter or an assignment a secret.
+SECRET_NAME: Final = (
+    r"(?:pass(?:word|wd|phrase)?|pwd|token|secret|api[_-]?key|auth(?!or)|credential|cookie"  # noqa: S105
+    r"|private[_-]?key|access[_-]?key)"
+)
+QUERY_SECRET_NAME: Final = SECRET_NAME[:-1] + r"|key|sig|signature|session|sid|code)"
+FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{SECRET_NAME}[A-Za-z0-9_-]*$", re.IGNORECASE)
+USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
+
+# Trigger literals of the rules below (lower case).
+_T_PEM: Final = ("private key",)
+_T_HEADER: Final = ("authorization", "cookie", "api-key", "auth-token", "private-token")
+_T_SCHEME: Final = ("bearer", "basic", "token")
+_T_NAMES: Final = ("pass", "pwd", "token", "secret", "key", "auth", "credential", "cookie")
+_T_USER: Final = ("-u",)
+_T_ENV_NAMES: Final = (*_T_NAMES, "session")
+_T_QUERY: Final = (*_T_ENV_NAMES, "sig", "sid", "code")
+_T_QUOTED_KEY: Final = ('":', '" :', "':", "' :", '"=', "'=")
+_T_QUOTED_LIST: Final = ('",', '" ,', "',", "' ,")
+
+# Secrets recognised inside any string (arguments, results, error messages); each is replaced
+# where it stands so the rest of the string (a command line, a URL) stays readable.
+SECRET_PATTERNS: Final[
+    tuple[tuple[tuple[str, ...], re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
+] = (
+    (
+        _T_PEM,
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+        "[REDACTED_PRIVATE_KEY]",
+    ),
+    # Headers: `Authorization: Basic ...`, `Cookie: a=b`, `X-Api-Key: ...` (to the line end;
+    # the scheme word stays readable).
+    (
+        _T_HEADER,
+        re.compile(
+            r"((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key|x-auth-token"
+            r"|private-token)(\s*:\s*)((?:bearer|basic|token|digest|negotiate)\s+)?"
+            r"(?:(?!\\[rn])[^\r\n])+",  # to the line end (or an escaped one, in a repr)
+            re.IGNORECASE,
+        ),
+        lambda m: f"{m[1]}{m[2]}{m[3] or ''}{REDACTED}",
+    ),
+    (
+        _T_SCHEME,
+        re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        r"\1 [REDACTED]",
+    ),
+    # Options: `--password X`, `--password=X`, `--api-key=X`, `--db-pass 'a b'`.
+    (
+        _T_NAMES,
+        re.compile(
+            rf"(?<![\w-])(--?[A-Za-z0-9_-]*{SECRET_NAME}[A-Za-z0-9_-]*)(=|[ \t]+)"
+            r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        r"\1\2[REDACTED]",
+    ),
+    # `-u user:pass`, `-uuser:pass`, `--user=user:pass` (curl and friends).
+    (
+        _T_USER,
+        re.compile(r"(?<![\w-])(-u[ \t]*|--(?:proxy-)?user[= \t]+)([\"']?[^\s:\"'@/]*):[^\s\"']+"),
+        r"\1\2:[REDACTED]",
+    ),
+    # Assignments of secret-named variables: `export DB_PASSWORD=x`, `GITHUB_TOKEN=x cmd`,
+    # `password=x` in a connection string.
+    (
+        _T_ENV_NAMES,
+        re.compile(
+            r"\b([A-Z_][A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)"
+            r"[A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)"
+        ),
+        r"\1=[REDACTED]",
+    ),
+    (
+        _T_NAMES,
+        re.compile(
+            rf"(?<![\w.-])([A-Za-z0-9_.-]*{SECRET_NAME}[A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s&;\"']+)",
+            re.IGNORECASE,
+        ),
+        r"\1=[REDACTED]",
+    ),
+    # Quoted keys inside text (a JSON body or a repr in an error message): the value of a
+    # secret or large-text key, a string or a list of strings.
+    (
+        _T_QUOTED_KEY,
+        re.compile(
+            rf"([\"'])([A-Za-z0-9_.-]*{SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
+            r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
+            r"|content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
+            r"|stdout|stderr|lines|html|markdown)"
+            r"\1(\s*[:=]\s*)(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'"
+            r"|\[(?:[^\]\"']|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')*\])",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
+    # A quoted argument vector inside text: `'--password', 'X'`, `"-u", "bob:X"`.
+    (
+        _T_QUOTED_LIST,
+        re.compile(
+            rf"([\"'])(--?[A-Za-z0-9_-]*{SECRET_NAME}[A-Za-z0-9_-]*|-u|--user)\1(\s*,\s*)"
+            r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')",
+            re.IGNORECASE,
+        ),
+        r"\1\2\1\3[REDACTED]",
+    ),
+    # URL query parameters with credential-like names.
+    (
+        _T_QUERY,
+        re.compile(
+            rf"([?&;][A-Za-z0-9_.-]*{QUERY_SECRET_NAME}[A-Za-z0-9_.-]*=)[^&#\s\"'<>]+",
+            re.IGNORECASE,
+        ),
+        r"\1[REDACTED]",
+    ),
+    (
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
+        REDACTED,
+    ),
+    (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        REDACTED,
+    ),
+    (("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (("sk-",), re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), REDACTED),
+    (
+        ("eyj",),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        REDACTED,
+    ),
+    # `scheme://user:pass@` and `scheme://:pass@` (redis URLs have no user).
+    (
+        ("://",),
+        re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^\s@]+@", re.IGNORECASE),
+        r"\1:[REDACTED]@",
+    ),
+)
+# Which rules may apply is decided in one scan of the lower-cased text for the literals the
+# rules need (each rule lists the literals at least one of which it cannot match without);
+# ordinary strings match none and skip the table. Literals are tried longest first, and the
+# rules of a literal include those of every literal it starts with.
+LITERALS: Final = sorted({t for rule in SECRET_PATTERNS for t in rule[0]}, key=len, reverse=True)
+ANY_LITERAL: Final = re.compile("|".join(re.escape(t) for t in LITERALS))
+GATE: Final = re.compile("(?=(" + "|".join(re.escape(t) for t in LITERALS) + "))")
+RULES_OF: Final = {
+    lit: tuple(
+        i for i, rule in enumerate(SECRET_PATTERNS) if any(lit.startswith(t) for t in rule[0])
+    )
+    for lit in LITERALS
+}

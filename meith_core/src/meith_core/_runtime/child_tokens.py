@@ -1,0 +1,69 @@
+"""Session tokens for the processes a session starts: a child calls back as its parent session.
+
+A process started for an agent session S gets `MEITH_SOCKET` and `MEITH_SESSION_TOKEN`. A
+connection presenting the token (`clientInfo.sessionToken`) is S for every permission
+purpose: S's caller kind, label and session id, so S's grants and no others, its calls audited
+as S's, what it starts owned by S. It never answers approval requests (it would be approving
+its own calls), and the token dies with S: a child cannot outlive its session's grants, and an
+unknown token is refused rather than downgraded to some other identity.
+
+One token per session (minted on first use), kept only as a digest; it is a bearer secret
+in the child's environment, as reachable to the user's other processes as the socket itself.
+
+Children get a socket of their own, beside the runtime's (`<socket>.child`), on which every
+connection must present a valid token: that one can be mounted into a confined child's
+namespace (the runtime's own socket stays covered there), which can then call back as its
+session and never claim `cli` to leave its confinement through the runtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from meith_core._caller import CallerKind
+
+#: The environment variable a child finds its token in (read by `meith_core.client`).
+TOKEN_ENV = "MEITH_SESSION_TOKEN"  # noqa: S105 - a variable name
+
+
+@dataclass(frozen=True, slots=True)
+class ChildBinding:
+    """Who a token's bearer calls as."""
+
+    caller: CallerKind
+    session_id: str
+    label: str | None = None
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+
+
+class ChildTokens:
+    """The live tokens of one runtime."""
+
+    def __init__(self) -> None:
+        self._bindings: dict[bytes, ChildBinding] = {}
+        self._tokens: dict[str, str] = {}  # session id -> its token
+
+    def mint(self, binding: ChildBinding) -> str:
+        """The token of `binding.session_id` (the same one for every child of a session)."""
+        token = self._tokens.get(binding.session_id)
+        if token is None:
+            token = "mst_" + secrets.token_urlsafe(32)
+            self._tokens[binding.session_id] = token
+            self._bindings[_digest(token)] = binding
+        return token
+
+    def resolve(self, token: str) -> ChildBinding | None:
+        return self._bindings.get(_digest(token))
+
+    def end_session(self, session_id: str) -> None:
+        token = self._tokens.pop(session_id, None)
+        if token is not None:
+            self._bindings.pop(_digest(token), None)
+
+    def __len__(self) -> int:
+        return len(self._tokens)

@@ -1,0 +1,89 @@
+"""Running allowed repository hooks under the confinement of the grant that allowed them.
+
+git itself must keep writing the repository (it runs outside any confinement, hardened by the
+runner), so only the hooks are confined: for one command, `core.hooksPath` points at a private
+directory of generated wrappers, one per executable hook in the hooks directory git would use.
+Each wrapper drops meith's call-back variables and execs the real hook through the kernel
+confinement (`meith_core.Confinement`) of a process started under the same directory-confined
+`starts-process` grant: writes only beneath that directory and a private temp dir, meith's home
+and socket hidden and `.git` read-only where user namespaces work.
+
+The wrapper directory is outside the confinement's reach (a hook could otherwise rewrite the
+wrapper of the next hook git runs, unconfined), and both directories are removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from meith_core import Confinement, landlock_status
+
+#: Variables that would lead a hook back to meith's trust root or socket.
+_CALLBACK_ENV = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfinement:
+    """Where hooks of one call may write: the holding grant's directory."""
+
+    scope: str
+    #: meith's home (the trust root), never writable and hidden where namespaces work.
+    home: str
+    #: Further paths to cover (the runtime's socket).
+    hide: tuple[str, ...] = ()
+
+    @property
+    def enforced(self) -> bool:
+        """False where the kernel has no Landlock: hooks then run with the user's access."""
+        return landlock_status().available
+
+
+def executable_hooks(hooks_dir: str) -> list[str]:
+    """The names of the executable files in `hooks_dir` (what git would run from there)."""
+    try:
+        entries = sorted(os.scandir(hooks_dir), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [
+        e.name
+        for e in entries
+        if not e.name.startswith(".") and e.is_file() and os.access(e.path, os.X_OK)
+    ]
+
+
+@contextlib.contextmanager
+def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator[str]:
+    """A private hooks directory whose wrappers run the hooks of `hooks_dir` confined."""
+    wrappers = tempfile.mkdtemp(prefix="meith-hooks-")
+    scratch = tempfile.mkdtemp(prefix="meith-hook-tmp-")
+    try:
+        plan = Confinement.beneath(
+            confinement.scope,
+            home=confinement.home,
+            extra_dirs=[scratch],
+            protect=[wrappers],
+            hide=confinement.hide,
+        )
+        prologue = [f"unset {' '.join(_CALLBACK_ENV)}"]
+        prologue += [f"{k}={shlex.quote(scratch)}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]
+        for name in executable_hooks(hooks_dir):
+            argv = plan.wrap([os.path.join(hooks_dir, name)])
+            script = "#!/bin/sh\n" + "\n".join(prologue) + "\n"
+            script += f'exec {" ".join(shlex.quote(a) for a in argv)} "$@"\n'
+            path = os.path.join(wrappers, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(script)
+        yield wrappers
+    finally:
+        shutil.rmtree(wrappers, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+__all__ = ["HookConfinement", "confined_hooks_dir", "executable_hooks"]

@@ -1,0 +1,122 @@
+"""A child's session token: the connection is its parent session, or nothing at all.
+
+The connection rules are exercised without a socket (bytes in, actions out); the token table
+and `Runtime.child_environment` in-process. The real round trip (a dev server running
+`meith call`) is in tests/process/test_child_token.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from meith_core._caller import CallerInfo, CallerKind
+from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
+from tests.core.test_connection_rules import call, conn, feed, only_error, sent, started
+
+pytestmark = pytest.mark.anyio
+
+PARENT = ChildBinding(CallerKind.AGENT, "agent:parent", "claude")
+
+
+def _with_token(tokens: ChildTokens) -> Any:
+    return conn(resolve_token=tokens.resolve)
+
+
+def test_a_token_makes_the_connection_its_parent_session_whatever_it_claims() -> None:
+    tokens = ChildTokens()
+    token = tokens.mint(PARENT)
+    c = _with_token(tokens)
+    info = {"caller": "cli", "approvals": True, "label": "me", "sessionToken": token}
+    (start,) = started(feed(c, call(clientInfo=info)))
+    caller: CallerInfo = start.caller
+    assert (caller.caller, caller.session_id, caller.label) == (
+        CallerKind.AGENT,
+        "agent:parent",
+        "claude",
+    )
+    assert caller.claimed_caller == "cli"  # the claim is recorded, not honoured
+    assert c.identity.approvals is False  # a child never approves its own calls
+
+
+def test_hello_with_a_token_names_the_parent_session() -> None:
+    tokens = ChildTokens()
+    c = _with_token(tokens)
+    hello = {"type": "hello", "clientInfo": {"sessionToken": tokens.mint(PARENT)}}
+    (welcome,) = sent(feed(c, hello))
+    assert (welcome["type"], welcome["sessionId"], welcome["caller"]) == (
+        "welcome",
+        "agent:parent",
+        "agent",
+    )
+
+
+@pytest.mark.parametrize("claim", ["cli", "agent", "plugin"])
+def test_an_unknown_token_is_refused_never_downgraded(claim: str) -> None:
+    c = _with_token(ChildTokens())
+    info = {"caller": claim, "sessionToken": "mst_guessed"}
+    err = only_error(feed(c, call(clientInfo=info)))
+    assert "sessionToken is not valid" in err["message"]
+    # Later frames without the token do not change the identity either.
+    only_error(feed(c, call("r2", clientInfo={"caller": "cli"})))
+
+
+def test_the_token_dies_with_its_session_mid_connection() -> None:
+    tokens = ChildTokens()
+    c = _with_token(tokens)
+    info = {"sessionToken": tokens.mint(PARENT)}
+    assert started(feed(c, call("r1", clientInfo=info)))
+    c.call_finished("r1", 0.0)
+    tokens.end_session("agent:parent")
+    assert (
+        "sessionToken is not valid" in only_error(feed(c, call("r2", clientInfo=info)))["message"]
+    )
+
+
+def test_one_token_per_session_and_they_differ_between_sessions() -> None:
+    tokens = ChildTokens()
+    a = tokens.mint(PARENT)
+    assert tokens.mint(PARENT) == a
+    b = tokens.mint(ChildBinding(CallerKind.AGENT, "agent:other"))
+    assert a != b
+    assert tokens.resolve(a) == PARENT
+    assert tokens.resolve(a + "x") is None
+
+
+async def test_child_environment_by_caller(runtime) -> None:
+    runtime.socket_path = "/tmp/meith-test.sock"
+    agent = runtime.open_session("agent", label="claude")
+    env = runtime.child_environment(agent)
+    assert set(env) == {"MEITH_SOCKET", TOKEN_ENV}
+    assert "MEITH_HOME" not in env  # never the way to the trust root
+    assert runtime.child_tokens.resolve(env[TOKEN_ENV]) == ChildBinding(
+        CallerKind.AGENT, agent.session_id, "claude"
+    )
+    cli = runtime.open_session("cli")
+    assert runtime.child_environment(cli) == {
+        "MEITH_HOME": str(runtime.home.root),
+        "MEITH_SOCKET": "/tmp/meith-test.sock",
+    }
+    assert runtime.child_environment(CallerInfo.for_plugin("x")) == {}
+    await runtime.close_session(agent)
+    assert runtime.child_tokens.resolve(env[TOKEN_ENV]) is None
+    assert runtime.child_environment(agent) == {}  # an ended session mints nothing
+    runtime.socket_path = None
+    assert runtime.child_environment(cli) == {}
+
+
+@pytest.mark.parametrize("claim", ["cli", "agent", "plugin"])
+def test_on_the_childrens_socket_a_peer_without_a_token_is_refused(claim: str) -> None:
+    """The children's socket is what a confined child can reach: without its token a peer
+    there is nobody, not the local user."""
+    c = conn(resolve_token=ChildTokens().resolve, token_required=True)
+    err = only_error(feed(c, call(clientInfo={"caller": claim})))
+    assert "MEITH_SESSION_TOKEN" in err["message"]
+
+
+def test_on_the_childrens_socket_a_peer_with_its_token_is_its_session() -> None:
+    tokens = ChildTokens()
+    c = conn(resolve_token=tokens.resolve, token_required=True)
+    (start,) = started(feed(c, call(clientInfo={"sessionToken": tokens.mint(PARENT)})))
+    assert start.caller.session_id == "agent:parent"
