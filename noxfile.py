@@ -13,7 +13,7 @@ nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke"]
 nox.options.error_on_missing_interpreters = True
 
 PACKAGES = [
-    "./meith_core",
+    "./meith_core[mcp]",
     "./meith_plugins_git",
     "./meith_plugins_process",
     "./meith_plugins_browser",

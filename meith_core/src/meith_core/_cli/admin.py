@@ -255,7 +255,7 @@ def run_grants_list(as_json: bool) -> int:
         rows.append(
             [
                 g.id,
-                g.caller.value,
+                g.caller.value + (f" ({g.agent})" if g.agent else ""),
                 ",".join(c.value for c in g.capabilities),
                 g.tool or "*",
                 g.cwd_prefix or "*",
@@ -275,6 +275,7 @@ def run_grants_add(
     expires: str | None,
     uses: int | None,
     as_json: bool,
+    agent: str | None = None,
 ) -> int:
     from meith_core._capabilities import PRIVILEGED, parse_capabilities
     from meith_core._permissions.grants import StandingGrants, new_grant
@@ -298,6 +299,7 @@ def run_grants_add(
             expires_at=expires_at,
             cwd_prefix=prefix,
             source="standing",
+            agent=agent,
         )
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
@@ -307,7 +309,7 @@ def run_grants_add(
         sys.stdout.write(pretty(grant.to_json()) + "\n")
     else:
         sys.stdout.write(
-            f"Added {grant.id}: {caller} may use {', '.join(c.value for c in caps)}"
+            f"Added {grant.id}: {caller}{' ' + agent if agent else ''} may use {', '.join(c.value for c in caps)}"
             f"{' for ' + tool if tool else ''}{' under ' + (grant.cwd_prefix or '') if grant.cwd_prefix else ''}"
             f"{' until ' + _when(grant.expires_at) + ' UTC' if grant.expires_at else ''}\n"
         )

@@ -313,6 +313,7 @@ def grants_list(json_output: JsonOpt = False) -> None:
     epilog=_examples(
         "meith grants add --caller cli --capability writes-files --tool git_commit --cwd ~/src/app",
         "meith grants add --caller agent --capability starts-process --expires 1h",
+        "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
     ),
 )
 def grants_add(
@@ -321,6 +322,10 @@ def grants_add(
         typer.Option("--capability", "-c", help="A privileged capability (repeat for several)."),
     ],
     caller: Annotated[str, typer.Option("--caller", help="cli or agent.")] = "cli",
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only agents with this name (the MCP client's name)."),
+    ] = None,
     tool: Annotated[str | None, typer.Option("--tool", help="Only this tool.")] = None,
     cwd: Annotated[
         str | None,
@@ -338,7 +343,9 @@ def grants_add(
     """Add a standing grant; running runtimes pick it up without a restart."""
     from meith_core._cli.admin import run_grants_add
 
-    raise typer.Exit(run_grants_add(caller, capability, tool, cwd, expires, uses, json_output))
+    raise typer.Exit(
+        run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent)
+    )
 
 
 @grants_app.command("revoke", epilog=_examples("meith grants revoke g_1a2b3c4d5e6f"))
@@ -398,3 +405,8 @@ def settings_set(
     from meith_core._cli.admin import run_settings_set
 
     raise typer.Exit(run_settings_set(key, value))
+
+
+from meith_core._cli.mcp import register as _register_mcp  # noqa: E402
+
+_register_mcp(app)  # `meith mcp`, `meith sessions`

@@ -42,11 +42,17 @@ class Grant:
     cwd_prefix: str | None = None
     created_at: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
     source: str = "api"
+    #: Only agent sessions with this label (the client's self-reported name) match.
+    agent: str | None = None
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at is not None and now_ms >= self.expires_at
 
-    def covers(self, tool: str, required: Iterable[Capability], cwd: str | None) -> bool:
+    def covers(
+        self, tool: str, required: Iterable[Capability], cwd: str | None, label: str | None = None
+    ) -> bool:
+        if self.agent is not None and self.agent != label:
+            return False
         if self.tool is not None and self.tool != tool:
             return False
         if not set(required) <= set(self.capabilities):
@@ -64,6 +70,7 @@ class Grant:
             "cwdPrefix": self.cwd_prefix,
             "createdAt": self.created_at,
             **({"session": self.session} if self.session else {}),
+            **({"agent": self.agent} if self.agent else {}),
             "source": self.source,
         }
 
@@ -83,6 +90,7 @@ class Grant:
             created_at=int(data.get("createdAt") or 0),
             session=data.get("session") or None,
             source=str(data.get("source") or "standing"),
+            agent=str(data["agent"]) if data.get("agent") else None,
         )
 
 
@@ -96,6 +104,7 @@ def new_grant(
     expires_at: int | None = None,
     cwd_prefix: str | None = None,
     source: str = "api",
+    agent: str | None = None,
 ) -> Grant:
     caps = parse_capabilities(capabilities)
     if not caps:
@@ -103,6 +112,8 @@ def new_grant(
     if uses is not None and uses < 1:
         raise ValueError("uses must be at least 1")
     kind = CallerKind(caller)
+    if agent is not None and kind is not CallerKind.AGENT:
+        raise ValueError("--agent applies to agent grants only (--caller agent)")
     if kind not in (CallerKind.CLI, CallerKind.AGENT):
         raise ValueError(
             f"grants are for cli and agent callers; {kind.value} callers are "
@@ -122,6 +133,7 @@ def new_grant(
         expires_at=expires_at,
         cwd_prefix=os.path.realpath(cwd_prefix) if cwd_prefix else None,
         source=source,
+        agent=agent,
     )
 
 

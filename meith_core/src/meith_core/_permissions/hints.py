@@ -26,8 +26,18 @@ def approve_hint(home: Path, plugin_id: str) -> str:
     return f"{home_prefix(home)}meith plugins approve {plugin_id}"
 
 
-def grant_hint(home: Path, tool: str, privileged: Iterable[Capability], cwd: str | None) -> str:
-    """The narrowest standing grant that would allow this call: its tool, its directory."""
+def grant_hint(
+    home: Path,
+    tool: str,
+    privileged: Iterable[Capability],
+    cwd: str | None,
+    *,
+    caller: str = "cli",
+    agent: str | None = None,
+) -> str:
+    """The narrowest standing grant that would allow this call: its caller kind (and, for an
+    agent, its name), its tool, its directory."""
     flags = " ".join(f"--capability {c.value}" for c in privileged)
+    who = f"--caller {caller}" + (f" --agent {shlex.quote(agent)}" if agent else "")
     where = f" --cwd {shlex.quote(cwd)}" if cwd else ""
-    return f"{home_prefix(home)}meith grants add --caller cli {flags} --tool {tool}{where}"
+    return f"{home_prefix(home)}meith grants add {who} {flags} --tool {tool}{where}"

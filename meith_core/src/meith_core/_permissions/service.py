@@ -338,9 +338,11 @@ class PermissionService:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
         if session in self._revoked:
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
-        deny = functools.partial(self._deny, tool, privileged, kind=kind, cwd=cwd)
+        deny = functools.partial(
+            self._deny, tool, privileged, kind=kind, cwd=cwd, label=caller.label
+        )
 
-        grant = self._consume(kind, session, tool, privileged, cwd)
+        grant = self._consume(kind, session, tool, privileged, cwd, caller.label)
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
@@ -382,6 +384,7 @@ class PermissionService:
         tool: str,
         privileged: tuple[Capability, ...],
         cwd: str,
+        label: str | None = None,
     ) -> Grant | None:
         now = time.time_ns() // 1_000_000
         grants = self._session_grants.get(session, [])
@@ -389,7 +392,7 @@ class PermissionService:
             if (
                 grant.caller is kind
                 and not grant.expired(now)
-                and grant.covers(tool, privileged, cwd)
+                and grant.covers(tool, privileged, cwd, label)
             ):
                 if grant.uses is not None:
                     grant.uses -= 1
@@ -400,7 +403,7 @@ class PermissionService:
             if (
                 grant.caller is not kind
                 or grant.expired(now)
-                or not grant.covers(tool, privileged, cwd)
+                or not grant.covers(tool, privileged, cwd, label)
             ):
                 continue
             if grant.session is not None and grant.session != session:
@@ -418,11 +421,17 @@ class PermissionService:
         reason: str,
         kind: CallerKind,
         cwd: str | None = None,
+        label: str | None = None,
     ) -> Decision:
         caps = _caps(privileged)
         hint = ""
         if kind is CallerKind.CLI:
             hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
+        elif kind is CallerKind.AGENT:
+            command = grant_hint(
+                self._home, tool, privileged, cwd, caller="agent", agent=label or None
+            )
+            hint = f" To allow it for this agent, the user can run: {command}"
         return Decision(
             False,
             reason,

@@ -1,0 +1,88 @@
+"""The runtime's approval requests as MCP elicitations, and the answers back.
+
+Anything but an explicit "allow" from the person at the client is a denial: a decline, a
+dismissal, a client that cannot elicit, a malformed answer, or silence (the runtime denies
+after its own deadline).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+ALLOW_ONCE = "allow_once"
+ALLOW_SESSION = "allow_session"
+DENY = "deny"
+_CHOICES = (
+    (ALLOW_ONCE, "Allow once"),
+    (ALLOW_SESSION, "Allow this tool for the rest of this session"),
+    (DENY, "Deny"),
+)
+#: Arguments shown to the person are cut here (they are already redacted by the runtime).
+MAX_ARGS_TEXT = 2000
+
+
+def elicitation_message(request: dict[str, Any]) -> str:
+    who = str(request.get("label") or "an agent")
+    tool = str(request.get("toolName") or "?")
+    plugin = str(request.get("plugin") or "?")
+    caps = request.get("capabilities")
+    caps_text = ", ".join(str(c) for c in caps) if isinstance(caps, list) else "?"
+    args = request.get("arguments")
+    args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=1)
+    if len(args_text) > MAX_ARGS_TEXT:
+        args_text = args_text[:MAX_ARGS_TEXT] + " …"
+    return (
+        f'meith: {who} wants to run "{tool}" (plugin {plugin}).\n'
+        f"Capabilities: {caps_text}\n"
+        f"Directory: {request.get('cwd') or '?'}\n"
+        f"Arguments (redacted): {args_text}\n"
+        "Allow it?"
+    )
+
+
+def elicitation_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "oneOf": [{"const": value, "title": title} for value, title in _CHOICES],
+                "default": DENY,
+            }
+        },
+        "required": ["decision"],
+    }
+
+
+def elicit_request(request: dict[str, Any]) -> types.ElicitRequest:
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=elicitation_message(request), requested_schema=elicitation_schema()
+        )
+    )
+
+
+def decision_of(answer: types.ElicitResult | None) -> str:
+    if answer is None or answer.action != "accept" or not answer.content:
+        return DENY
+    value = answer.content.get("decision")
+    return value if value in (ALLOW_ONCE, ALLOW_SESSION) else DENY
+
+
+def denial_hint(tool: str, plugin: str | None, capabilities: list[str], label: str) -> str:
+    """What the user can run to allow a denied call, in plain words."""
+    flags = " ".join(f"--capability {c}" for c in capabilities)
+    agent = f" --agent {label}" if label else ""
+    return (
+        f"To allow it for this agent, the user can run: meith grants add --caller agent{agent} "
+        f"{flags} --tool {tool}"
+        + (
+            f" (and, if the plugin is not approved: meith plugins approve {plugin})"
+            if plugin
+            else ""
+        )
+    )

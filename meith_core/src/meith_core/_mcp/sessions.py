@@ -1,0 +1,160 @@
+"""MCP sessions to runtime sessions: which link serves a request, and when it ends.
+
+A handshake-era connection (stdio, or one `Mcp-Session-Id` over HTTP) is one agent session
+and its link closes with it. The 2026-07-28 era has no connection state, so its requests share
+one link per client name for the life of the bridge.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from meith_core._caller import sanitize_label
+from meith_core._mcp.link import RuntimeLink
+from meith_core._mcp.tools import Selection
+from meith_core.client._core import TransportError
+
+ROOTS_TIMEOUT_S = 5.0
+
+
+def label_of(name: str | None) -> str:
+    """The MCP client's self-reported name as the session label (a hint, never a secret)."""
+    return sanitize_label(name) or "mcp-client"
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"meith mcp: {message}\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class BridgeConfig:
+    socket_path: str
+    cwd: str
+    selection: Selection = field(default_factory=Selection)
+    artifacts_dir: Path | None = None
+    #: `--cwd` was given: the client's roots do not override it.
+    cwd_fixed: bool = False
+
+
+@dataclass
+class AgentSession:
+    key: str
+    label: str
+    link: RuntimeLink
+    tools: list[dict[str, Any]] | None = None
+    log_level: str = "info"
+
+    async def all_tools(self) -> list[dict[str, Any]]:
+        if self.tools is None:
+            self.tools = await self.link.list_tools()
+        return self.tools
+
+
+class SessionTable:
+    def __init__(self, config: BridgeConfig, on_tools_changed: Callable[[str], None]) -> None:
+        self.config = config
+        self._on_tools_changed = on_tools_changed
+        self._sessions: dict[str, AgentSession] = {}
+        self._connections: dict[str, Any] = {}
+        self._lock = anyio.Lock()
+
+    def connection(self, key: str) -> Any:
+        """The handshake-era MCP connection of a session (None in the 2026-07-28 era)."""
+        return self._connections.get(key)
+
+    def _changed(self, key: str) -> None:
+        session = self._sessions.get(key)
+        if session is not None:
+            session.tools = None
+            self._on_tools_changed(key)
+
+    async def aclose(self) -> None:
+        for session in list(self._sessions.values()):
+            await session.link.aclose()
+        self._sessions.clear()
+
+    def _key(self, ctx: ServerRequestContext[Any, Any], label: str) -> str:
+        headers = getattr(ctx.request, "headers", None)
+        sid = headers.get("mcp-session-id") if headers is not None else None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return f"modern:{label}"
+        return f"http:{sid}" if sid else "stdio"
+
+    async def get(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
+        """This request's agent session, connecting its runtime link on first use."""
+        params = ctx.session.client_params
+        label = label_of(params.client_info.name if params is not None else None)
+        key = self._key(ctx, label)
+        session = self._sessions.get(key)
+        if session is not None and not session.link.broken:
+            return session
+        async with self._lock:
+            session = self._sessions.get(key)
+            if session is not None and not session.link.broken:
+                return session
+            caps = ctx.session.client_capabilities
+            try:
+                link = await RuntimeLink.connect(
+                    self.config.socket_path,
+                    label=label,
+                    cwd=await self._cwd_for(ctx),
+                    approvals=caps is not None and caps.elicitation is not None,
+                )
+            except TransportError as exc:
+                raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
+            session = AgentSession(key, label, link)
+            link.on_tools_changed = lambda: self._changed(key)
+            self._sessions[key] = session
+            log(f"runtime session {link.session_id} for {label}")
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                # The MCP connection's end is the runtime session's end.
+                connection = ctx.session._connection
+                self._connections[key] = connection
+                connection.exit_stack.push_async_callback(self._end_session, key)
+            return session
+
+    async def _cwd_for(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """The client's first file root where the era has roots, else the bridge's directory."""
+        caps = ctx.session.client_capabilities
+        if (
+            self.config.cwd_fixed
+            or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            or caps is None
+            or caps.roots is None
+        ):
+            return self.config.cwd
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                roots = await ctx.session.list_roots()
+        except Exception as exc:
+            log(
+                f"could not read the client's roots ({type(exc).__name__}); using {self.config.cwd}"
+            )
+            return self.config.cwd
+        for root in roots.roots:
+            uri = str(root.uri)
+            if uri.startswith("file://"):
+                path = url2pathname(urlparse(uri).path)
+                if path.startswith("/"):
+                    return path
+        return self.config.cwd
+
+    async def _end_session(self, key: str) -> None:
+        session = self._sessions.pop(key, None)
+        self._connections.pop(key, None)
+        if session is not None:
+            with anyio.CancelScope(shield=True):
+                await session.link.aclose()

@@ -1,0 +1,178 @@
+"""MCP bridge fixtures: a real `meith serve` with the real plugins plus `mcptest`, and the MCP
+SDK's own `Client` driving a real `meith mcp` subprocess (stdio) or HTTP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.harness import MEITH, MeithServer, wait_until
+from tests.mcp.agent_plugin import install
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("browser") is not None:
+        from tests.browser.support import require_browser
+
+        require_browser()
+
+
+#: The two protocol eras the SDK serves: the initialize handshake, and per-request envelopes.
+ERAS = ["legacy", "2026-07-28"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    path = tmp_path / "marks"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def agent_server(
+    meith_server: Callable[..., Any], tmp_path: Path, marks: Path
+) -> Callable[..., MeithServer]:
+    """`agent_server(**kwargs)`: a real `meith serve` that also loads the `mcptest` plugin."""
+    site = install(tmp_path / "mcptest-site")
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p),
+        "MCPTEST_DIR": str(marks),
+    }
+
+    def start(**kwargs: Any) -> MeithServer:
+        srv: MeithServer = meith_server(env={**env, **kwargs.pop("env", {})}, **kwargs)
+        srv.cli_env.update(env)
+        return srv
+
+    return start
+
+
+@asynccontextmanager
+async def stdio_client(
+    srv: MeithServer,
+    *args: str,
+    mode: str = "legacy",
+    name: str = "test-agent",
+    **client_kwargs: Any,
+) -> AsyncIterator[Client]:
+    """The SDK client over `meith mcp --no-start ARGS` on stdio."""
+    params = StdioServerParameters(
+        command=MEITH, args=["mcp", "--no-start", *args], env=dict(srv.cli_env)
+    )
+    client = Client(
+        params,
+        mode=mode,
+        client_info=types.Implementation(name=name, version="1.0"),
+        read_timeout_seconds=120,
+        **client_kwargs,
+    )
+    async with client:
+        yield client
+
+
+class HttpBridge:
+    def __init__(self, proc: subprocess.Popen[str], url: str, token: str) -> None:
+        self.proc = proc
+        self.url = url
+        self.token = token
+
+    @asynccontextmanager
+    async def client(
+        self, *, mode: str = "legacy", name: str = "http-agent", token: str | None = None, **kw: Any
+    ) -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {token or self.token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            client = Client(
+                streamable_http_client(self.url, http_client=http),
+                mode=mode,
+                client_info=types.Implementation(name=name, version="1.0"),
+                read_timeout_seconds=120,
+                **kw,
+            )
+            async with client:
+                yield client
+
+
+@pytest.fixture
+def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
+    """`http_bridge(srv, *args)`: `meith mcp --http 127.0.0.1:0` against `srv`."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(srv: MeithServer, *args: str) -> HttpBridge:
+        err = open(tmp_path / f"bridge{len(procs)}.stderr", "w+")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [MEITH, "mcp", "--no-start", "--http", "127.0.0.1:0", *args],
+            env=srv.cli_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        found: list[str] = []
+
+        def listening() -> bool:
+            match = re.search(r"listening on (http://\S+)", Path(err.name).read_text())
+            if match:
+                found.append(match.group(1))
+            return bool(match) or proc.poll() is not None
+
+        assert wait_until(listening, timeout=60), Path(err.name).read_text()
+        assert found, Path(err.name).read_text()
+        token = srv.cli("mcp", "token").stdout.strip()
+        return HttpBridge(proc, found[0], token)
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def audit_records(srv: MeithServer) -> list[dict[str, Any]]:
+    """The outcome record of every call (a privileged call also has an intent record, written
+    before it runs)."""
+    records: list[dict[str, Any]] = []
+    for path in sorted(srv.home.root.glob("audit*.jsonl*")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                if record.get("kind", "outcome") == "outcome":
+                    records.append(record)
+    return records
+
+
+def elicit_answer(decision: str | None, seen: list[str] | None = None) -> Any:
+    """An elicitation callback: accept with `decision`, or decline when it is None."""
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if seen is not None:
+            seen.append(params.message)
+        if decision is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": decision})
+
+    return answer

@@ -1,0 +1,168 @@
+"""`meith mcp --http`: streamable HTTP with a bearer token, loopback only by default, the SDK's
+DNS-rebinding/Origin protection on, one agent session per HTTP client session."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+
+from tests.harness import MEITH
+from tests.mcp.conftest import ERAS, audit_records
+
+_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+# Each test starts a real `meith serve` (and a bridge).
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_list_and_call(agent_server: Any, http_bridge: Any, era: str) -> None:
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    async with bridge.client(mode=era) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("mcptest_echo", {"value": era})
+    assert "git_status" in names
+    assert names == sorted(names)
+    assert result.is_error is False
+    assert result.structured_content is not None
+    assert result.structured_content["value"] == era
+
+
+@pytest.mark.anyio
+async def test_each_http_session_is_its_own_runtime_session(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    async with bridge.client(name="one") as a, bridge.client(name="two") as b:
+        await a.call_tool("mcptest_echo", {"value": "a"})
+        await b.call_tool("mcptest_echo", {"value": "b"})
+        await a.call_tool("mcptest_echo", {"value": "a2"})
+    records = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_echo"]
+    assert len(records) == 3
+    sessions = [r["sessionId"] for r in records]
+    assert sessions[0] == sessions[2] != sessions[1]
+
+
+def test_wrong_token_and_foreign_origin_are_refused(agent_server: Any, http_bridge: Any) -> None:
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    good = {**_HEADERS, "Authorization": f"Bearer {bridge.token}"}
+    with httpx2.Client(timeout=30) as http:
+        missing = http.post(bridge.url, json=_INIT, headers=_HEADERS)
+        wrong = http.post(
+            bridge.url, json=_INIT, headers={**_HEADERS, "Authorization": "Bearer not-the-token"}
+        )
+        foreign = http.post(
+            bridge.url, json=_INIT, headers={**good, "Origin": "http://evil.example"}
+        )
+        rebound = http.post(bridge.url, json=_INIT, headers={**good, "Host": "evil.example"})
+        accepted = http.post(bridge.url, json=_INIT, headers=good)
+    assert missing.status_code == 401
+    assert wrong.status_code == 401
+    assert foreign.status_code == 403
+    assert rebound.status_code in (403, 421)
+    assert accepted.status_code == 200, accepted.text
+    token_file = srv.home.root / "mcp-token"
+    assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert token_file.read_text().strip() == bridge.token
+
+
+def test_non_loopback_bind_needs_allow_remote(agent_server: Any) -> None:
+    srv = agent_server()
+    proc = subprocess.run(
+        [MEITH, "mcp", "--no-start", "--http", "0.0.0.0:0"],
+        env=srv.cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--allow-remote" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_elicitation_approves_a_privileged_call(
+    agent_server: Any, http_bridge: Any, marks: Any, era: str
+) -> None:
+    srv = agent_server()
+    srv.approve("mcptest")
+    bridge = http_bridge(srv)
+
+    async def allow(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+    async with bridge.client(mode=era, elicitation_callback=allow) as client:
+        result = await client.call_tool("mcptest_write", {"name": "via-http"})
+    assert result.is_error is False
+    assert (marks / "via-http").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_cancellation_stops_the_tool(
+    agent_server: Any, http_bridge: Any, marks: Any, era: str
+) -> None:
+    import anyio
+
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    async with bridge.client(mode=era) as client:
+        async with anyio.create_task_group() as tg:
+
+            async def long_call() -> None:
+                await client.call_tool("mcptest_sleep", {"seconds": 300, "marker": "hnap"})
+
+            tg.start_soon(long_call)
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(lambda: (marks / "hnap.started").exists(), timeout=60)
+            )
+            tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(
+            lambda: wait_until(lambda: (marks / "hnap.cancelled").exists(), timeout=60)
+        )
+        after = await client.call_tool("mcptest_echo", {"value": "next"})
+    assert after.is_error is False
+
+
+@pytest.mark.anyio
+async def test_closing_an_http_session_ends_its_runtime_session(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    import json
+
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+
+    def labels() -> list[str]:
+        proc = srv.cli("sessions", "--json")
+        return [s.get("label") for s in json.loads(proc.stdout)]
+
+    async with bridge.client(name="short-lived") as client:
+        await client.call_tool("mcptest_echo", {"value": 1})
+        assert "short-lived" in labels()
+    assert wait_until(lambda: "short-lived" not in labels(), timeout=60)

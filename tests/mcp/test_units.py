@@ -1,0 +1,238 @@
+"""The bridge's pure parts: tool mapping and selection, content conversion, approval answers,
+labels, HTTP binding; and agent-name grant matching in the runtime's permission service."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from meith_core import CallerInfo, ErrorCode, ToolContext
+from meith_core._mcp import approval
+from meith_core._mcp.content import to_call_result
+from meith_core._mcp.http import is_loopback, parse_bind
+from meith_core._mcp.sessions import label_of
+from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
+from meith_core._permissions.grants import Grant, StandingGrants, new_grant
+from meith_core._runtime.host import Runtime
+from tests.core.support import NoArgs, make_tool
+
+
+def desc(name: str, *caps: str, plugin: str = "p", **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": f"{name} does things",
+        "inputSchema": {"type": "object", "properties": {}},
+        "capabilities": list(caps),
+        "plugin": plugin,
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("caps", "expected"),
+    [
+        (["read-only"], (True, False, False)),
+        (["read-only", "accesses-network"], (False, False, True)),
+        (["controls-browser"], (False, False, True)),
+        (["writes-files", "destructive"], (False, True, False)),
+        (["starts-process"], (False, False, False)),
+        ([], (False, False, False)),
+    ],
+)
+def test_annotations_come_from_capabilities(caps: list[str], expected: tuple[bool, ...]) -> None:
+    a = annotations_for(desc("any_name_read_only", *caps))
+    assert (a.read_only_hint, a.destructive_hint, a.open_world_hint) == expected
+    assert a.idempotent_hint is False
+
+
+def test_idempotent_comes_from_the_descriptor_and_tool_shape() -> None:
+    tool = to_mcp_tool(
+        desc("t", "read-only", idempotent=True, outputSchema={"type": "array", "items": {}})
+    )
+    assert tool.annotations is not None
+    assert tool.annotations.idempotent_hint is True
+    assert tool.output_schema is None  # not an object schema: the handshake era cannot carry it
+    assert "Capabilities: read-only." in (tool.description or "")
+    with_output = to_mcp_tool(desc("u", "read-only", outputSchema={"type": "object"}))
+    assert with_output.output_schema == {"type": "object"}
+
+
+def test_selection_and_approval_decide_what_is_offered() -> None:
+    tools = [
+        desc("z_read", "read-only", plugin="git"),
+        desc("a_write", "writes-files", plugin="git", approved=False),
+        desc("b_write", "writes-files", plugin="git", approved=True),
+        desc("core_write", "writes-files", plugin="core"),
+        desc("other", "read-only", plugin="process"),
+        desc("bad name!", "read-only"),
+    ]
+    assert list(offered(tools, Selection())) == ["b_write", "core_write", "other", "z_read"]
+    assert list(offered(tools, Selection.parse("git", None, False))) == ["b_write", "z_read"]
+    assert list(offered(tools, Selection.parse(None, "z_*, oth*", False))) == ["other", "z_read"]
+    assert list(offered(tools, Selection.parse(None, None, True))) == ["other", "z_read"]
+    hidden = why_hidden(tools[1], Selection())
+    assert hidden is not None
+    assert "meith plugins approve git" in hidden
+
+
+def test_results_become_structured_content_with_text_and_namespaced_meta() -> None:
+    result = to_call_result(
+        {
+            "ok": True,
+            "content": {"a": 1},
+            "meta": {"truncated": True},
+            "diagnostics": [{"level": "warn", "message": "w"}],
+        },
+        [],
+        None,
+    )
+    assert result.structured_content == {"a": 1}
+    assert isinstance(result.content[0], types.TextContent)
+    assert '"a": 1' in result.content[0].text
+    assert result.meta == {
+        "dev.meith/meta": {"truncated": True},
+        "dev.meith/diagnostics": [{"level": "warn", "message": "w"}],
+    }
+    listed = to_call_result({"ok": True, "content": [1, 2]}, [], None)
+    assert listed.structured_content == {"result": [1, 2]}
+    failed = to_call_result(
+        {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
+    )
+    assert failed.is_error is True
+    assert isinstance(failed.content[0], types.TextContent)
+    assert failed.content[0].text == "TIMEOUT: too slow"
+    assert failed.meta == {"dev.meith/error": {"code": "TIMEOUT", "message": "too slow"}}
+
+
+def test_artifacts_become_images_or_resources(tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    png = artifacts / "shot.png"
+    png.write_bytes(b"\x89PNG fake")
+    outside = tmp_path / "secret.png"
+    outside.write_bytes(b"not yours")
+    events = [
+        {"kind": "artifact", "mimeType": "image/png", "name": "shot.png", "path": str(png)},
+        {"kind": "artifact", "mimeType": "image/png", "name": "s", "path": str(outside)},
+        {"kind": "artifact", "mimeType": "text/plain", "name": "n.txt", "dataBase64": "aGk="},
+    ]
+    blocks = to_call_result({"ok": True, "content": "x"}, events, artifacts).content
+    image, link, embedded = blocks[1], blocks[2], blocks[3]
+    assert isinstance(image, types.ImageContent)
+    assert base64.b64decode(image.data) == b"\x89PNG fake"
+    assert image.mime_type == "image/png"
+    # A path outside the artifacts directory is never read back, only linked.
+    assert isinstance(link, types.ResourceLink)
+    assert link.uri == outside.as_uri()
+    assert isinstance(embedded, types.EmbeddedResource)
+
+
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        (types.ElicitResult(action="accept", content={"decision": "allow_once"}), "allow_once"),
+        (
+            types.ElicitResult(action="accept", content={"decision": "allow_session"}),
+            "allow_session",
+        ),
+        (types.ElicitResult(action="accept", content={"decision": "deny"}), "deny"),
+        (types.ElicitResult(action="accept", content={"decision": "allow_forever"}), "deny"),
+        (types.ElicitResult(action="accept", content={}), "deny"),
+        (types.ElicitResult(action="decline"), "deny"),
+        (types.ElicitResult(action="cancel"), "deny"),
+        (None, "deny"),
+    ],
+)
+def test_only_an_explicit_allow_allows(answer: types.ElicitResult | None, decision: str) -> None:
+    assert approval.decision_of(answer) == decision
+
+
+def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
+    message = approval.elicitation_message(
+        {
+            "label": "claude-code",
+            "toolName": "git_commit",
+            "plugin": "git",
+            "capabilities": ["writes-files"],
+            "cwd": "/src/app",
+            "arguments": {"message": "x", "token": "[redacted]"},
+        }
+    )
+    for part in ("claude-code", "git_commit", "writes-files", "/src/app", "[redacted]"):
+        assert part in message
+    schema = approval.elicitation_schema()["properties"]["decision"]
+    assert [c["const"] for c in schema["oneOf"]] == ["allow_once", "allow_session", "deny"]
+
+
+def test_labels_are_sanitised() -> None:
+    assert label_of("Claude Code") == "Claude Code"
+    assert label_of("evil\n\x1b[31mname") == "evil[31mname"
+    assert label_of("") == "mcp-client"
+    assert len(label_of("x" * 500)) == 128
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("8765", ("127.0.0.1", 8765)), ("0.0.0.0:1", ("0.0.0.0", 1)), ("[::1]:9", ("::1", 9))],
+)
+def test_http_bind_parsing(value: str, expected: tuple[str, int]) -> None:
+    assert parse_bind(value) == expected
+
+
+def test_loopback_detection() -> None:
+    assert is_loopback("127.0.0.1")
+    assert is_loopback("::1")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0")
+    assert not is_loopback("192.168.1.2")
+    with pytest.raises(ValueError, match="PORT"):
+        parse_bind("host:port")
+
+
+def test_agent_name_grants_round_trip_and_refuse_other_callers(tmp_path: Path) -> None:
+    store = StandingGrants(tmp_path / "grants.json")
+    grant = store.add(new_grant("agent", ["writes-files"], agent="alice"))
+    (loaded,) = StandingGrants(tmp_path / "grants.json").current()
+    assert loaded.agent == "alice"
+    assert loaded.id == grant.id
+    with pytest.raises(ValueError, match="--caller agent"):
+        new_grant("cli", ["writes-files"], agent="alice")
+    assert isinstance(loaded, Grant)
+
+
+@pytest.mark.anyio
+async def test_an_agent_name_grant_matches_that_agent_only(runtime: Runtime) -> None:
+    async def write(ctx: ToolContext, args: NoArgs) -> str:
+        return "written"
+
+    runtime.register([make_tool(write, "writes-files")])
+    StandingGrants(runtime.home.grants_path).add(
+        new_grant("agent", ["writes-files"], agent="alice")
+    )
+    session = runtime.open_session("agent")
+    alice = dataclasses.replace(session, label="alice")
+    bob = dataclasses.replace(session, label="bob")
+    unnamed: CallerInfo = session
+    assert (await runtime.call("write", caller=alice)).ok
+    for other in (bob, unnamed):
+        denied = await runtime.call("write", caller=other)
+        assert denied.error is not None
+        assert denied.error.code is ErrorCode.PERMISSION_DENIED
+    cli = runtime.open_session("cli")
+    assert (await runtime.call("write", caller=cli)).error is not None
+
+
+def test_the_readme_mcp_snippets_are_valid_json() -> None:
+    import json
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Use meith from an MCP client", 1)[1].split("\n## ", 1)[0]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, flags=re.S)]
+    assert blocks[0]["mcpServers"]["meith"] == {"command": "meith", "args": ["mcp"]}
+    assert blocks[1]["mcpServers"]["meith"]["url"].endswith("/mcp")
