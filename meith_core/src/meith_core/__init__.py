@@ -55,8 +55,8 @@ _EXPORTS: dict[str, str] = {
     # hosting in-process
     "Runtime": "meith_core._runtime.host",
     "MeithHome": "meith_core._home",
-    "ApprovalAnswer": "meith_core._permissions.service",
-    "ApprovalRequest": "meith_core._permissions.service",
+    "ApprovalAnswer": "meith_core._permissions.asking",
+    "ApprovalRequest": "meith_core._permissions.asking",
 }
 
 __all__ = [
@@ -130,7 +130,7 @@ if TYPE_CHECKING:
     )
     from meith_core._ids import new_id
     from meith_core._paths import PathEscapeError, is_within, resolve_within, write_file_beneath
-    from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+    from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.api import PLUGIN_API
     from meith_core._plugins.hookspecs import hookimpl
     from meith_core._plugins.pluginhost import PluginHost

@@ -21,7 +21,7 @@ import pluggy
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+    from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
     from meith_core._plugins.pluginhost import PluginHost
     from meith_core._settings import SettingsSection
     from meith_core._tooldef import ToolDefinition

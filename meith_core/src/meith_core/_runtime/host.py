@@ -28,14 +28,9 @@ from meith_core._context import EventSink
 from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
+from meith_core._permissions.asking import ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver
 from meith_core._permissions.grants import Grant, StandingGrants
-from meith_core._permissions.service import (
-    ApprovalAnswer,
-    ApprovalReply,
-    ApprovalRequest,
-    Approver,
-    PermissionService,
-)
+from meith_core._permissions.service import PermissionService
 from meith_core._pipeline import CallPipeline
 from meith_core._plugins.lifecycle import LifecycleHooks
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
