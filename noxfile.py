@@ -23,16 +23,17 @@ TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check over the whole tree."""
+    """ruff check and ruff format --check over the whole tree; plugins import only meith_core."""
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("python", "scripts/check_plugin_imports.py")
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on meith_core (configuration in pyproject.toml)."""
-    session.install("./meith_core[mcp]", "mypy>=1.10")
+    """mypy --strict on meith_core and the three plugins (configuration in pyproject.toml)."""
+    session.install(*PACKAGES, "mypy>=1.10", "types-psutil", "pytest>=8")
     session.run("mypy", "--strict")
 
 

@@ -10,17 +10,17 @@ import pytest
 
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._capabilities import Capability
-from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
 from meith_core._protocol.framing import encode_frame
 from meith_core._runtime import connection
-from meith_core._runtime.connection import (
+from meith_core._runtime.connection import ServerConnection
+from meith_core._runtime.connection_actions import (
     ApprovalAnswered,
     Identity,
     IdentityFixed,
     Send,
     SendSessions,
     SendTools,
-    ServerConnection,
     StartCall,
 )
 

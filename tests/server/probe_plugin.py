@@ -78,7 +78,7 @@ class ProbePlugin:
         ]
 
     @hookimpl
-    async def meith_startup(self, runtime: Any) -> None:
+    async def meith_startup(self, host: Any) -> None:
         # A plugin that takes its time to start (readiness tests).
         delay = float(os.environ.get("PROBE_STARTUP_DELAY") or 0)
         if delay:
@@ -86,7 +86,7 @@ class ProbePlugin:
         _mark("started", str(os.getpid()))
 
     @hookimpl
-    def meith_shutdown(self, runtime: Any) -> None:
+    def meith_shutdown(self, host: Any) -> None:
         _mark("shutdown", str(os.getpid()))
 
 

@@ -9,7 +9,7 @@ from meith_core._caller import CallerInfo
 from meith_core._cancel import CancelToken
 from meith_core._catalogue import RegisteredTool
 from meith_core._context import EventSink
-from meith_core._permissions.service import Decision
+from meith_core._permissions.asking import Decision
 
 
 @dataclass(slots=True)

@@ -20,6 +20,8 @@ from meith_core._paths import write_file_beneath
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: The public name of FILE_MODE: what a plugin writes under MEITH_HOME is 0600.
+PRIVATE_FILE_MODE = FILE_MODE
 
 
 class UnsafePathError(RuntimeError):

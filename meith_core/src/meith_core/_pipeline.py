@@ -35,8 +35,9 @@ from meith_core._errors import ErrorCode, ToolError
 from meith_core._executor import Executor, Outcome
 from meith_core._home import MeithHome
 from meith_core._ids import new_id
+from meith_core._permissions.asking import Decision
 from meith_core._permissions.grants import acting_directory
-from meith_core._permissions.service import Decision, PermissionService
+from meith_core._permissions.service import PermissionService
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._results import ToolResult, error_result
 from meith_core._settings import SettingsStore

@@ -8,9 +8,9 @@ import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from meith_core._capabilities import Capability, parse_capabilities
 from meith_core._protocol.constants import DEFAULT_TOOL_TIMEOUT_MS, MAX_TIMEOUT_MS
@@ -25,6 +25,16 @@ TOOL_NAME_RE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
 NO_TIMEOUT: Final = 0
 
 ToolFunc = Callable[["ToolContext", Any], Any]
+#: How a privileged tool taking a path honours a grant confined to a directory
+#: (`ctx.grant_scope`): "enforced" — it refuses to act outside it; "not-applicable" — its
+#: paths never lead to writes or processes. `meith plugins check` asks for one of them.
+GrantScope = Literal["enforced", "not-applicable"]
+
+
+class ToolArgs(BaseModel):
+    """Base of a tool's argument model: unknown arguments are rejected (`extra="forbid"`)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ToolDefinitionError(ValueError):
@@ -47,6 +57,7 @@ class ToolDefinition:
     output_model: type[BaseModel] | None = None
     #: Calling it again with the same arguments has no further effect (a hint for agents).
     idempotent: bool = False
+    grant_scope: GrantScope | None = None
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -88,6 +99,10 @@ class ToolDefinition:
             )
         if not callable(self.func):
             raise ToolDefinitionError(f"{where}: func must be callable")
+        if self.grant_scope not in (None, "enforced", "not-applicable"):
+            raise ToolDefinitionError(
+                f"{where}: grant_scope must be 'enforced' or 'not-applicable', not {self.grant_scope!r}"
+            )
 
     @cached_property
     def is_async(self) -> bool:
@@ -152,6 +167,7 @@ def tool(
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
     idempotent: bool = False,
+    grant_scope: GrantScope | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -166,6 +182,7 @@ def tool(
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
     idempotent: bool = False,
+    grant_scope: GrantScope | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -179,13 +196,13 @@ def tool(
     output: type[BaseModel] | None = None,
     timeout_ms: int | None = None,
     idempotent: bool = False,
+    grant_scope: GrantScope | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
     ```python
-    class EchoArgs(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        text: str
+    class EchoArgs(ToolArgs):
+        text: str = Field(description="What to echo")
 
     @tool(capabilities=["read-only"])
     async def echo(ctx: ToolContext, args: EchoArgs) -> str:
@@ -194,7 +211,8 @@ def tool(
     ```
 
     The name defaults to the function name, the description to its docstring, the input model
-    to the annotation of the second parameter.
+    to the annotation of the second parameter. `grant_scope` says how a privileged tool that
+    takes a path honours a grant confined to a directory (see `GrantScope`).
     """
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
@@ -219,6 +237,7 @@ def tool(
             timeout_ms=timeout_ms,
             output_model=output,
             idempotent=idempotent,
+            grant_scope=grant_scope,
         )
 
     if func is not None:

@@ -6,7 +6,8 @@ import os
 import struct
 from pathlib import Path
 
-from meith_core._home import FILE_MODE, ensure_private_dir
+from meith_core import PRIVATE_FILE_MODE as FILE_MODE
+from meith_core import ensure_private_dir
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

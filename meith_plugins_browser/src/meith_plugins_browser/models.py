@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from meith_core import ToolArgs
 
 _TAB_ID = Field(min_length=1, max_length=100, description="A browser tab id (btab_...)")
 _SPACE_ID = Field(None, min_length=1, max_length=200, description="A space id")
@@ -17,15 +19,11 @@ _ELEMENT_ID = Field(
 MAX_URL_CHARS = 2_000_000
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SpaceArgs(_Args):
+class SpaceArgs(ToolArgs):
     spaceId: str | None = _SPACE_ID
 
 
-class OpenTabArgs(_Args):
+class OpenTabArgs(ToolArgs):
     url: str = Field(
         min_length=1, max_length=MAX_URL_CHARS, description="http(s), data: or about:blank URL"
     )
@@ -38,7 +36,7 @@ class OpenTabArgs(_Args):
     )
 
 
-class TabArgs(_Args):
+class TabArgs(ToolArgs):
     tabId: str = _TAB_ID
 
 

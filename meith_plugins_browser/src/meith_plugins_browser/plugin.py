@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
-from meith_core import SettingsSection, ToolDefinition, hookimpl
+from meith_core import PluginHost, SettingsSection, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.claims import end_session
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tools import BrowserTools
+
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
 
 
 class Plugin:
@@ -32,9 +33,9 @@ class Plugin:
         }
 
     @hookimpl
-    async def meith_session_ended(self, runtime: Any, session_id: str) -> None:
+    async def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
         await end_session(self.host, session_id)
 
     @hookimpl
-    async def meith_shutdown(self, runtime: Any) -> None:
+    async def meith_shutdown(self, host: PluginHost) -> None:
         await self.host.close()

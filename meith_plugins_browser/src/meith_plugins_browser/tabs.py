@@ -9,8 +9,7 @@ from typing import Any, Final, Literal
 
 import anyio
 
-from meith_core import ErrorCode, ToolError
-from meith_core._ids import new_id
+from meith_core import ErrorCode, ToolError, new_id
 from meith_plugins_browser.elements import ElementIds, Extraction
 from meith_plugins_browser.logs import ConsoleLog, NetworkLog, now_ms
 

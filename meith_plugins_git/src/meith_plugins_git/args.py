@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from meith_core import ToolArgs
 
 
 def _cwd() -> Any:
@@ -15,15 +17,11 @@ _PATH = "A path in the repository, relative to its root (or absolute inside it)"
 MAX_PATCH_CHARS = 32 * 1024 * 1024
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StatusArgs(_Args):
+class StatusArgs(ToolArgs):
     cwd: str = _cwd()
 
 
-class DiffArgs(_Args):
+class DiffArgs(ToolArgs):
     cwd: str = _cwd()
     includePatches: bool = Field(
         default=True, description="false: per-file status and line counts without patch bodies"
@@ -33,45 +31,38 @@ class DiffArgs(_Args):
     )
     scope: Literal["all", "staged", "unstaged"] = Field(
         default="all",
-        description="staged: index against HEAD; unstaged: work tree against the index; all: both",
+        description="all (default), staged (index against HEAD) or unstaged (files against the index)",
     )
 
 
-class IdentityDetectArgs(_Args):
+class IdentityDetectArgs(ToolArgs):
     cwd: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=4096,
-        description="A path inside the repository whose config to read (default: the "
-        "caller's directory)",
+        default=None, min_length=1, max_length=4096, description="A path inside the git repository"
     )
 
 
-class BranchArgs(_Args):
+class BranchArgs(ToolArgs):
     cwd: str = _cwd()
     action: Literal["list", "create", "switch"] = Field(
-        default="list", description="list the local branches, create one, or switch to one"
+        default="list", description="list (default), create or switch"
     )
     name: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=255,
-        description="The branch to create or switch to",
+        default=None, min_length=1, max_length=255, description="The branch to create or switch to"
     )
     startPoint: str | None = Field(
         default=None,
         min_length=1,
         max_length=1024,
-        description="With create: the commit or ref the new branch starts at (default HEAD)",
+        description="Commit or ref a created branch starts at (default HEAD)",
     )
 
 
-class CommitArgs(_Args):
+class CommitArgs(ToolArgs):
     cwd: str = _cwd()
     message: str = Field(min_length=1, max_length=1024 * 1024, description="The commit message")
 
 
-class PathsOrPatchArgs(_Args):
+class PathsOrPatchArgs(ToolArgs):
     cwd: str = _cwd()
     paths: list[str] | None = Field(
         default=None,
@@ -83,7 +74,7 @@ class PathsOrPatchArgs(_Args):
         default=None,
         min_length=1,
         max_length=MAX_PATCH_CHARS,
-        description="A unified diff (as git_diff returns) to apply instead of whole paths",
+        description="A unified diff to apply instead of whole paths",
     )
 
 
@@ -97,96 +88,87 @@ class UnstageArgs(PathsOrPatchArgs):
 
 class RestoreArgs(PathsOrPatchArgs):
     target: Literal["worktree", "staged", "both"] = Field(
-        default="worktree",
-        description="What to discard: work-tree changes, staged changes (unstage), or both",
+        default="worktree", description="What to restore: worktree (default), staged or both"
     )
     confirm: Literal[True] = Field(description="Must be true: this discards changes")
 
 
-class LogArgs(_Args):
+class LogArgs(ToolArgs):
     cwd: str = _cwd()
     limit: int = Field(default=30, ge=1, le=200, description="At most this many commits")
     path: str | None = Field(default=None, min_length=1, max_length=4096, description=_PATH)
 
 
-class BlameArgs(_Args):
+class BlameArgs(ToolArgs):
     cwd: str = _cwd()
     path: str = Field(min_length=1, max_length=4096, description=_PATH)
-    startLine: int | None = Field(default=None, ge=1, description="First line (1-based)")
-    endLine: int | None = Field(default=None, ge=1, description="Last line (inclusive)")
+    startLine: int | None = Field(default=None, ge=1, description="First line to blame (1-based)")
+    endLine: int | None = Field(default=None, ge=1, description="Last line to blame (1-based)")
 
 
-class WorktreeArgs(_Args):
+class WorktreeArgs(ToolArgs):
     cwd: str = _cwd()
     action: Literal["list", "create", "remove"] = Field(
-        default="list", description="list the linked worktrees, create one, or remove one"
+        default="list", description="list (default), create or remove"
     )
     path: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=4096,
-        description="The worktree's directory (relative to the repository root), for create "
-        "and remove; it must lie in the directory that holds the repository",
+        default=None, min_length=1, max_length=4096, description="The worktree's directory"
     )
     branch: str | None = Field(
         default=None,
         min_length=1,
         max_length=255,
-        description="With create: a new branch to check out in the worktree",
+        description="A new branch to create for the worktree (create)",
     )
     startPoint: str | None = Field(
         default=None,
         min_length=1,
         max_length=1024,
-        description="With create: the commit or ref to check out (default HEAD)",
+        description="Commit or ref the worktree starts at (create)",
     )
-    force: bool = Field(
-        default=False, description="With remove: remove even with uncommitted changes"
-    )
+    force: bool = Field(default=False, description="Remove even with local changes (remove)")
     confirm: bool = Field(default=False, description="Must be true to remove a worktree")
 
 
-class CheckpointCreateArgs(_Args):
+class CheckpointCreateArgs(ToolArgs):
     cwd: str = _cwd()
     label: str | None = Field(
-        default=None, max_length=1000, description="A name for the checkpoint (its commit message)"
+        default=None, max_length=1000, description="What the checkpoint is for (its message)"
     )
     source: str | None = Field(
-        default=None, max_length=200, description="Free text kept with it: what made it"
+        default=None, max_length=200, description="Who made it (recorded with the checkpoint)"
     )
     sessionId: str | None = Field(
-        default=None, max_length=200, description="Free text kept with it: the session it is for"
+        default=None, max_length=200, description="A session id to record with the checkpoint"
     )
     toolCallId: str | None = Field(
-        default=None,
-        max_length=200,
-        description="Free text kept with it: the tool call it precedes",
+        default=None, max_length=200, description="A tool call id to record with the checkpoint"
     )
 
 
-class CheckpointListArgs(_Args):
+class CheckpointListArgs(ToolArgs):
     cwd: str = _cwd()
 
 
-class CheckpointRestoreArgs(_Args):
+class CheckpointRestoreArgs(ToolArgs):
     cwd: str = _cwd()
     id: str = Field(
         min_length=1,
         max_length=100,
         pattern=r"^[0-9a-z]{1,16}-[0-9a-z]{8}$",
-        description="The checkpoint's id (from git_checkpoint_create or git_checkpoint_list)",
+        description="The checkpoint id (from git_checkpoint_list)",
     )
     confirm: Literal[True] = Field(description="Must be true: this discards changes")
     force: bool = Field(default=False, description="Restore even though HEAD has moved since")
 
 
-class CheckpointCompareArgs(_Args):
+class CheckpointCompareArgs(ToolArgs):
     cwd: str = _cwd()
     left: str = Field(min_length=1, max_length=1024, description="A checkpoint id or a ref")
     right: str = Field(
         default="HEAD",
         min_length=1,
         max_length=1024,
-        description="The checkpoint id or ref to compare against",
+        description="A checkpoint id or a ref (default HEAD)",
     )
-    includePatch: bool = Field(default=False, description="Also return the patch")
+    includePatch: bool = Field(default=False, description="Include the patch, not only the files")

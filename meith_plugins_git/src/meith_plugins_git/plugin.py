@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel
 
-from meith_core import ToolDefinition, hookimpl, landlock_status
+from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
 from meith_plugins_git.health import bare_repository_check
 from meith_plugins_git.identity import SETTINGS_SECTION, GitSettings
 from meith_plugins_git.runner import Git
 from meith_plugins_git.tools import GitTools
 
-if TYPE_CHECKING:
-    from meith_core import Runtime
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
 
 
 class Plugin:
@@ -35,10 +35,10 @@ class Plugin:
         return {SETTINGS_SECTION: GitSettings}
 
     @hookimpl
-    async def meith_startup(self, runtime: Runtime) -> None:
-        if self.tools is not None and runtime.socket_path:
+    async def meith_startup(self, host: PluginHost) -> None:
+        if self.tools is not None and host.socket_path:
             # Hooks run confined must not reach the runtime (its socket may lie outside home).
-            self.tools.git.hidden_paths = (runtime.socket_path,)
+            self.tools.git.hidden_paths = (host.socket_path,)
         # Probing namespace support spawns a process: now, off the event loop, rather than
         # in the first commit that runs hooks.
         await anyio.to_thread.run_sync(landlock_status)

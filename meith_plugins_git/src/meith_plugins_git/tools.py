@@ -44,24 +44,25 @@ class GitTools:
         self.locks = locks or RepoLocks()
 
     def definitions(self) -> list[ToolDefinition]:
-        spec: list[tuple[Any, type, list[str]]] = [
-            (self.git_status, StatusArgs, READ),
-            (self.git_diff, DiffArgs, READ),
-            (self.git_log, LogArgs, READ),
-            (self.git_blame, BlameArgs, READ),
-            (self.git_identity_detect, IdentityDetectArgs, READ),
-            (self.git_stage, StageArgs, WRITES),
-            (self.git_unstage, UnstageArgs, WRITES),
-            (self.git_commit, CommitArgs, WRITES),
-            (self.git_branch, BranchArgs, WRITES),
-            (self.git_worktree, WorktreeArgs, WRITES),
-            (self.git_restore, RestoreArgs, DESTRUCTIVE),
-            (self.git_checkpoint_create, CheckpointCreateArgs, WRITES),
-            (self.git_checkpoint_list, CheckpointListArgs, READ),
-            (self.git_checkpoint_compare, CheckpointCompareArgs, READ),
-            (self.git_checkpoint_restore, CheckpointRestoreArgs, DESTRUCTIVE),
+        # Every privileged tool finds its repository through require_repo, which refuses one
+        # outside a grant confined to a directory.
+        return [
+            tool(self.git_status, capabilities=READ),
+            tool(self.git_diff, capabilities=READ),
+            tool(self.git_log, capabilities=READ),
+            tool(self.git_blame, capabilities=READ),
+            tool(self.git_identity_detect, capabilities=READ),
+            tool(self.git_stage, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_unstage, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_commit, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_branch, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_worktree, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
+            tool(self.git_checkpoint_create, capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_checkpoint_list, capabilities=READ),
+            tool(self.git_checkpoint_compare, capabilities=READ),
+            tool(self.git_checkpoint_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
         ]
-        return [tool(func, input=model, capabilities=caps) for func, model, caps in spec]
 
     # -- read-only ----------------------------------------------------------------------
 

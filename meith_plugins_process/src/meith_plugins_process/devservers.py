@@ -17,8 +17,7 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import CallerInfo, ErrorCode, ToolError
-from meith_core._ids import new_id
+from meith_core import CallerInfo, ErrorCode, ToolError, new_id
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms

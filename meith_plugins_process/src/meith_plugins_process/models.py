@@ -6,34 +6,23 @@ import re
 import signal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
 
+from meith_core import ToolArgs
 from meith_plugins_process.killer import parse_signal
 
 _ID = Annotated[str, Field(min_length=1, max_length=200)]
 _DIM = Annotated[int, Field(ge=1, le=10_000)]
 _TERMINAL_ID = Annotated[
-    str,
-    Field(
-        min_length=1, max_length=200, description="The terminal's id (term_…, from create_terminal)"
-    ),
+    str, Field(min_length=1, max_length=200, description="A terminal id (term_…)")
 ]
 _DEV_SERVER_ID = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        description="The dev server's id (dev_…, from start_dev_server)",
-    ),
+    str, Field(min_length=1, max_length=200, description="A dev server id (dev_…)")
 ]
 _ENV = Annotated[
     dict[str, str] | None,
     Field(default=None, description="Extra environment variables for the process"),
 ]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def _check_signal(value: str | None) -> str | None:
@@ -52,38 +41,38 @@ def _check_env(value: dict[str, str] | None) -> dict[str, str] | None:
 # -- inputs ---------------------------------------------------------------------------------
 
 
-class EmptyArgs(_Args):
+class EmptyArgs(ToolArgs):
     pass
 
 
-class CreateTerminalArgs(_Args):
+class CreateTerminalArgs(ToolArgs):
     cwd: str | None = Field(None, description="Working directory (default: the caller's)")
     shell: str | None = Field(
         None, description="Shell to run (default: $SHELL, /bin/bash, /bin/sh)"
     )
-    cols: _DIM = Field(80, description="Width in character columns")
-    rows: _DIM = Field(24, description="Height in lines")
+    cols: _DIM = Field(80, description="Terminal width in columns")
+    rows: _DIM = Field(24, description="Terminal height in rows")
     env: _ENV
 
     _env = field_validator("env")(_check_env)
 
 
-class TerminalIdArgs(_Args):
+class TerminalIdArgs(ToolArgs):
     terminalId: _TERMINAL_ID
 
 
-class WriteTerminalArgs(_Args):
+class WriteTerminalArgs(ToolArgs):
     terminalId: _TERMINAL_ID
     data: str = Field(max_length=1_000_000, description="Raw input; include \\r to submit a line")
 
 
-class ResizeTerminalArgs(_Args):
+class ResizeTerminalArgs(ToolArgs):
     terminalId: _TERMINAL_ID
-    cols: _DIM = Field(description="Width in character columns")
-    rows: _DIM = Field(description="Height in lines")
+    cols: _DIM = Field(description="New width in columns")
+    rows: _DIM = Field(description="New height in rows")
 
 
-class KillTerminalArgs(_Args):
+class KillTerminalArgs(ToolArgs):
     terminalId: _TERMINAL_ID
     signal: str | None = Field(
         None, description="Signal name (default SIGHUP), e.g. SIGTERM, SIGINT"
@@ -92,14 +81,14 @@ class KillTerminalArgs(_Args):
     _signal = field_validator("signal")(_check_signal)
 
 
-class SnapshotArgs(_Args):
+class SnapshotArgs(ToolArgs):
     terminalId: _TERMINAL_ID
     sinceSeq: int | None = Field(
         None, ge=0, description="Only output from this sequence number on (a previous nextSeq)"
     )
 
 
-class StartDevServerArgs(_Args):
+class StartDevServerArgs(ToolArgs):
     cwd: str = Field(min_length=1, description="Directory to run the command in")
     command: str = Field(
         min_length=1,
@@ -107,29 +96,27 @@ class StartDevServerArgs(_Args):
         "through /bin/sh -c",
     )
     args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
-    name: str | None = Field(None, max_length=200, description="A name to show in listings")
+    name: str | None = Field(None, max_length=200, description="A name to show for the server")
     env: _ENV
 
     _env = field_validator("env")(_check_env)
 
 
-class StopDevServerArgs(_Args):
+class StopDevServerArgs(ToolArgs):
     devServerId: _DEV_SERVER_ID
     signal: str | None = Field(None, description="Signal name (default SIGTERM)")
 
     _signal = field_validator("signal")(_check_signal)
 
 
-class ProcessLogsArgs(_Args):
+class ProcessLogsArgs(ToolArgs):
     processId: _ID = Field(description="A dev server (dev_…) or terminal (term_…) id")
     limit: int | None = Field(None, ge=1, le=10_000, description="Only the newest N entries")
     sinceSeq: int | None = Field(None, ge=0, description="Only entries from this seq on")
 
 
-class AttachLogsArgs(_Args):
-    devServerId: str | None = Field(
-        None, min_length=1, description="The dev server's id (dev_…); or give cwd"
-    )
+class AttachLogsArgs(ToolArgs):
+    devServerId: str | None = Field(None, min_length=1, description="A dev server id (dev_…)")
     cwd: str | None = Field(
         None, description="Attach to the newest dev server started in this directory"
     )
@@ -142,7 +129,7 @@ class AttachLogsArgs(_Args):
         return self
 
 
-class WaitForDevServerArgs(_Args):
+class WaitForDevServerArgs(ToolArgs):
     devServerId: _DEV_SERVER_ID
     port: int | None = Field(
         None,
@@ -156,9 +143,7 @@ class WaitForDevServerArgs(_Args):
     url: str | None = Field(
         None, description="Wait until this http(s) URL answers with a status below 500"
     )
-    timeoutMs: int = Field(
-        60_000, ge=1, le=600_000, description="Give up (TIMEOUT) after this many milliseconds"
-    )
+    timeoutMs: int = Field(60_000, ge=1, le=600_000, description="How long to wait, in ms")
 
     @field_validator("logPattern")
     @classmethod

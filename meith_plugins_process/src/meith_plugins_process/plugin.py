@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import anyio.to_thread
 import structlog
 
-from meith_core import ToolDefinition, hookimpl, landlock_status
+from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
 from meith_plugins_process.devservers import DevServerManager
 from meith_plugins_process.supervisor import Supervisor
 from meith_plugins_process.terminals import TerminalManager
 from meith_plugins_process.tools import build_tools
 
-if TYPE_CHECKING:
-    from meith_core import Runtime
-
 _log = structlog.get_logger("meith.process")
 
-#: The runtime gives all plugins ~1.5 s together to shut down: SIGTERM/SIGHUP every managed
-#: process at once, wait this long for all of them in parallel, then SIGKILL the rest.
+#: The meith plugin API this plugin is built for.
+MEITH_PLUGIN_API = ">=1,<2"
+
+#: Shutdown hooks share one deadline (`host.shutdown_deadline`, 1.5 s away): SIGTERM/SIGHUP
+#: every managed process at once, wait this long (less when the deadline is nearer) for all of
+#: them in parallel, then SIGKILL the rest.
 SHUTDOWN_GRACE_S: Final = 0.8
 SHUTDOWN_KILL_WAIT_S: Final = 0.3
 
@@ -38,8 +39,8 @@ class Plugin:
         return build_tools(self)
 
     @hookimpl
-    async def meith_startup(self, runtime: Runtime) -> None:
-        self.supervisor.bind(runtime.home, runtime.socket_path)
+    async def meith_startup(self, host: PluginHost) -> None:
+        self.supervisor.bind(host.home, host.socket_path)
         # Probing namespace support spawns a process: do it now, off the event loop, rather
         # than in the first confined start.
         await anyio.to_thread.run_sync(landlock_status)
@@ -55,12 +56,16 @@ class Plugin:
             )
 
     @hookimpl
-    async def meith_shutdown(self, runtime: Runtime) -> None:
+    async def meith_shutdown(self, host: PluginHost) -> None:
         self.dev_servers.mark_all_stopped()
         targets = self.dev_servers.targets() + self.terminals.targets()
+        remaining = host.remaining_s()
+        grace = SHUTDOWN_GRACE_S
+        if remaining is not None:
+            grace = max(0.0, min(grace, remaining - SHUTDOWN_KILL_WAIT_S - 0.2))
         try:
             await self.supervisor.terminate(
-                targets, grace_s=SHUTDOWN_GRACE_S, kill_wait_s=SHUTDOWN_KILL_WAIT_S
+                targets, grace_s=grace, kill_wait_s=SHUTDOWN_KILL_WAIT_S
             )
             # Let the child watcher deliver the exit statuses before the transports close.
             waits = [

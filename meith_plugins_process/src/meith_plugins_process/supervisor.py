@@ -25,8 +25,14 @@ from typing import Any, Final
 import psutil
 import structlog
 
-from meith_core import Confinement, landlock_status
-from meith_core._home import MeithHome, ensure_private_dir, read_json, write_json_atomic
+from meith_core import (
+    Confinement,
+    MeithHome,
+    ensure_private_dir,
+    landlock_status,
+    read_json,
+    write_json_atomic,
+)
 from meith_plugins_process.killer import MARKER_ENV, Outcome, Target, identity_matches, terminate
 
 _log = structlog.get_logger("meith.process")

@@ -19,8 +19,7 @@ import termios
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from meith_core import CallerInfo, ErrorCode, ToolError
-from meith_core._ids import new_id
+from meith_core import CallerInfo, ErrorCode, ToolError, new_id
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms

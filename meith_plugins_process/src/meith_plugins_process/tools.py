@@ -11,16 +11,17 @@ import anyio.to_thread
 
 from meith_core import (
     NO_TIMEOUT,
+    Diagnostic,
     ErrorCode,
     ToolContext,
     ToolDefinition,
     ToolError,
+    ToolResult,
+    is_within,
     landlock_status,
     ok_result,
     tool,
 )
-from meith_core._paths import is_within
-from meith_core._results import Diagnostic, ToolResult
 from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.devservers import DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
@@ -314,7 +315,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         return {"devServerId": server.id, "attached": True}
 
     return [
-        tool(create_terminal, capabilities=["starts-process"], output=TerminalSession),
+        # create_terminal and start_dev_server refuse a cwd outside a confined grant.
+        tool(
+            create_terminal,
+            capabilities=["starts-process"],
+            output=TerminalSession,
+            grant_scope="enforced",
+        ),
         tool(list_terminals, capabilities=["read-only"], output=TerminalList),
         tool(write_terminal, capabilities=["starts-process"], output=WriteResult),
         tool(resize_terminal, capabilities=["starts-process"], output=TerminalSession),
@@ -325,6 +332,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             start_dev_server,
             capabilities=["starts-process", "accesses-network"],
             output=DevServerRecord,
+            grant_scope="enforced",
         ),
         tool(list_dev_servers, capabilities=["read-only"], output=DevServerList),
         tool(stop_dev_server, capabilities=["starts-process"], output=StopResult),

@@ -57,13 +57,10 @@ class AuditLogArgs(BaseModel):
 
 
 class CorePlugin:
-    def __init__(self) -> None:
-        self.runtime: Runtime | None = None
-        self.started = time.time()
-
-    @hookimpl
-    def meith_startup(self, runtime: Runtime) -> None:
+    # Part of the host, so it is handed the Runtime itself; other plugins get a PluginHost.
+    def __init__(self, runtime: Runtime | None = None) -> None:
         self.runtime = runtime
+        self.started = time.time()
 
     def _rt(self) -> Runtime:
         if self.runtime is None:

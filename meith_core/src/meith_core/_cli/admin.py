@@ -127,8 +127,18 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _loaded_runtime() -> Any:
+    import logging
+
+    import structlog
+
     from meith_core._runtime.host import Runtime
 
+    # The listing shows plugin failures (with --verbose, their tracebacks); logging them on
+    # stderr as well would only repeat it.
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
     runtime = Runtime(_home())
     runtime.discover_plugins()
     return runtime
@@ -152,7 +162,7 @@ def _ask_runtime(tool: str) -> tuple[Any, str] | None:
     return result.content, where
 
 
-def run_plugins_list(as_json: bool) -> int:
+def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
     from meith_core._plugins.listing import describe_plugins, plugin_health
 
     # What the running runtime has loaded is what its tools are; the environment may differ
@@ -185,6 +195,10 @@ def run_plugins_list(as_json: bool) -> int:
                 f"    installed: {p['installedVersion']} (restart the runtime to load it; it "
                 "must then be approved again)\n"
             )
+        if verbose and p["traceback"]:
+            sys.stdout.write("    " + p["traceback"].rstrip().replace("\n", "\n    ") + "\n")
+        if verbose and p["importMs"] is not None:
+            sys.stdout.write(f"    import:    {p['importMs']} ms\n")
         if p["tools"]:
             sys.stdout.write(f"    tools:     {', '.join(t['name'] for t in p['tools'])}\n")
             sys.stdout.write(f"    requests:  {', '.join(p['requestedCapabilities'])}\n")

@@ -211,14 +211,25 @@ plugins_app = typer.Typer(
 app.add_typer(plugins_app, name="plugins")
 
 
-@plugins_app.callback(invoke_without_command=True, epilog=_examples("meith plugins --json"))
-def plugins_list(ctx: typer.Context, json_output: JsonOpt = False) -> None:
+@plugins_app.callback(
+    invoke_without_command=True, epilog=_examples("meith plugins --json", "meith plugins -v")
+)
+def plugins_list(
+    ctx: typer.Context,
+    json_output: JsonOpt = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also the traceback of a failed plugin and import times."
+        ),
+    ] = False,
+) -> None:
     """Every plugin of the running runtime (else: installed here): id, distribution and version,
     status, tools, capabilities, approval."""
     if ctx.invoked_subcommand is None:
         from meith_core._cli.admin import run_plugins_list
 
-        raise typer.Exit(run_plugins_list(json_output))
+        raise typer.Exit(run_plugins_list(json_output, verbose))
 
 
 @plugins_app.command(
@@ -246,6 +257,41 @@ def plugins_reload() -> None:
     from meith_core._cli.admin import run_plugins_reload
 
     raise typer.Exit(run_plugins_reload())
+
+
+@plugins_app.command(
+    "new", epilog=_examples("meith plugins new weather", "meith plugins new weather --dir ~/src/w")
+)
+def plugins_new(
+    name: Annotated[str, typer.Argument(help="The plugin id, e.g. weather (lowercase).")],
+    directory: Annotated[
+        str | None,
+        typer.Option("--dir", help="Where to write it (default: ./meith-NAME; must be empty)."),
+    ] = None,
+) -> None:
+    """Write a complete, tested plugin distribution to start from."""
+    from meith_core._cli.plugins import run_plugins_new
+
+    raise typer.Exit(run_plugins_new(name, directory))
+
+
+@plugins_app.command(
+    "check",
+    epilog=_examples("meith plugins check", "meith plugins check git", "meith plugins check ."),
+)
+def plugins_check(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="An installed plugin id, or a project directory (default: all installed)."
+        ),
+    ] = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Vet a plugin before publishing it; lists every problem, exits 1 on any error."""
+    from meith_core._cli.plugins import run_plugins_check
+
+    raise typer.Exit(run_plugins_check(target, json_output))
 
 
 @plugins_app.command("revoke", epilog=_examples("meith plugins revoke browser"))

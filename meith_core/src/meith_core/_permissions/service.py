@@ -7,18 +7,23 @@ that lands in the audit entry.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import Callable, Iterable
 
 from meith_core._caller import CallerInfo, CallerKind
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability, parse_capabilities, privileged_of
 from meith_core._context import GrantCheck, HeldGrant
 from meith_core._permissions.approvals import Approval, PluginApprovals
+from meith_core._permissions.asking import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    PromptCancelled,
+    ask_unless_cancelled,
+)
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 from meith_core._permissions.hints import approve_hint, grant_hint
 
@@ -30,51 +35,6 @@ HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
 #: forgotten. Session ids are unguessable and never reused, so only an in-process caller
 #: still holding a session that ended that many sessions ago could notice.
 MAX_REMEMBERED_REVOKED = 100_000
-
-
-class ApprovalAnswer(StrEnum):
-    ALLOW_ONCE = "allow_once"
-    ALLOW_SESSION = "allow_session"
-    DENY = "deny"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What an approver (the `meith_approve` hook) is asked about."""
-
-    request_id: str
-    caller: CallerInfo
-    tool_name: str
-    plugin_id: str
-    capabilities: tuple[Capability, ...]
-    privileged: tuple[Capability, ...]
-    cwd: str
-    arguments_summary: str  # already redacted
-    #: Tells the waiting caller something (a progress event on its call), e.g. where it is
-    #: being asked; never raises. None when the call has no event sink.
-    notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    allowed: bool
-    reason: str
-    #: The directory the allowing grant is confined to, passed on to the tool.
-    grant_scope: str | None = None
-    #: For denials: the sentence the caller sees, with what to do next.
-    message: str = ""
-    details: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalReply:
-    """An answer together with who gave it; `answered_by` lands in the decision's reason."""
-
-    answer: ApprovalAnswer
-    answered_by: str
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | ApprovalReply | None]]
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -367,8 +327,8 @@ class PermissionService:
                 notify=notify,
             )
             try:
-                answer, by = await _ask_unless_cancelled(self.approver, request, cancel)
-            except _PromptCancelled:
+                answer, by = await ask_unless_cancelled(self.approver, request, cancel)
+            except PromptCancelled:
                 return deny("cancelled while waiting for approval")
             except Exception as exc:
                 # A broken approver must neither open the gate nor break the call pipeline.
@@ -450,46 +410,3 @@ class PermissionService:
                 "required": [c.value for c in privileged],
             },
         )
-
-
-class _PromptCancelled(Exception):
-    """The call was cancelled while its approval prompt was open."""
-
-
-async def _ask_unless_cancelled(
-    approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
-) -> tuple[ApprovalAnswer | None, str]:
-    """The approver's answer (normalised), racing the call's cancellation."""
-    if cancel is None:
-        return _answer(await approver(request))
-    if cancel.is_set():
-        raise _PromptCancelled
-    asking = asyncio.ensure_future(approver(request))
-    waiter = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        asking.cancel()
-        raise
-    finally:
-        waiter.cancel()
-    if not asking.done():
-        asking.cancel()
-        raise _PromptCancelled
-    return _answer(asking.result())
-
-
-def _answer(value: object) -> tuple[ApprovalAnswer | None, str]:
-    """Approvers may answer with the enum, its value or an ApprovalReply; anything else is an
-    approver error. Returns the answer and the words saying who gave it."""
-    if isinstance(value, ApprovalReply):
-        return _answer(value.answer)[0], f"by {value.answered_by}"
-    if value is None or isinstance(value, ApprovalAnswer):
-        return value, "at prompt"
-    if isinstance(value, str) and value in _ANSWERS:
-        return ApprovalAnswer(value), "at prompt"
-    expected = sorted(_ANSWERS)
-    raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
-
-
-_ANSWERS: frozenset[str] = frozenset(a.value for a in ApprovalAnswer)

@@ -3,7 +3,13 @@
 A plugin is a module or a class named by an entry point in the group `meith.plugins`; the
 entry-point name is the plugin id. A class is instantiated once per runtime, which is where a
 plugin keeps per-runtime state (managed processes, a browser). Lifecycle hooks may be
-`async def`; the runtime awaits them.
+`async def`; the runtime awaits them, and they receive a `PluginHost` bound to the plugin,
+never the runtime itself.
+
+meith calls each implementation on its own, so one plugin's failure or slowness stays its
+own: `tryfirst=True` / `trylast=True` order the calls, and `meith_approve` stops at the first
+answer (`firstresult`). Hook wrappers (`hookwrapper=True`, `wrapper=True`) and names that are
+not hooks below make a plugin fail to load with a message saying so.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ import pluggy
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
-    from meith_core._runtime.host import Runtime
+    from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
+    from meith_core._plugins.pluginhost import PluginHost
     from meith_core._settings import SettingsSection
     from meith_core._tooldef import ToolDefinition
 
@@ -50,26 +56,28 @@ def meith_settings() -> dict[str, type[BaseModel] | SettingsSection]:  # type: i
 
 
 @hookspec
-def meith_startup(runtime: Runtime) -> Any:
+def meith_startup(host: PluginHost) -> Any:
     """Called once after all plugins loaded, before the runtime accepts calls. May be async.
 
-    `runtime.home`, `runtime.socket_path` (None in-process) and `runtime.cwd` are available.
-    A failure is logged and marks the plugin failed; its tools stay registered but the
-    failure is visible in `meith plugins` and `app_health`.
+    A plugin loaded into a runtime that already started gets it when it loads. `host.home`,
+    `host.socket_path` (None in-process) and `host.cwd` are available. A failure is logged
+    and marks the plugin failed; its tools stay registered but the failure is visible in
+    `meith plugins` and `app_health`.
     """
 
 
 @hookspec
-def meith_shutdown(runtime: Runtime) -> Any:
+def meith_shutdown(host: PluginHost) -> Any:
     """Called once when the runtime stops, after in-flight calls were cancelled. May be async.
 
-    Release what the plugin holds here: stop processes, close the browser. The runtime
-    bounds the time it waits.
+    Release what the plugin holds here: stop processes, close the browser. Every plugin's
+    shutdown hook runs at the same time under one deadline, `host.shutdown_deadline`
+    (`host.remaining_s()` seconds from now); an async hook still running then is cancelled.
     """
 
 
 @hookspec
-def meith_session_ended(runtime: Runtime, session_id: str) -> Any:
+def meith_session_ended(host: PluginHost, session_id: str) -> Any:
     """A caller session ended (its connection closed, or it was revoked). May be async.
 
     Release anything held on behalf of that session (e.g. browser tab claims).

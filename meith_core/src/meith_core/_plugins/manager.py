@@ -7,23 +7,28 @@ here every entry point is loaded on its own, and a failure (at import, at instan
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
+import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
 
 import pluggy
+import structlog
 
 from meith_core._capabilities import Capability, parse_capabilities
 from meith_core._permissions.approvals import plugin_fingerprint
 from meith_core._permissions.service import HOST_PROVIDERS
 from meith_core._plugins import hookspecs
+from meith_core._plugins.api import check_compatible, declared_range
 from meith_core._plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
+from meith_core._runtime import logs
 from meith_core._tooldef import ToolDefinition
+
+_log = structlog.get_logger("meith.plugins")
 
 PluginStatus = Literal["loaded", "failed", "disabled"]
 #: `(tools, plugin_id)`: registers all of a plugin's tools or raises (`Catalogue.register_many`).
@@ -41,6 +46,10 @@ class PluginRecord:
     obj: Any = None
     fingerprint: str | None = None
     entry_point: str | None = None
+    #: The formatted traceback of a load or startup failure (`meith plugins --verbose`).
+    traceback: str | None = None
+    #: Seconds spent importing the entry point (None for objects loaded directly).
+    import_s: float | None = None
 
     @property
     def requested_capabilities(self) -> tuple[Capability, ...]:
@@ -61,6 +70,8 @@ class PluginRecord:
             ],
             "requestedCapabilities": [c.value for c in self.requested_capabilities],
             "fingerprint": self.fingerprint,
+            "traceback": self.traceback,
+            "importMs": None if self.import_s is None else round(self.import_s * 1000, 1),
         }
 
 
@@ -78,13 +89,41 @@ def _short_error(exc: BaseException) -> str:
     return text[:500]
 
 
+class HookOptionError(TypeError):
+    """A hook implementation uses something meith does not honour, or names no meith hook."""
+
+
+def _check_hookimpls(pm: pluggy.PluginManager, plugin: Any) -> None:
+    """Refuse what would silently not work: unknown hook names and hook wrappers.
+
+    meith calls each implementation on its own (so one plugin's failure or slowness stays its
+    own, and each gets a PluginHost bound to it); `tryfirst`/`trylast` order those calls and
+    `meith_approve` stops at the first answer, but there is no wrapper chain to take part in.
+    """
+    known = sorted(n for n in dir(hookspecs) if n.startswith("meith_"))
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.spec is None:
+            raise HookOptionError(
+                f"hook {caller.name!r} is not a meith hook (known hooks: {', '.join(known)})"
+            )
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper):
+                raise HookOptionError(
+                    f"hook {caller.name!r} is declared with hookwrapper/wrapper, which meith does "
+                    "not support; remove the option (tryfirst/trylast are supported)"
+                )
+
+
 class PluginManager:
     """Wraps a pluggy PluginManager; keeps one record per discovered plugin id."""
 
     def __init__(self) -> None:
+        logs.default_to_stderr()
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
+        #: MEITH_TRACE_PLUGINS=1 logs every hook call with its duration.
+        self.trace = os.environ.get("MEITH_TRACE_PLUGINS", "") not in ("", "0")
 
     # -- discovery ----------------------------------------------------------------------
 
@@ -138,13 +177,14 @@ class PluginManager:
             if allow is not None and name not in allow:
                 record.reason = "not listed in MEITH_PLUGINS"
                 continue
+            began = time.perf_counter()
             try:
                 obj = ep.load()
             except BaseException as exc:  # a plugin's import may do anything, SystemExit included
-                record.status = "failed"
-                record.reason = f"import failed: {_short_error(exc)}"
-                record.obj = traceback.format_exc()
+                record.import_s = time.perf_counter() - began
+                self._fail(record, f"import failed: {_short_error(exc)}")
                 continue
+            record.import_s = time.perf_counter() - began
             self._load(record, obj, register_tools)
         return list(self.records.values())
 
@@ -174,8 +214,10 @@ class PluginManager:
         registered = False
         try:
             plugin = obj() if inspect.isclass(obj) else obj
+            check_compatible(record.id, declared_range(plugin))
             self.pm.register(plugin, name=record.id)
             registered = True
+            _check_hookimpls(self.pm, plugin)
             tools = self._call_one(record.id, "meith_tools")
             tools = [] if tools is None else list(tools)
             for item in tools:
@@ -187,8 +229,7 @@ class PluginManager:
         except BaseException as exc:
             if registered:
                 self.pm.unregister(name=record.id)
-            record.status = "failed"
-            record.reason = _short_error(exc)
+            self._fail(record, _short_error(exc))
             return
         record.status = "loaded"
         record.obj = plugin
@@ -197,30 +238,93 @@ class PluginManager:
             record.distribution, record.version, (t.descriptor(record.id) for t in tools)
         )
 
+    def _fail(self, record: PluginRecord, reason: str) -> None:
+        """Record a failure with the traceback being handled, and log both."""
+        record.status = "failed"
+        record.reason = reason
+        record.traceback = traceback.format_exc()
+        _log.warning(
+            "plugin failed to load", plugin=record.id, reason=reason, traceback=record.traceback
+        )
+
     # -- calling hooks ------------------------------------------------------------------
 
     def _call_one(self, plugin_id: str, hook: str, **kwargs: Any) -> Any:
         for impl in getattr(self.pm.hook, hook).get_hookimpls():
             if impl.plugin_name == plugin_id:
-                return impl.function(**{k: kwargs[k] for k in impl.argnames})
+                args = {k: kwargs[k] for k in impl.argnames}
+                return self._traced(plugin_id, hook, impl.function, args)()
         return None
 
-    def call_each(self, hook: str, **kwargs: Any) -> Iterable[tuple[str, Callable[[], Any]]]:
-        """`(plugin_id, thunk)` for every loaded plugin implementing `hook`, in pluggy order.
+    def call_each(
+        self,
+        hook: str,
+        *,
+        host_for: Callable[[str], Any] | None = None,
+        only: str | None = None,
+        **kwargs: Any,
+    ) -> Iterable[tuple[str, Callable[[], Any]]]:
+        """`(plugin_id, thunk)` for every loaded plugin implementing `hook`, in pluggy's call
+        order (`tryfirst` first, `trylast` last, otherwise the latest registered first).
 
         The caller runs each thunk (and awaits what it returns) so one plugin's failure or
-        slowness is handled per plugin.
+        slowness is handled per plugin. `host_for(plugin_id)` builds the `host` argument, bound
+        to that plugin; `only` restricts the calls to one plugin.
         """
         for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
-            args: dict[str, Any] = {k: kwargs[k] for k in impl.argnames}
-            yield impl.plugin_name, functools.partial(impl.function, **args)
+            if only is not None and impl.plugin_name != only:
+                continue
+            values = dict(kwargs)
+            if host_for is not None and "host" in impl.argnames:
+                values["host"] = host_for(impl.plugin_name)
+            args: dict[str, Any] = {k: values[k] for k in impl.argnames}
+            yield impl.plugin_name, self._traced(impl.plugin_name, hook, impl.function, args)
+
+    def _traced(
+        self, plugin_id: str, hook: str, func: Callable[..., Any], args: dict[str, Any]
+    ) -> Callable[[], Any]:
+        if not self.trace:
+            return lambda: func(**args)
+
+        def report(began: float, outcome: str) -> None:
+            _log.info(
+                "plugin hook",
+                plugin=plugin_id,
+                hook=hook,
+                durationMs=round((time.perf_counter() - began) * 1000, 3),
+                outcome=outcome,
+            )
+
+        async def awaited(value: Awaitable[Any], began: float) -> Any:
+            try:
+                result = await value
+            except BaseException as exc:
+                report(began, type(exc).__name__)
+                raise
+            report(began, "ok")
+            return result
+
+        def call() -> Any:
+            began = time.perf_counter()
+            try:
+                value = func(**args)
+            except BaseException as exc:
+                report(began, type(exc).__name__)
+                raise
+            if inspect.isawaitable(value):
+                return awaited(value, began)
+            report(began, "ok")
+            return value
+
+        return call
 
     def fingerprint_of(self, plugin_id: str) -> str | None:
         record = self.records.get(plugin_id)
         return record.fingerprint if record is not None else None
 
-    def mark_failed(self, plugin_id: str, reason: str) -> None:
+    def mark_failed(self, plugin_id: str, reason: str, tb: str | None = None) -> None:
         record = self.records.get(plugin_id)
         if record is not None:
             record.status = "failed"
             record.reason = reason
+            record.traceback = tb

@@ -26,15 +26,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from meith_core._caller import SOCKET_CALLERS, CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
 from meith_core._ids import new_id
-from meith_core._permissions.service import ApprovalAnswer, ApprovalReply, ApprovalRequest
+from meith_core._permissions.asking import ApprovalAnswer, ApprovalReply, ApprovalRequest
 from meith_core._protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from meith_core._protocol.framing import FrameError, NdjsonFramer
 from meith_core._protocol.messages import (
@@ -49,6 +48,18 @@ from meith_core._protocol.messages import (
     client_message_adapter,
 )
 from meith_core._runtime.child_tokens import ChildBinding
+from meith_core._runtime.connection_actions import (
+    Action,
+    ApprovalAnswered,
+    ApprovalAsk,
+    Identity,
+    IdentityFixed,
+    Refused,
+    Send,
+    SendSessions,
+    SendTools,
+    StartCall,
+)
 from meith_core._runtime.frames import PONG, error_frame, frame
 
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
@@ -58,61 +69,6 @@ APPROVAL_TIMEOUT_S: float = 60.0
 _MAX_CACHED_CALLERS: Final = 64
 #: Longest `answeredBy` kept (it lands in the audit record's reason).
 MAX_ANSWERED_BY_CHARS: Final = 80
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    caller: CallerKind
-    label: str | None = None
-    #: The connection answers `approval_request` frames.
-    approvals: bool = False
-    #: The session a child's token binds this connection to (its calls are that session's).
-    session_id: str | None = None
-
-
-# -- actions: what the adapter must do --------------------------------------------------
-
-
-class Send(NamedTuple):
-    data: bytes
-
-
-class StartCall(NamedTuple):
-    call: ToolCall
-    caller: CallerInfo
-    token: CancelToken
-
-
-class SendTools(NamedTuple):
-    names: list[str] | None
-
-
-class SendSessions(NamedTuple):
-    pass
-
-
-class IdentityFixed(NamedTuple):
-    identity: Identity
-
-
-class ApprovalAnswered(NamedTuple):
-    approval_id: str
-    reply: ApprovalReply
-
-
-Action = Send | StartCall | SendTools | SendSessions | IdentityFixed | ApprovalAnswered
-
-
-class ApprovalAsk(NamedTuple):
-    """An approval request to send: its id, the frame, and how long to wait for the answer."""
-
-    approval_id: str
-    data: bytes
-    timeout_s: float
-
-
-class Refused(ValueError):
-    """A frame the connection refuses; the message goes back in an `error` frame."""
 
 
 def _short_validation(exc: ValidationError) -> str:

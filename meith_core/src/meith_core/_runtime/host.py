@@ -10,7 +10,6 @@ async with Runtime(home=MeithHome(Path("/tmp/h"))) as rt:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Iterable
@@ -29,17 +28,14 @@ from meith_core._context import EventSink
 from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
+from meith_core._permissions.asking import ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver
 from meith_core._permissions.grants import Grant, StandingGrants
-from meith_core._permissions.service import (
-    ApprovalAnswer,
-    ApprovalReply,
-    ApprovalRequest,
-    Approver,
-    PermissionService,
-)
+from meith_core._permissions.service import PermissionService
 from meith_core._pipeline import CallPipeline
 from meith_core._plugins.installed import NewPlugins
+from meith_core._plugins.lifecycle import LifecycleHooks
 from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
+from meith_core._plugins.pluginhost import PluginHost
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
 from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
@@ -50,8 +46,9 @@ from meith_core._version import __version__
 
 _log = structlog.get_logger("meith.runtime")
 
-#: How long plugins get, in total, to shut down before the runtime stops waiting.
-SHUTDOWN_HOOK_BUDGET_S = 1.0
+#: How long plugins get to shut down: their hooks run at the same time under one deadline
+#: (`PluginHost.shutdown_deadline`), and whatever still runs then is cancelled.
+SHUTDOWN_HOOK_BUDGET_S = 1.5
 
 
 class Runtime:
@@ -109,12 +106,13 @@ class Runtime:
         self.pipeline.child_environment = self.child_environment
         #: Per session: the connection that answers its approval requests itself.
         self._session_approvers: dict[str, Approver] = {}
+        self._hooks = LifecycleHooks(
+            self.plugins,
+            lambda pid, deadline: self.plugin_host(pid, shutdown_deadline=deadline),
+        )
         self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
         #: Set at discovery: loads plugins installed afterwards (`load_new_plugins`).
         self._new_plugins: NewPlugins | None = None
-        #: `meith_startup` of plugins loaded after start, still running.
-        self._late_startups: set[asyncio.Task[None]] = set()
-        self._deferred_startups: list[str] = []
         self.pipeline.on_unknown_tool = self._load_for_unknown_tool
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -133,7 +131,7 @@ class Runtime:
 
                 self.plugins.load_object(
                     "core",
-                    CorePlugin,
+                    CorePlugin(self),
                     self.catalogue.register_many,
                     distribution="meith-core",
                     version=__version__,
@@ -180,45 +178,46 @@ class Runtime:
     async def _load_for_unknown_tool(self) -> None:
         """A call names no known tool: perhaps a plugin installed since provides it."""
         if self.load_new_plugins():
-            await self.wait_late_startups()
-
-    def _start_late(self, plugin_ids: list[str]) -> None:
-        """Run the `meith_startup` of plugins loaded into a runtime that already started."""
-        if not self._started or not plugin_ids:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # sync code outside the loop: started by wait_late_startups
-            self._deferred_startups.extend(plugin_ids)
-            return
-        for plugin_id in plugin_ids:
-            task = loop.create_task(self._run_hooks("meith_startup", only=plugin_id, runtime=self))
-            self._late_startups.add(task)
-            task.add_done_callback(self._late_startups.discard)
+            await self._hooks.wait_late()
 
     async def wait_late_startups(self) -> None:
         """Until the `meith_startup` of every plugin loaded after start has returned."""
-        while self._deferred_startups:
-            await self._run_hooks(
-                "meith_startup", only=self._deferred_startups.pop(0), runtime=self
-            )
-        if self._late_startups:
-            await asyncio.gather(*self._late_startups, return_exceptions=True)
+        await self._hooks.wait_late()
+
+    def _start_late(self, plugin_ids: list[str]) -> None:
+        """Run the `meith_startup` of plugins loaded into a runtime that already started."""
+        if self._started:
+            for plugin_id in plugin_ids:
+                self._hooks.start_late(plugin_id)
 
     async def start(self) -> Runtime:
         if self._started:
             return self
         self._started = True
         self.discover_plugins()
-        await self._run_hooks("meith_startup", runtime=self)
+        await self._hooks.run("meith_startup")
         return self
 
     def load_plugin(self, plugin_id: str, obj: Any, *, version: str | None = None) -> PluginRecord:
-        """Load a plugin object that is not installed as an entry point (tests, embedding)."""
+        """Load a plugin object that is not installed as an entry point (tests, embedding).
+
+        Into a runtime that already started, the plugin's `meith_startup` is scheduled at once
+        and awaited before the next `call` (or await `add_plugin` instead).
+        """
         record = self.plugins.load_object(
             plugin_id, obj, self.catalogue.register_many, distribution=plugin_id, version=version
         )
         self._collect_settings_sections()
+        if self._started and not self._closed and record.status == "loaded":
+            self._hooks.start_late(plugin_id)
+        return record
+
+    async def add_plugin(
+        self, plugin_id: str, obj: Any, *, version: str | None = None
+    ) -> PluginRecord:
+        """`load_plugin`, then wait for its `meith_startup` when the runtime already started."""
+        record = self.load_plugin(plugin_id, obj, version=version)
+        await self._hooks.wait_late()
         return record
 
     async def aclose(self) -> None:
@@ -231,9 +230,9 @@ class Runtime:
         await self.pipeline.drain(0.3)
         for record in self.sessions:
             await self.close_session(record.session_id)
-        await self.wait_late_startups()
+        await self._hooks.wait_late()
         if self._started:
-            await self._run_hooks("meith_shutdown", runtime=self, budget_s=SHUTDOWN_HOOK_BUDGET_S)
+            await self._hooks.shutdown(SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
 
     async def __aenter__(self) -> Runtime:
@@ -274,8 +273,8 @@ class Runtime:
             caller = CallerInfo(caller=CallerKind(caller), cwd=self.cwd)
         else:
             self.sessions.count_call(caller.session_id)
-        if self._late_startups or self._deferred_startups:
-            await self.wait_late_startups()
+        if self._hooks.pending:
+            await self._hooks.wait_late()
         return await self.pipeline.call(
             caller,
             name,
@@ -355,7 +354,7 @@ class Runtime:
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
-            await self._run_hooks("meith_session_ended", runtime=self, session_id=session_id)
+            await self._hooks.run("meith_session_ended", session_id=session_id)
 
     def child_environment(self, caller: CallerInfo) -> dict[str, str]:
         """What a process started for `caller` needs to call back as `caller` (see
@@ -432,30 +431,22 @@ class Runtime:
 
     # -- hooks --------------------------------------------------------------------------
 
-    async def _run_hooks(
-        self, hook: str, *, budget_s: float | None = None, only: str | None = None, **kwargs: Any
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = None if budget_s is None else loop.time() + budget_s
-        for plugin_id, thunk in self.plugins.call_each(hook, **kwargs):
-            if only is not None and plugin_id != only:
-                continue
-            try:
-                value = thunk()
-                if inspect.isawaitable(value):
-                    remaining = None if deadline is None else max(0.05, deadline - loop.time())
-                    await asyncio.wait_for(_as_coro(value), timeout=remaining)
-            except Exception as exc:
-                _log.error(
-                    "plugin hook failed",
-                    plugin=plugin_id,
-                    hook=hook,
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-                if hook == "meith_startup":
-                    self.plugins.mark_failed(
-                        plugin_id, f"startup failed: {type(exc).__name__}: {exc}"
-                    )
+    def plugin_host(self, plugin_id: str, *, shutdown_deadline: float | None = None) -> PluginHost:
+        """The view of this runtime a plugin's hooks get, bound to that plugin."""
+        return PluginHost(
+            plugin_id=plugin_id,
+            home=self.home,
+            socket_path=self.socket_path,
+            cwd=self.cwd,
+            shutdown_deadline=shutdown_deadline,
+            _call=self._call_as_plugin,
+        )
+
+    async def _call_as_plugin(
+        self, plugin_id: str, name: str, arguments: dict[str, Any], timeout_ms: int | None
+    ) -> ToolResult:
+        caller = CallerInfo.for_plugin(plugin_id, cwd=self.cwd)
+        return await self.pipeline.call(caller, name, arguments, timeout_ms=timeout_ms)
 
     async def _ask_approvers(
         self, request: ApprovalRequest
@@ -491,7 +482,3 @@ class Runtime:
                     self.settings.register_section(name, section)
             except Exception as exc:
                 _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))
-
-
-async def _as_coro(value: Awaitable[Any]) -> Any:
-    return await value

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TextIO
 
-from meith_core._permissions.service import ApprovalAnswer, ApprovalRequest
+from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
 
 #: An unanswered prompt denies after this long, so a forgotten terminal cannot hang callers.
 PROMPT_TIMEOUT_S = 120.0

@@ -18,17 +18,17 @@ from meith_core._caller import CallerInfo
 from meith_core._events import EventDict
 from meith_core._ids import new_session_id
 from meith_core._instances import is_descendant
-from meith_core._permissions.service import ApprovalReply, ApprovalRequest
+from meith_core._permissions.asking import ApprovalReply, ApprovalRequest
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._protocol.messages import ToolCall
 from meith_core._runtime import frames
-from meith_core._runtime.connection import (
+from meith_core._runtime.connection import ServerConnection
+from meith_core._runtime.connection_actions import (
     ApprovalAnswered,
     IdentityFixed,
     Send,
     SendSessions,
     SendTools,
-    ServerConnection,
     StartCall,
 )
 from meith_core._version import __version__
