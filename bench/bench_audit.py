@@ -73,8 +73,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
     opts = parser.parse_args()
-    n, runs = opts.records, opts.runs
+    n, runs = (500, 1) if opts.quick else (opts.records, opts.runs)
     line = dumps_bytes(record(0)) + b"\n"
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

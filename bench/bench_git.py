@@ -202,6 +202,9 @@ async def measure(
         grant_scope = None
         cancel_token = CancelToken()
 
+        def held_grant(self, *capabilities: str, cwd: str) -> None:
+            return None  # no starts-process grant: hooks stay off, as for a read-only caller
+
     found = await discover(git, Ctx(), str(repo))  # type: ignore[arg-type]
     assert found is not None
     hardened_argv = git.argv(["status"], STATUS_OPTIONS, profile=READ_ONLY, config=found.config)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,8 +51,10 @@ def main() -> int:
         stderr=subprocess.PIPE,
     )
     try:
+        # Ready means accepting: the socket file exists from the bind, before the plugins have
+        # loaded and the runtime listens.
         deadline = time.monotonic() + 30
-        while not os.path.exists(sock):
+        while not _accepts(sock):
             assert serve.poll() is None, serve.communicate()
             assert time.monotonic() < deadline, "meith serve did not start"
             time.sleep(0.05)
@@ -73,6 +76,17 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
     print(f"isolated: ok — plugins {sorted(status)}, {len(tools)} tools, no process/browser plugin")
     return 0
+
+
+def _accepts(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 if __name__ == "__main__":
