@@ -14,6 +14,8 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from meith_core._cli.options import JsonOpt
+
 #: `meith audit verify` found the trail broken (a link, a segment or a record).
 EXIT_TRAIL_BROKEN: Final = 6
 
@@ -22,8 +24,6 @@ audit_app = typer.Typer(
     no_args_is_help=False,
     rich_markup_mode=None,
 )
-
-_JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
 @audit_app.callback(
@@ -36,7 +36,7 @@ def show(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new entries.")
     ] = False,
-    json_output: _JsonOpt = False,
+    json_output: JsonOpt = False,
     tool: Annotated[str | None, typer.Option("--tool", help="Only calls of this tool.")] = None,
     denied: Annotated[bool, typer.Option("--denied", help="Only denied calls.")] = False,
     interrupted: Annotated[
@@ -60,7 +60,7 @@ def show(
     "verify",
     epilog="\b\nExamples:\n  meith audit verify\n  meith audit verify --json | jq .head",
 )
-def verify(json_output: _JsonOpt = False) -> None:
+def verify(json_output: JsonOpt = False) -> None:
     """Check the hash chain across all segments; report the first broken link, missing segment
     or truncated record. Exits 6 when the trail is broken."""
     raise typer.Exit(run_verify(json_output))

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, cast
 import typer
 
 from meith_core._cli.audit import audit_app
+from meith_core._cli.options import InstanceOpt, JsonOpt, SocketOpt
 from meith_core._version import __version__
 
 app = typer.Typer(
@@ -21,14 +22,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
 )
-
-SocketOpt = Annotated[
-    str | None, typer.Option("--socket", help="Talk to the runtime at this socket path.")
-]
-InstanceOpt = Annotated[
-    str | None, typer.Option("--instance", help="Talk to the live runtime with this PID or label.")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
 def _examples(*lines: str) -> str:

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from meith_core._cli.options import InstanceOpt, JsonOpt, SocketOpt
+
 mcp_app = typer.Typer(
     help="Serve meith's tools to MCP clients (stdio by default, or streamable HTTP).",
     no_args_is_help=False,
@@ -40,13 +42,8 @@ def mcp(
     no_start: Annotated[
         bool, typer.Option("--no-start", help="Fail instead of starting a runtime when none runs.")
     ] = False,
-    socket: Annotated[
-        str | None, typer.Option("--socket", help="Talk to the runtime at this socket path.")
-    ] = None,
-    instance: Annotated[
-        str | None,
-        typer.Option("--instance", help="Talk to the live runtime with this PID or label."),
-    ] = None,
+    socket: SocketOpt = None,
+    instance: InstanceOpt = None,
     plugins: Annotated[
         str | None, typer.Option("--plugins", help="Only these plugins' tools (comma-separated).")
     ] = None,
@@ -196,16 +193,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command(epilog="\b\nExamples:\n  meith sessions\n  meith sessions --json")
     def sessions(
-        json_output: Annotated[
-            bool, typer.Option("--json", help="Print machine-readable JSON.")
-        ] = False,
-        socket: Annotated[
-            str | None, typer.Option("--socket", help="Talk to the runtime at this socket path.")
-        ] = None,
-        instance: Annotated[
-            str | None,
-            typer.Option("--instance", help="Talk to the live runtime with this PID or label."),
-        ] = None,
+        json_output: JsonOpt = False,
+        socket: SocketOpt = None,
+        instance: InstanceOpt = None,
     ) -> None:
         """List the runtime's live sessions: id, caller, label, since, calls, session grants."""
         raise typer.Exit(run_sessions(json_output, socket, instance))
