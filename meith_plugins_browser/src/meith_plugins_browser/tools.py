@@ -78,8 +78,8 @@ class BrowserTools:
     def definitions(self) -> list[ToolDefinition]:
         c, ro, net = "controls-browser", "read-only", "accesses-network"
         return [
-            tool(self.get_tabs, capabilities=[ro]),
-            tool(self.get_active_tab, capabilities=[ro]),
+            tool(self.get_tabs, capabilities=[ro], idempotent=True),
+            tool(self.get_active_tab, capabilities=[ro], idempotent=True),
             # The first call starts Playwright and Chromium too: give it room on a busy machine.
             tool(self.open_browser_tab, capabilities=[c], timeout_ms=OPEN_TIMEOUT_MS),
             tool(self.navigate, capabilities=[c]),
@@ -97,7 +97,7 @@ class BrowserTools:
             tool(self.scroll_page, capabilities=[c]),
             tool(self.send_keys, capabilities=[c]),
             tool(self.cdp_command, capabilities=[c, net]),
-            tool(self.get_console_logs, capabilities=[ro]),
+            tool(self.get_console_logs, capabilities=[ro], idempotent=True),
             tool(self.get_network_logs, capabilities=[ro, net]),
         ]
 

@@ -47,11 +47,11 @@ class GitTools:
         # Every privileged tool finds its repository through require_repo, which refuses one
         # outside a grant confined to a directory.
         return [
-            tool(self.git_status, capabilities=READ),
-            tool(self.git_diff, capabilities=READ),
-            tool(self.git_log, capabilities=READ),
-            tool(self.git_blame, capabilities=READ),
-            tool(self.git_identity_detect, capabilities=READ),
+            tool(self.git_status, capabilities=READ, idempotent=True),
+            tool(self.git_diff, capabilities=READ, idempotent=True),
+            tool(self.git_log, capabilities=READ, idempotent=True),
+            tool(self.git_blame, capabilities=READ, idempotent=True),
+            tool(self.git_identity_detect, capabilities=READ, idempotent=True),
             tool(self.git_stage, capabilities=WRITES, grant_scope="enforced"),
             tool(self.git_unstage, capabilities=WRITES, grant_scope="enforced"),
             tool(self.git_commit, capabilities=WRITES, grant_scope="enforced"),
@@ -59,8 +59,8 @@ class GitTools:
             tool(self.git_worktree, capabilities=WRITES, grant_scope="enforced"),
             tool(self.git_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
             tool(self.git_checkpoint_create, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_checkpoint_list, capabilities=READ),
-            tool(self.git_checkpoint_compare, capabilities=READ),
+            tool(self.git_checkpoint_list, capabilities=READ, idempotent=True),
+            tool(self.git_checkpoint_compare, capabilities=READ, idempotent=True),
             tool(self.git_checkpoint_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
         ]
 

@@ -322,22 +322,31 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             output=TerminalSession,
             grant_scope="enforced",
         ),
-        tool(list_terminals, capabilities=["read-only"], output=TerminalList),
+        tool(list_terminals, capabilities=["read-only"], idempotent=True, output=TerminalList),
         tool(write_terminal, capabilities=["starts-process"], output=WriteResult),
         tool(resize_terminal, capabilities=["starts-process"], output=TerminalSession),
         tool(kill_terminal, capabilities=["starts-process"], output=TerminalSession),
         tool(close_terminal, capabilities=["starts-process"], output=CloseResult),
-        tool(get_terminal_snapshot, capabilities=["read-only"], output=SnapshotResult),
+        tool(
+            get_terminal_snapshot,
+            capabilities=["read-only"],
+            idempotent=True,
+            output=SnapshotResult,
+        ),
         tool(
             start_dev_server,
             capabilities=["starts-process", "accesses-network"],
             output=DevServerRecord,
             grant_scope="enforced",
         ),
-        tool(list_dev_servers, capabilities=["read-only"], output=DevServerList),
+        tool(list_dev_servers, capabilities=["read-only"], idempotent=True, output=DevServerList),
         tool(stop_dev_server, capabilities=["starts-process"], output=StopResult),
-        tool(get_process_tree, capabilities=["read-only"], output=ProcessTreeResult),
-        tool(get_process_logs, capabilities=["read-only"], output=ProcessLogsResult),
+        tool(
+            get_process_tree, capabilities=["read-only"], idempotent=True, output=ProcessTreeResult
+        ),
+        tool(
+            get_process_logs, capabilities=["read-only"], idempotent=True, output=ProcessLogsResult
+        ),
         tool(
             attach_process_logs,
             capabilities=["read-only"],

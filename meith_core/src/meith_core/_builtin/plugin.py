@@ -70,13 +70,17 @@ class CorePlugin:
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
         return [
-            tool(self.app_health, capabilities=["read-only"], input=_NoArgs),
-            tool(self.app_list_instances, capabilities=["read-only"], input=_NoArgs),
-            tool(self.list_plugins, capabilities=["read-only"], input=_NoArgs),
+            tool(self.app_health, capabilities=["read-only"], idempotent=True, input=_NoArgs),
+            tool(
+                self.app_list_instances, capabilities=["read-only"], idempotent=True, input=_NoArgs
+            ),
+            tool(self.list_plugins, capabilities=["read-only"], idempotent=True, input=_NoArgs),
             tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
-            tool(self.get_app_settings, capabilities=["read-only"], input=_NoArgs),
+            tool(self.get_app_settings, capabilities=["read-only"], idempotent=True, input=_NoArgs),
             tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
-            tool(self.get_audit_log, capabilities=["read-only"], input=AuditLogArgs),
+            tool(
+                self.get_audit_log, capabilities=["read-only"], idempotent=True, input=AuditLogArgs
+            ),
         ]
 
     async def app_health(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
