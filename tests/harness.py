@@ -43,6 +43,24 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.02) ->
     return False
 
 
+def install_plugin_module(
+    site: Path, plugin_id: str, source: str, obj: str, *, version: str = "0.1.0"
+) -> Path:
+    """Install a one-module plugin the way pip would, as far as discovery sees: the module
+    `meith_<id>_plugin` and a `.dist-info` whose entry point names `obj` in it, in `site`
+    (a directory for PYTHONPATH). Returns `site`."""
+    site.mkdir(parents=True, exist_ok=True)
+    module = f"meith_{plugin_id}_plugin"
+    (site / f"{module}.py").write_text(source)
+    dist = site / f"{module}-{version}.dist-info"
+    dist.mkdir(exist_ok=True)
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: meith-{plugin_id}-plugin\nVersion: {version}\n"
+    )
+    (dist / "entry_points.txt").write_text(f"[meith.plugins]\n{plugin_id} = {module}:{obj}\n")
+    return site
+
+
 def reap(proc: subprocess.Popen[Any], sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
     """Stop a long-running child (`meith audit --follow`, `meith devlogs`) with `sig` and wait;
     if it does not exit in time it is killed — never leaked — and the test fails saying so."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -103,14 +102,6 @@ class McpTestPlugin:
 
 def install(target: Path) -> Path:
     """Make `mcptest` discoverable by entry points in a directory for PYTHONPATH."""
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(__file__, target / "meith_mcptest_plugin.py")
-    dist = target / "meith_mcptest_plugin-0.1.0.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: meith-mcptest-plugin\nVersion: 0.1.0\n"
-    )
-    (dist / "entry_points.txt").write_text(
-        "[meith.plugins]\nmcptest = meith_mcptest_plugin:McpTestPlugin\n"
-    )
-    return target
+    from tests.harness import install_plugin_module
+
+    return install_plugin_module(target, "mcptest", Path(__file__).read_text(), "McpTestPlugin")

@@ -37,12 +37,7 @@ class Plugin:
 
 
 def install_late(site: Path, name: str = "late", *, broken: bool = False) -> None:
-    module = f"meith_{name}_plugin"
+    from tests.harness import install_plugin_module
+
     source = "raise ImportError('needs a dependency')\n" if broken else PLUGIN
-    (site / f"{module}.py").write_text(textwrap.dedent(source))
-    dist = site / f"meith_{name}_plugin-1.0.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: meith-{name}-plugin\nVersion: 1.0\n"
-    )
-    (dist / "entry_points.txt").write_text(f"[meith.plugins]\n{name} = {module}:Plugin\n")
+    install_plugin_module(site, name, textwrap.dedent(source), "Plugin", version="1.0")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -167,14 +166,6 @@ async def probe_write(ctx: ToolContext, args: RecordArgs) -> dict[str, Any]:
 
 def install_probe(target: Path) -> Path:
     """Make `probe` discoverable by entry points in a fresh directory for PYTHONPATH."""
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(__file__, target / "meith_probe_plugin.py")
-    dist = target / "meith_probe_plugin-0.1.0.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: meith-probe-plugin\nVersion: 0.1.0\n"
-    )
-    (dist / "entry_points.txt").write_text(
-        "[meith.plugins]\nprobe = meith_probe_plugin:ProbePlugin\n"
-    )
-    return target
+    from tests.harness import install_plugin_module
+
+    return install_plugin_module(target, "probe", Path(__file__).read_text(), "ProbePlugin")
