@@ -37,6 +37,8 @@ from meith_core.client._core import TransportError
 #: has denied it by then.
 PARKED_TTL_S = 180.0
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+#: The bridge gives up on an elicitation this long after the runtime's own deadline.
+ELICIT_GRACE_S = 5.0
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
 _LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
@@ -250,29 +252,52 @@ class Bridge:
         answered_by = "nobody: the MCP client cannot elicit"
         caps = ctx.session.client_capabilities
         if caps is not None and caps.elicitation is not None:
-            answered_by = "user, through an MCP elicitation"
-            timeout_ms = request.get("timeoutMs")
-            timeout_s = (
-                timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
-            )
-            try:
-                with anyio.fail_after(timeout_s):
-                    elicited = await ctx.session.elicit_form(
-                        approval.elicitation_message(request),
-                        approval.elicitation_schema(),
-                        related_request_id=ctx.request_id,
-                    )
+            elicited = await self._elicit(ctx, call, request)
+            if isinstance(elicited, str):
+                answered_by = elicited
+            else:
+                answered_by = "user, through an MCP elicitation"
                 decision = approval.decision_of(elicited)
-            except TimeoutError:
-                answered_by = "nobody: no answer in time"
-            except Exception as exc:
-                log(f"elicitation failed: {type(exc).__name__}: {exc}")
-            finally:
-                if not answer.done():
-                    answer.set_result((decision, answered_by))
         if not answer.done():
             answer.set_result((decision, answered_by))
         return None
+
+    async def _elicit(
+        self, ctx: ServerRequestContext[Any, Any], call: CallHandle, request: dict[str, Any]
+    ) -> types.ElicitResult | str:
+        """The person's answer, or why there is none. When the runtime stops waiting first (its
+        deadline passed: the call is answered with its denial) the elicitation is withdrawn.
+        The runtime's deadline is the one that counts; this side waits a little longer only so
+        a runtime that never answers cannot hang the call."""
+        timeout_ms = request.get("timeoutMs")
+        timeout_s = timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
+        answers: list[types.ElicitResult] = []
+        why = "nobody: no answer in time"
+        with anyio.move_on_after(timeout_s + ELICIT_GRACE_S):
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    try:
+                        answers.append(
+                            await ctx.session.elicit_form(
+                                approval.elicitation_message(request),
+                                approval.elicitation_schema(),
+                                related_request_id=ctx.request_id,
+                            )
+                        )
+                    except Exception as exc:
+                        nonlocal why
+                        why = f"nobody: the elicitation failed ({type(exc).__name__})"
+                        log(f"elicitation failed: {type(exc).__name__}: {exc}")
+                    tg.cancel_scope.cancel()
+
+                async def runtime_settled() -> None:
+                    await call.finished.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(ask)
+                tg.start_soon(runtime_settled)
+        return answers[0] if answers else why
 
     def _finish(
         self,

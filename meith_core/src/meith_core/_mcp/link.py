@@ -31,6 +31,8 @@ class CallHandle:
     stream: CallStream
     queue: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
     done: bool = False
+    #: Set once the runtime has answered the call (its result or a transport error queued).
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
     pump: asyncio.Task[None] | None = None
 
     @property
@@ -133,6 +135,7 @@ class RuntimeLink:
             call.queue.put_nowait(("error", exc))
         finally:
             call.done = True
+            call.finished.set()
             self._calls.pop(call.request_id, None)
             with contextlib.suppress(Exception):
                 await call.stream.__aexit__(None, None, None)

@@ -4,13 +4,34 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from meith_core._caller import CallerInfo
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability
+
+#: How long a calling connection gets to answer an approval request; no answer is a denial.
+DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+#: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
+APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
+_MAX_APPROVAL_TIMEOUT_S = 86400.0
+
+
+def approval_timeout_s(environ: Mapping[str, str]) -> float:
+    """The approval wait `MEITH_APPROVAL_TIMEOUT_S` asks for, else 60 s. A value that is not a
+    positive number of seconds (up to a day) is ignored: a typo must not mean "wait forever"
+    or "deny at once"."""
+    raw = environ.get(APPROVAL_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_APPROVAL_TIMEOUT_S
+    if not math.isfinite(value) or not 0 < value <= _MAX_APPROVAL_TIMEOUT_S:
+        return DEFAULT_APPROVAL_TIMEOUT_S
+    return value
 
 
 class ApprovalAnswer(StrEnum):

@@ -33,7 +33,12 @@ from pydantic import ValidationError
 from meith_core._caller import SOCKET_CALLERS, CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
 from meith_core._ids import new_id
-from meith_core._permissions.asking import ApprovalAnswer, ApprovalReply, ApprovalRequest
+from meith_core._permissions.asking import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    approval_timeout_s,
+)
 from meith_core._protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from meith_core._protocol.framing import FrameError, NdjsonFramer
 from meith_core._protocol.messages import (
@@ -63,8 +68,9 @@ from meith_core._runtime.connection_actions import (
 from meith_core._runtime.frames import PONG, error_frame, frame
 
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
-#: How long a connection gets to answer an approval request; no answer is a denial.
-APPROVAL_TIMEOUT_S: float = 60.0
+#: How long a connection gets to answer an approval request; no answer is a denial. 60 s
+#: unless `MEITH_APPROVAL_TIMEOUT_S` says otherwise (read once, when the runtime starts).
+APPROVAL_TIMEOUT_S: float = approval_timeout_s(os.environ)
 #: Distinct scope hints (cwd, spaceId, tabId) whose caller identity a connection keeps built.
 _MAX_CACHED_CALLERS: Final = 64
 #: Longest `answeredBy` kept (it lands in the audit record's reason).
