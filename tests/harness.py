@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -265,3 +267,42 @@ class MeithServer:
                 fh.close()
         shutil.rmtree(self._sockdir, ignore_errors=True)
         return self.proc.returncode
+
+
+class PtyServe:
+    """`meith serve` on a real pseudo-terminal, as a person starts it; `read_until` reads its
+    screen."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.sock = str(Path(tempfile.mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
+        self.cli_env = {**env, "MEITH_SOCKET": self.sock}
+        self.screen = b""
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execve(MEITH, [MEITH, "serve", "--socket", self.sock, *args], env)
+
+    def read_until(self, needle: bytes, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.screen and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                try:
+                    self.screen += os.read(self.fd, 65536)
+                except OSError:
+                    break
+        assert needle in self.screen, self.screen.decode(errors="replace")
+        return self.screen.decode(errors="replace")
+
+    def call(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [MEITH, "call", *args, "--json"],
+            env=self.cli_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def close(self) -> None:
+        os.kill(self.pid, signal.SIGTERM)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.harness import MEITH, MeithServer, wait_until
+from tests.harness import MEITH, MeithServer, PtyServe, wait_until
 from tests.mcp.agent_plugin import install
 
 
@@ -47,15 +47,21 @@ def marks(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def agent_server(
-    meith_server: Callable[..., Any], tmp_path: Path, marks: Path
-) -> Callable[..., MeithServer]:
-    """`agent_server(**kwargs)`: a real `meith serve` that also loads the `mcptest` plugin."""
+def mcptest_env(tmp_path: Path, marks: Path) -> dict[str, str]:
+    """The environment under which `meith serve` also loads the `mcptest` plugin."""
     site = install(tmp_path / "mcptest-site")
-    env = {
+    return {
         "PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p),
         "MCPTEST_DIR": str(marks),
     }
+
+
+@pytest.fixture
+def agent_server(
+    meith_server: Callable[..., Any], mcptest_env: dict[str, str]
+) -> Callable[..., MeithServer]:
+    """`agent_server(**kwargs)`: a real `meith serve` that also loads the `mcptest` plugin."""
+    env = mcptest_env
 
     def start(**kwargs: Any) -> MeithServer:
         srv: MeithServer = meith_server(env={**env, **kwargs.pop("env", {})}, **kwargs)
@@ -67,7 +73,7 @@ def agent_server(
 
 @asynccontextmanager
 async def stdio_client(
-    srv: MeithServer,
+    srv: MeithServer | PtyServe,
     *args: str,
     mode: str = "legacy",
     name: str = "test-agent",
@@ -152,11 +158,12 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
                 proc.wait()
 
 
-def audit_records(srv: MeithServer) -> list[dict[str, Any]]:
+def audit_records(srv: MeithServer | Path) -> list[dict[str, Any]]:
     """The outcome record of every call (a privileged call also has an intent record, written
-    before it runs)."""
+    before it runs), from a server's home or the home directory given."""
     records: list[dict[str, Any]] = []
-    for path in sorted(srv.home.root.glob("audit*.jsonl*")):
+    home = srv if isinstance(srv, Path) else srv.home.root
+    for path in sorted(home.glob("audit*.jsonl*")):
         for line in path.read_text().splitlines():
             if line.strip():
                 record = json.loads(line)

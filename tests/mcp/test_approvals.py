@@ -4,6 +4,8 @@ a real `meith mcp` subprocess against a real `meith serve`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.harness import wait_until
+from tests.harness import MEITH, PtyServe, base_env, wait_until
 from tests.mcp.conftest import ERAS, audit_records, stdio_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -60,8 +62,54 @@ async def test_an_unanswered_elicitation_is_a_denial_and_the_next_call_works(
     assert (marks / "answered").exists()
     assert len(asked) == 2
     denied, allowed = _writes(srv)
-    assert (denied["decision"], denied["caller"], denied["label"]) == ("deny", "agent", "idle-agent")
+    assert (denied["decision"], denied["caller"], denied["label"]) == (
+        "deny",
+        "agent",
+        "idle-agent",
+    )
     # Who (did not) answer: the calling agent's connection, named.
     assert "the calling agent connection 'idle-agent': no answer within 2s" in denied["reason"]
     assert allowed["decision"] == "allow"
     assert "MCP elicitation" in allowed["reason"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_serve_prompt_terminal_answers_for_a_client_that_cannot_elicit(
+    mcptest_env: dict[str, str], tmp_path: Path, marks: Path, era: str
+) -> None:
+    """An MCP client without the elicitation capability, against `meith serve --approvals
+    prompt` on a real PTY: the person at that terminal allows once, then denies."""
+    home = tmp_path / "home"
+    env = base_env(home, mcptest_env)
+    approve = subprocess.run([MEITH, "plugins", "approve", "mcptest"], env=env, capture_output=True)
+    assert approve.returncode == 0, approve.stderr
+    serve = PtyServe(env, "--approvals", "prompt", "--log-format", "json")
+    try:
+        await anyio.to_thread.run_sync(serve.read_until, b"listening on")
+        results: list[types.CallToolResult] = []
+        async with stdio_client(serve, mode=era, name="plain-agent") as client:
+            for name, key in (("prompted", b"o\n"), ("refused", b"d\n")):
+                serve.screen = b""
+                async with anyio.create_task_group() as tg:
+
+                    async def call(name: str = name) -> None:
+                        results.append(await client.call_tool("mcptest_write", {"name": name}))
+
+                    tg.start_soon(call)
+                    screen = await anyio.to_thread.run_sync(serve.read_until, b"Allow? [o]nce")
+                    assert "tool          mcptest_write  (plugin mcptest)" in screen
+                    assert "caller        agent" in screen
+                    os.write(serve.fd, key)
+    finally:
+        serve.close()
+    allowed, denied = results
+    assert allowed.is_error is False, _text(allowed)
+    assert (marks / "prompted").exists()
+    assert denied.is_error is True
+    assert _text(denied).startswith("PERMISSION_DENIED")
+    assert not (marks / "refused").exists()
+    writes = [r for r in audit_records(home) if r.get("toolName") == "mcptest_write"]
+    assert [(r["reason"], r["caller"], r["label"]) for r in writes] == [
+        ("approved once at prompt", "agent", "plain-agent"),
+        ("denied at prompt", "agent", "plain-agent"),
+    ]

@@ -17,6 +17,7 @@ from meith_core._mcp.content import to_call_result
 from meith_core._mcp.http import is_loopback, parse_bind
 from meith_core._mcp.sessions import label_of
 from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
+from meith_core._permissions.asking import approval_timeout_s
 from meith_core._permissions.grants import Grant, StandingGrants, new_grant
 from meith_core._runtime.host import Runtime
 from tests.core.support import NoArgs, make_tool
@@ -236,3 +237,25 @@ def test_the_readme_mcp_snippets_are_valid_json() -> None:
     blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, flags=re.S)]
     assert blocks[0]["mcpServers"]["meith"] == {"command": "meith", "args": ["mcp"]}
     assert blocks[1]["mcpServers"]["meith"]["url"].endswith("/mcp")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, 60.0),
+        ("2", 2.0),
+        (" 0.5 ", 0.5),
+        ("300", 300.0),
+        # A typo must not mean "deny at once" or "wait forever".
+        ("0", 60.0),
+        ("-5", 60.0),
+        ("nan", 60.0),
+        ("inf", 60.0),
+        ("1e9", 60.0),
+        ("sixty", 60.0),
+        ("", 60.0),
+    ],
+)
+def test_the_approval_timeout_knob(value: str | None, seconds: float) -> None:
+    environ = {} if value is None else {"MEITH_APPROVAL_TIMEOUT_S": value}
+    assert approval_timeout_s(environ) == seconds

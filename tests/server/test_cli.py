@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import select
 import signal
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import MEITH, reap, wait_until
+from tests.harness import MEITH, PtyServe, reap, wait_until
 
 # Every test runs the real `meith` CLI in a subprocess against a real runtime.
 pytestmark = pytest.mark.slow
@@ -445,45 +444,6 @@ def test_settings_get_and_set_with_dotted_keys(meith_server) -> None:
     assert srv.cli("settings", "set", "editor", "null").returncode == 0
     assert srv.cli("settings", "get", "editor").returncode == 1
     assert srv.call("get_app_settings")["content"] == {"settings": {}}
-
-
-class PtyServe:
-    """`meith serve` on a real pseudo-terminal, as a person starts it; `read_until` reads its
-    screen."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.sock = str(Path(__import__("tempfile").mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
-        self.cli_env = {**env, "MEITH_SOCKET": self.sock}
-        self.screen = b""
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.execve(MEITH, [MEITH, "serve", "--socket", self.sock, *args], env)
-
-    def read_until(self, needle: bytes, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in self.screen and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.2)
-            if ready:
-                try:
-                    self.screen += os.read(self.fd, 65536)
-                except OSError:
-                    break
-        assert needle in self.screen, self.screen.decode(errors="replace")
-        return self.screen.decode(errors="replace")
-
-    def call(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [MEITH, "call", *args, "--json"],
-            env=self.cli_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def close(self) -> None:
-        os.kill(self.pid, signal.SIGTERM)
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
 
 
 def test_serve_on_a_terminal_denies_by_default_with_a_hint(probe_env, tmp_path) -> None:
