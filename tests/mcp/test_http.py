@@ -166,3 +166,57 @@ async def test_closing_an_http_session_ends_its_runtime_session(
         await client.call_tool("mcptest_echo", {"value": 1})
         assert "short-lived" in labels()
     assert wait_until(lambda: "short-lived" not in labels(), timeout=60)
+
+
+@pytest.mark.anyio
+async def test_2026_http_requests_get_one_session_per_client_name(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    """2026-07-28 requests carry no session: those naming the same client share its agent
+    session, another name is another session, and a handshake-era session of that same name
+    is a session of its own."""
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    modern = "2026-07-28"
+    async with (
+        bridge.client(mode=modern, name="twin") as a,
+        bridge.client(mode=modern, name="twin") as b,
+    ):
+        await a.call_tool("mcptest_echo", {"value": "a"})
+        await b.call_tool("mcptest_echo", {"value": "b"})
+    async with bridge.client(mode=modern, name="other") as c:
+        await c.call_tool("mcptest_echo", {"value": "c"})
+    async with bridge.client(name="twin") as d:
+        await d.call_tool("mcptest_echo", {"value": "d"})
+    a, b, c, d = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_echo"]
+    assert [r["label"] for r in (a, b, c, d)] == ["twin", "twin", "other", "twin"]
+    assert a["sessionId"] == b["sessionId"]
+    assert len({a["sessionId"], c["sessionId"], d["sessionId"]}) == 3
+
+
+@pytest.mark.anyio
+async def test_a_2026_http_client_that_cannot_elicit_is_not_asked_through_one_that_can(
+    agent_server: Any, http_bridge: Any, marks: Any
+) -> None:
+    """Whether the runtime may ask a session's connection is fixed when it connects, so a
+    client of the same name that cannot elicit gets a session that is never asked (here: the
+    runtime's plain denial with its hint) while the one that can is asked."""
+    srv = agent_server()
+    srv.approve("mcptest")
+    bridge = http_bridge(srv)
+    modern = "2026-07-28"
+
+    async def allow(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+    async with bridge.client(mode=modern, name="same", elicitation_callback=allow) as asks:
+        asked = await asks.call_tool("mcptest_write", {"name": "asked"})
+    async with bridge.client(mode=modern, name="same") as mute:
+        plain = await mute.call_tool("mcptest_write", {"name": "plain"})
+    assert asked.is_error is False
+    assert plain.is_error is True
+    text = "\n".join(b.text for b in plain.content if isinstance(b, types.TextContent))
+    assert text.startswith("PERMISSION_DENIED")
+    assert "meith grants add --caller agent --agent same" in text
+    assert (marks / "asked").exists()
+    assert not (marks / "plain").exists()

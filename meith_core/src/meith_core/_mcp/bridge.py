@@ -28,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from meith_core._mcp import approval
 from meith_core._mcp.content import error_result, to_call_result
 from meith_core._mcp.link import Answer, CallHandle
-from meith_core._mcp.sessions import AgentSession, BridgeConfig, SessionTable, log
+from meith_core._mcp.sessions import AgentSession, BridgeConfig, SessionTable, can_elicit, log
 from meith_core._mcp.tools import offered, to_mcp_tool, why_hidden
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
@@ -242,6 +242,11 @@ class Bridge:
         answer: asyncio.Future[Answer],
         artifacts: list[dict[str, Any]],
     ) -> types.InputRequiredResult | None:
+        if not can_elicit(ctx):
+            # Sessions are keyed so this does not happen; never send a request it cannot answer.
+            if not answer.done():
+                answer.set_result((approval.DENY, "nobody: the MCP client cannot elicit"))
+            return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             token = secrets.token_urlsafe(24)
             self._parked[token] = _Parked(session, call, artifacts, answer, time.monotonic())
@@ -249,15 +254,12 @@ class Bridge:
                 input_requests={"approval": approval.elicit_request(request)}, request_state=token
             )
         decision = approval.DENY
-        answered_by = "nobody: the MCP client cannot elicit"
-        caps = ctx.session.client_capabilities
-        if caps is not None and caps.elicitation is not None:
-            elicited = await self._elicit(ctx, call, request)
-            if isinstance(elicited, str):
-                answered_by = elicited
-            else:
-                answered_by = "user, through an MCP elicitation"
-                decision = approval.decision_of(elicited)
+        elicited = await self._elicit(ctx, call, request)
+        if isinstance(elicited, str):
+            answered_by = elicited
+        else:
+            answered_by = "user, through an MCP elicitation"
+            decision = approval.decision_of(elicited)
         if not answer.done():
             answer.set_result((decision, answered_by))
         return None

@@ -1,8 +1,12 @@
 """MCP sessions to runtime sessions: which link serves a request, and when it ends.
 
-A handshake-era connection (stdio, or one `Mcp-Session-Id` over HTTP) is one agent session
-and its link closes with it. The 2026-07-28 era has no connection state, so its requests share
-one link per client name for the life of the bridge.
+Over stdio the bridge process serves exactly one client: one agent session, whatever the era,
+ending with the process. Over HTTP a handshake-era session (one `Mcp-Session-Id`) is one agent
+session and its link closes with it. A 2026-07-28 HTTP request carries no session at all: the
+SDK builds a fresh connection for every POST, and all clients present the same bearer token, so
+the only thing telling clients apart is the name they report. Such requests share one link per
+client name (and per whether the client can elicit: the runtime asks a link's connection for
+approvals only if it said it could answer when it connected) for the life of the bridge.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ ROOTS_TIMEOUT_S = 5.0
 def label_of(name: str | None) -> str:
     """The MCP client's self-reported name as the session label (a hint, never a secret)."""
     return sanitize_label(name) or "mcp-client"
+
+
+def can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the client behind this request declared the elicitation capability."""
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None
 
 
 def log(message: str) -> None:
@@ -86,18 +96,20 @@ class SessionTable:
             await session.link.aclose()
         self._sessions.clear()
 
-    def _key(self, ctx: ServerRequestContext[Any, Any], label: str) -> str:
+    def _key(self, ctx: ServerRequestContext[Any, Any], label: str, elicits: bool) -> str:
         headers = getattr(ctx.request, "headers", None)
-        sid = headers.get("mcp-session-id") if headers is not None else None
+        if headers is None:
+            return "stdio"
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return f"modern:{label}"
-        return f"http:{sid}" if sid else "stdio"
+            return f"http-2026:{'asks' if elicits else 'mute'}:{label}"
+        return f"http:{headers.get('mcp-session-id')}"
 
     async def get(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
         """This request's agent session, connecting its runtime link on first use."""
         params = ctx.session.client_params
         label = label_of(params.client_info.name if params is not None else None)
-        key = self._key(ctx, label)
+        elicits = can_elicit(ctx)
+        key = self._key(ctx, label, elicits)
         session = self._sessions.get(key)
         if session is not None and not session.link.broken:
             return session
@@ -105,13 +117,12 @@ class SessionTable:
             session = self._sessions.get(key)
             if session is not None and not session.link.broken:
                 return session
-            caps = ctx.session.client_capabilities
             try:
                 link = await RuntimeLink.connect(
                     self.config.socket_path,
                     label=label,
                     cwd=await self._cwd_for(ctx),
-                    approvals=caps is not None and caps.elicitation is not None,
+                    approvals=elicits,
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
