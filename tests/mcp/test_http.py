@@ -220,3 +220,35 @@ async def test_a_2026_http_client_that_cannot_elicit_is_not_asked_through_one_th
     assert "meith grants add --caller agent --agent same" in text
     assert (marks / "asked").exists()
     assert not (marks / "plain").exists()
+
+
+@pytest.mark.anyio
+async def test_2026_http_sessions_are_bounded_and_the_least_recently_used_ends(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    """Names are the client's to choose: one name too many ends the session not used for the
+    longest (its runtime session ends too), and that name comes back as a new session."""
+    import json
+
+    from meith_core._mcp.sessions import MAX_NAMED_SESSIONS
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    names = [f"n{i}" for i in range(MAX_NAMED_SESSIONS + 1)]
+    for name in names:
+        async with bridge.client(mode="2026-07-28", name=name) as client:
+            await client.call_tool("mcptest_echo", {"value": name})
+            if name == "n1":
+                # n0 is now the least recently used, n1 is used once more below.
+                async with bridge.client(mode="2026-07-28", name="n0") as again:
+                    await again.call_tool("mcptest_echo", {"value": "n0 again"})
+    live = {s.get("label") for s in json.loads(srv.cli("sessions", "--json").stdout)}
+    assert "n1" not in live
+    assert {"n0", names[-1]} <= live
+    assert len(live & set(names)) == MAX_NAMED_SESSIONS
+    async with bridge.client(mode="2026-07-28", name="n1") as client:
+        back = await client.call_tool("mcptest_echo", {"value": "n1 back"})
+    assert back.is_error is False
+    n1 = [r["sessionId"] for r in audit_records(srv) if r.get("label") == "n1"]
+    assert len(n1) == 2
+    assert n1[0] != n1[1]

@@ -81,6 +81,11 @@ class RuntimeLink:
         return self._client
 
     @property
+    def busy(self) -> bool:
+        """A call of this session is in flight in the runtime."""
+        return bool(self._calls)
+
+    @property
     def session_id(self) -> str | None:
         value = self.welcome.get("sessionId")
         return value if isinstance(value, str) else None

@@ -6,12 +6,14 @@ session and its link closes with it. A 2026-07-28 HTTP request carries no sessio
 SDK builds a fresh connection for every POST, and all clients present the same bearer token, so
 the only thing telling clients apart is the name they report. Such requests share one link per
 client name (and per whether the client can elicit: the runtime asks a link's connection for
-approvals only if it said it could answer when it connected) for the life of the bridge.
+approvals only if it said it could answer when it connected) for the life of the bridge, at
+most `MAX_NAMED_SESSIONS` of them at once.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,10 @@ from meith_core._mcp.tools import Selection
 from meith_core.client._core import TransportError
 
 ROOTS_TIMEOUT_S = 5.0
+#: 2026-07-28 HTTP sessions kept at once. Their names are the clients' to choose and each holds
+#: a runtime connection, so a new name past this many ends the least recently used one.
+MAX_NAMED_SESSIONS = 64
+_NAMED = "http-2026:"
 
 
 def label_of(name: str | None) -> str:
@@ -66,6 +72,7 @@ class AgentSession:
     link: RuntimeLink
     tools: list[dict[str, Any]] | None = None
     log_level: str = "info"
+    last_used: float = field(default_factory=time.monotonic)
 
     async def all_tools(self) -> list[dict[str, Any]]:
         if self.tools is None:
@@ -101,7 +108,7 @@ class SessionTable:
         if headers is None:
             return "stdio"
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return f"http-2026:{'asks' if elicits else 'mute'}:{label}"
+            return f"{_NAMED}{'asks' if elicits else 'mute'}:{label}"
         return f"http:{headers.get('mcp-session-id')}"
 
     async def get(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
@@ -112,11 +119,14 @@ class SessionTable:
         key = self._key(ctx, label, elicits)
         session = self._sessions.get(key)
         if session is not None and not session.link.broken:
+            session.last_used = time.monotonic()
             return session
         async with self._lock:
             session = self._sessions.get(key)
             if session is not None and not session.link.broken:
                 return session
+            if key.startswith(_NAMED):
+                await self._make_room()
             try:
                 link = await RuntimeLink.connect(
                     self.config.socket_path,
@@ -136,6 +146,26 @@ class SessionTable:
                 self._connections[key] = connection
                 connection.exit_stack.push_async_callback(self._end_session, key)
             return session
+
+    async def _make_room(self) -> None:
+        """Below `MAX_NAMED_SESSIONS` 2026-07-28 sessions, ending the least recently used one
+        without a call in flight when needed."""
+        named = [s for k, s in self._sessions.items() if k.startswith(_NAMED)]
+        for gone in [s for s in named if s.link.broken]:
+            await self._end_session(gone.key)
+        named = [s for s in named if not s.link.broken]
+        if len(named) < MAX_NAMED_SESSIONS:
+            return
+        idle = [s for s in named if not s.link.busy]
+        if not idle:
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message=f"{len(named)} 2026-07-28 client names all have calls in flight; "
+                "try again once one has finished",
+            )
+        oldest = min(idle, key=lambda s: s.last_used)
+        log(f"ending the least recently used 2026-07-28 session ({oldest.label}) to make room")
+        await self._end_session(oldest.key)
 
     async def _cwd_for(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The client's first file root where the era has roots, else the bridge's directory."""
