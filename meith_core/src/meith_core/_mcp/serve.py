@@ -10,6 +10,7 @@ from mcp.server.stdio import stdio_server
 from meith_core._mcp.bridge import Bridge
 from meith_core._mcp.http import BearerAuth, security_settings
 from meith_core._mcp.sessions import BridgeConfig, log
+from meith_core._mcp.stdio import loop_stdio
 
 
 async def run_stdio(config: BridgeConfig) -> None:
@@ -17,9 +18,9 @@ async def run_stdio(config: BridgeConfig) -> None:
     try:
         async with anyio.create_task_group() as tg:
             bridge.task_group = tg
-            # stdio_server points fd 1 at stderr while it serves: stray prints in this
-            # process cannot reach the MCP stream.
-            async with stdio_server() as (read, write):
+            # fd 1 points at stderr while the bridge serves: stray prints in this process
+            # cannot reach the MCP stream.
+            async with loop_stdio() as streams, stdio_server(*(streams or ())) as (read, write):
                 await bridge.server.run(read, write, bridge.init_options())
             tg.cancel_scope.cancel()
     finally:
