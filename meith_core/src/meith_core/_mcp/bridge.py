@@ -33,8 +33,8 @@ from meith_core._mcp.tools import offered, to_mcp_tool, why_hidden
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
 
-#: A parked (2026-07-28) approval nobody answered is dropped after this long; the runtime
-#: has denied it by then.
+#: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
+#: runtime's own deadline when that is longer; the runtime has denied it by then.
 PARKED_TTL_S = 180.0
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
 #: The bridge gives up on an elicitation this long after the runtime's own deadline.
@@ -49,7 +49,13 @@ class _Parked:
     call: CallHandle
     artifacts: list[dict[str, Any]]
     answer: asyncio.Future[Answer]
-    since: float
+    until: float
+
+
+def _deadline_s(request: dict[str, Any]) -> float:
+    """How long the runtime waits for this approval (its request says)."""
+    timeout_ms = request.get("timeoutMs")
+    return timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
 
 
 class _MeithServer(Server[Any]):
@@ -166,7 +172,7 @@ class Bridge:
     def _expire_parked(self) -> None:
         now = time.monotonic()
         for token, parked in list(self._parked.items()):
-            if now - parked.since > PARKED_TTL_S:
+            if now > parked.until:
                 del self._parked[token]
                 if not parked.answer.done():
                     parked.answer.set_result(("deny", "nobody: the elicitation was not answered"))
@@ -249,7 +255,8 @@ class Bridge:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             token = secrets.token_urlsafe(24)
-            self._parked[token] = _Parked(session, call, artifacts, answer, time.monotonic())
+            until = time.monotonic() + max(PARKED_TTL_S, _deadline_s(request) + ELICIT_GRACE_S)
+            self._parked[token] = _Parked(session, call, artifacts, answer, until)
             return types.InputRequiredResult(
                 input_requests={"approval": approval.elicit_request(request)}, request_state=token
             )
@@ -271,8 +278,7 @@ class Bridge:
         deadline passed: the call is answered with its denial) the elicitation is withdrawn.
         The runtime's deadline is the one that counts; this side waits a little longer only so
         a runtime that never answers cannot hang the call."""
-        timeout_ms = request.get("timeoutMs")
-        timeout_s = timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
+        timeout_s = _deadline_s(request)
         answers: list[types.ElicitResult] = []
         why = "nobody: no answer in time"
         with anyio.move_on_after(timeout_s + ELICIT_GRACE_S):
