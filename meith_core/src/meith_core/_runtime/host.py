@@ -38,7 +38,7 @@ from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
 from meith_core._plugins.pluginhost import PluginHost
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
-from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
+from meith_core._runtime.child_tokens import LOCAL_USER, TOKEN_ENV, ChildBinding, ChildTokens
 from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
 from meith_core._settings import SettingsStore
 from meith_core._tooldef import ToolDefinition
@@ -362,7 +362,12 @@ class Runtime:
         if self.socket_path is None:
             return {}
         if caller.trusted or caller.caller is CallerKind.CLI:
-            return {"MEITH_HOME": str(self.home.root), "MEITH_SOCKET": self.socket_path}
+            token = self.child_tokens.mint(LOCAL_USER)
+            return {
+                "MEITH_HOME": str(self.home.root),
+                "MEITH_SOCKET": self.socket_path,
+                TOKEN_ENV: token,
+            }
         session = caller.session_id
         if (
             caller.caller is not CallerKind.AGENT
