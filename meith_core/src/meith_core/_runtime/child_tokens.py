@@ -13,8 +13,10 @@ in the child's environment, as reachable to the user's other processes as the so
 Every process the runtime started (and whatever those start, detached or not: the runtime is
 their child subreaper) is a token bearer on the runtime's own socket too: without a valid
 token it is refused there, never taken for the local user whose uid it shares. What the local
-user starts gets `LOCAL_USER`'s token: one per runtime, never ended, a fresh `cli` session per
-connection (what the user started is the user's across connections).
+user starts gets `LOCAL_USER`'s token: one per runtime, never ended (what the user started is
+the user's across connections); its bearer claims what any of the user's processes may (`cli`,
+or `agent` for an MCP bridge in the user's terminal), in a session of its own, never
+answering approvals.
 
 Children get a socket of their own, beside the runtime's (`<socket>.child`), on which every
 connection must present a valid token: that one can be mounted into a confined child's
@@ -44,7 +46,7 @@ class ChildBinding:
     label: str | None = None
 
 
-#: What the local user's children call as: the local user, in a session of their own.
+#: The local user's children: they claim as the user's processes do, each connection a session.
 LOCAL_USER: ChildBinding = ChildBinding(CallerKind.CLI, "")
 
 
