@@ -153,3 +153,15 @@ def test_a_peer_that_owes_a_token_sees_no_sessions() -> None:
     c = conn(resolve_token=ChildTokens().resolve, token_required=True)
     err = only_error(feed(c, {"type": "list_sessions"}))
     assert "MEITH_SESSION_TOKEN" in err["message"]
+
+
+def test_a_client_sends_its_token_only_to_the_runtime_that_gave_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from meith_core.client._core import client_info
+
+    monkeypatch.setenv(TOKEN_ENV, "mst_x")
+    monkeypatch.setenv("MEITH_SOCKET", "/run/a.sock")
+    assert client_info("cli", "/", socket_path="/run/a.sock")["sessionToken"] == "mst_x"
+    # Another runtime (`meith --instance B` in a terminal of runtime A) never issued it.
+    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/b.sock")

@@ -33,7 +33,9 @@ _ATTACK = textwrap.dedent(
     from meith_core.client import Client
 
     mode, main_socket, out = sys.argv[1:4]
-    if mode != "token":
+    if mode == "token":
+        os.environ["MEITH_SOCKET"] = main_socket  # its token, told the runtime's own socket
+    else:
         os.environ.pop("MEITH_SESSION_TOKEN", None)  # leave the session behind
     if mode == "detached":
         # Daemonise: no longer a child of the process the runtime started.
