@@ -44,12 +44,15 @@ _ATTACK = textwrap.dedent(
         os.setsid()
         if os.fork():
             os._exit(0)
-    try:
-        with Client(main_socket, caller="cli", cwd=os.path.dirname(out)) as c:
-            result = c.call("create_terminal", {}).model_dump(mode="json")
-            result["ppid"] = os.getppid()
-    except Exception as exc:
-        result = {"refused": str(exc)}
+    def attempt(act):
+        try:
+            return act()
+        except Exception as exc:
+            return {"refused": str(exc)}
+
+    with Client(main_socket, caller="cli", cwd=os.path.dirname(out)) as c:
+        result = attempt(lambda: c.call("create_terminal", {}).model_dump(mode="json"))
+        result["sessions"] = attempt(lambda: {"listed": c.list_sessions()})
     with open(out + ".tmp", "w") as fh:
         json.dump(result, fh)
     os.rename(out + ".tmp", out)
@@ -103,6 +106,8 @@ def test_a_process_an_agent_started_cannot_call_as_the_local_user(
             result = _read(out / f"{mode}.json")
             assert "refused" in result, (mode, result)
             assert "MEITH_SESSION_TOKEN" in result["refused"], result
+            # Nor does it see who else is connected, and with which grants.
+            assert "MEITH_SESSION_TOKEN" in result["sessions"].get("refused", ""), result
         assert wait_until((out / "cli.txt").exists, timeout=60)
         cli_said = (out / "cli.txt").read_text()
         assert '"ok": true' not in cli_said, cli_said
