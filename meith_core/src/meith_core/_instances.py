@@ -171,20 +171,6 @@ def _pidfd_alive(pidfd: int) -> bool:
     return True
 
 
-def is_descendant(pid: int, ancestor: int, *, max_depth: int = 128) -> bool:
-    """Whether `ancestor` is a parent, grandparent... of `pid` (never `pid` itself).
-
-    A process that daemonised away (re-parented to init) is no longer seen as one."""
-    current: int | None = pid
-    for _ in range(max_depth):
-        current = parent_pid(current) if current is not None else None
-        if current is None or current <= 1:
-            return False
-        if current == ancestor:
-            return True
-    return False
-
-
 @dataclass(frozen=True, slots=True)
 class InstanceRecord:
     pid: int
