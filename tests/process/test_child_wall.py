@@ -144,8 +144,17 @@ def test_meith_inside_what_the_local_user_started_is_the_local_user(
     assert wait_until((out / "term.json").exists, timeout=60)
     child = json.loads((out / "term.json").read_text())
     assert child["ok"], child
+    # The user typing `meith` in a terminal meith started: the user again.
+    term = srv.content("create_terminal", {"cwd": str(tmp_path)})
+    typed = f"{MEITH} call list_terminals --json > {out}/typed.out 2>&1; mv {out}/typed.out {out}/typed.json\r"
+    assert srv.call("write_terminal", {"terminalId": term["id"], "data": typed})["ok"]
+    assert wait_until((out / "typed.json").exists, timeout=60)
+    typed_result = json.loads((out / "typed.json").read_text())
+    assert typed_result["ok"], typed_result
+    listed = [r for r in _audit(srv) if r.get("toolName") == "list_terminals"]
+    assert [r["caller"] for r in listed] == ["cli"]
     terminals = [r for r in _audit(srv) if r.get("toolName") == "create_terminal"]
-    assert [(r["caller"], r["decision"]) for r in terminals] == [("cli", "allow")]
+    assert [(r["caller"], r["decision"]) for r in terminals] == [("cli", "allow")] * 2
 
 
 def test_an_orphaned_grandchild_stays_the_runtimes_and_is_reaped(
