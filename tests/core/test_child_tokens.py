@@ -165,3 +165,5 @@ def test_a_client_sends_its_token_only_to_the_runtime_that_gave_it(
     assert client_info("cli", "/", socket_path="/run/a.sock")["sessionToken"] == "mst_x"
     # Another runtime (`meith --instance B` in a terminal of runtime A) never issued it.
     assert "sessionToken" not in client_info("cli", "/", socket_path="/run/b.sock")
+    monkeypatch.delenv("MEITH_SOCKET")  # which runtime gave it is unknown: kept to itself
+    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/a.sock")

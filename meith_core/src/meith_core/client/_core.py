@@ -93,14 +93,14 @@ def client_info(
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
     # A process a session started calls back as that session (the server ignores `caller`),
-    # on the runtime that gave it the token (`MEITH_SOCKET`): sent to another runtime, which
-    # does not know it, the token would only get the call refused.
+    # on the runtime that gave it the token along with `MEITH_SOCKET`: sent to another
+    # runtime, which does not know it, the token would only get the call refused.
     token = os.environ.get("MEITH_SESSION_TOKEN")
     home_socket = os.environ.get("MEITH_SOCKET")
-    if token and (
-        socket_path is None
-        or not home_socket
-        or os.path.abspath(socket_path) == os.path.abspath(home_socket)
+    if (
+        token
+        and home_socket
+        and (socket_path is None or os.path.abspath(socket_path) == os.path.abspath(home_socket))
     ):
         info["sessionToken"] = token
     if label is not None:
