@@ -60,13 +60,6 @@ _ATTACK = textwrap.dedent(
 )
 
 
-def _audit(srv: Any) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted(srv.home.root.glob("audit*.jsonl")):
-        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in records if r.get("kind", "call") != "intent"]
-
-
 def _read(path: Path) -> dict[str, Any]:
     assert wait_until(path.exists, timeout=60), f"{path.name} never written"
     result = json.loads(path.read_text())
@@ -119,7 +112,7 @@ def test_a_process_an_agent_started_cannot_call_as_the_local_user(
 
     # The local user, from outside the runtime's tree, still is the local user.
     assert srv.call("create_terminal")["ok"] is True
-    terminals = [r for r in _audit(srv) if r.get("toolName") == "create_terminal"]
+    terminals = [r for r in srv.audit_records() if r.get("toolName") == "create_terminal"]
     assert [(r["caller"], r["decision"]) for r in terminals] == [
         ("agent", "deny"),
         ("cli", "allow"),
@@ -151,9 +144,9 @@ def test_meith_inside_what_the_local_user_started_is_the_local_user(
     assert wait_until((out / "typed.json").exists, timeout=60)
     typed_result = json.loads((out / "typed.json").read_text())
     assert typed_result["ok"], typed_result
-    listed = [r for r in _audit(srv) if r.get("toolName") == "list_terminals"]
+    listed = [r for r in srv.audit_records() if r.get("toolName") == "list_terminals"]
     assert [r["caller"] for r in listed] == ["cli"]
-    terminals = [r for r in _audit(srv) if r.get("toolName") == "create_terminal"]
+    terminals = [r for r in srv.audit_records() if r.get("toolName") == "create_terminal"]
     assert [(r["caller"], r["decision"]) for r in terminals] == [("cli", "allow")] * 2
 
 
