@@ -34,7 +34,7 @@ _holders = 0
 _was_subreaper = False
 
 
-def _prctl(option: int, arg: int | ctypes.c_int | object) -> int:
+def _prctl(option: int, arg: object) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     return int(libc.prctl(option, arg, 0, 0, 0))
 
