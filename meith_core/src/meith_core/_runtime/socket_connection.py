@@ -174,7 +174,7 @@ class Connection(asyncio.Protocol):
 
     async def _run_call(self, call: ToolCall, caller: CallerInfo, token: Any) -> None:
         rid = call.requestId
-        emit = _CallEvents(self, frames.event_prefix(rid))
+        emit = _CallEvents(self, rid)
         try:
             result = await self.server.runtime.pipeline.call(
                 caller,
@@ -245,13 +245,16 @@ class _CallEvents:
     """The event sink of one call: `tool_event` frames on its connection, flow-controlled
     (see `meith_core._context.FlowControlledSink`)."""
 
-    __slots__ = ("conn", "prefix")
+    __slots__ = ("conn", "prefix", "request_id")
 
-    def __init__(self, conn: Connection, prefix: bytes) -> None:
+    def __init__(self, conn: Connection, request_id: str) -> None:
         self.conn = conn
-        self.prefix = prefix
+        self.request_id = request_id
+        self.prefix: bytes | None = None  # built at the first event: most calls send none
 
     def __call__(self, event: EventDict) -> None:
+        if self.prefix is None:
+            self.prefix = frames.event_prefix(self.request_id)
         self.conn.send(self.prefix + dumps_bytes(event) + b"}\n")
 
     @property
