@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
+from meith_core._audit.plainjson import plain_json
 from meith_core._audit.rules import (
     ANY_LITERAL,
     ENV_PARENT_KEY_RE,
@@ -33,7 +34,6 @@ from meith_core._audit.rules import (
     SENSITIVE_MARKER,
     USER_FLAG_RE,
 )
-from meith_core._audit.plainjson import plain_json
 
 if TYPE_CHECKING:
     from meith_core._tooldef import ToolDefinition
