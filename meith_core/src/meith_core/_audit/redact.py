@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
+from meith_core._audit.plainjson import plain_json
 from meith_core._audit.rules import (
     ANY_LITERAL,
     ENV_PARENT_KEY_RE,
@@ -33,7 +34,6 @@ from meith_core._audit.rules import (
     SENSITIVE_MARKER,
     USER_FLAG_RE,
 )
-from meith_core._protocol.framing import dumps
 
 if TYPE_CHECKING:
     from meith_core._tooldef import ToolDefinition
@@ -333,7 +333,8 @@ def summarize_call(
 
 def _serialise(redactor: _Redactor, value: Any) -> str:
     try:
-        text = dumps(redactor.run(value, "", 0, False))  # lone surrogates cleaned by redact
+        # Lone surrogates were cleaned by the redactor.
+        text = plain_json(redactor.run(value, "", 0, False)).decode("utf-8")
     except Exception:
         return '"[UNSERIALIZABLE]"'
     if len(text) > MAX_SUMMARY_CHARS:
