@@ -62,7 +62,7 @@ def anyio_backend() -> str:
 def meith_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MeithHome:
     root = tmp_path / "meith-home"
     monkeypatch.setenv("MEITH_HOME", str(root))
-    for var in ("MEITH_PLUGINS", "MEITH_DISABLE_PLUGINS", "MEITH_SOCKET"):
+    for var in ("MEITH_PLUGINS", "MEITH_DISABLE_PLUGINS", "MEITH_SOCKET", "MEITH_SESSION_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     return MeithHome(root).ensure()
 

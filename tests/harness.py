@@ -247,6 +247,18 @@ class MeithServer:
         assert proc.returncode == 0, proc.stderr
         return str(json.loads(proc.stdout)["id"])
 
+    def audit_records(self) -> list[dict[str, Any]]:
+        """The outcome record of every call so far (a privileged call also has an intent
+        record, written before it runs; trail records are left out)."""
+        records: list[dict[str, Any]] = []
+        for path in sorted(self.home.root.glob("audit*.jsonl*")):
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    record = json.loads(line)
+                    if record.get("kind", "outcome") == "outcome":
+                        records.append(record)
+        return records
+
     # -- lifecycle ----------------------------------------------------------------------
 
     def send_signal(self, sig: int) -> None:

@@ -323,6 +323,7 @@ log.close()
 """
 
 
+@pytest.mark.slow
 def test_writers_in_several_processes_extend_one_chain(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     procs = [
@@ -340,6 +341,7 @@ def test_writers_in_several_processes_extend_one_chain(tmp_path: Path) -> None:
 # -- through a runtime ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_runtime_applies_the_retention_settings(meith_home: MeithHome) -> None:
     meith_home.settings_path.write_text(json.dumps({"audit": {"maxBytes": 1024 * 1024}}))

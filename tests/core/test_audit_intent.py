@@ -83,6 +83,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_a_crash_mid_call_shows_as_interrupted(tmp_path: Path) -> None:
     home = tmp_path / "home"
     crashed = subprocess.run(

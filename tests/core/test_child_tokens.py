@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from meith_core._caller import CallerInfo, CallerKind
-from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
+from meith_core._runtime.child_tokens import LOCAL_USER, TOKEN_ENV, ChildBinding, ChildTokens
+from meith_core._runtime.connection import ServerConnection
 from tests.core.test_connection_rules import call, conn, feed, only_error, sent, started
 
 pytestmark = pytest.mark.anyio
@@ -94,10 +95,16 @@ async def test_child_environment_by_caller(runtime) -> None:
         CallerKind.AGENT, agent.session_id, "claude"
     )
     cli = runtime.open_session("cli")
-    assert runtime.child_environment(cli) == {
+    user_env = runtime.child_environment(cli)
+    assert user_env == {
         "MEITH_HOME": str(runtime.home.root),
         "MEITH_SOCKET": "/tmp/meith-test.sock",
+        TOKEN_ENV: user_env[TOKEN_ENV],
     }
+    # The local user's children carry the user's token: one per runtime, outliving sessions.
+    assert runtime.child_tokens.resolve(user_env[TOKEN_ENV]) == LOCAL_USER
+    await runtime.close_session(cli)
+    assert runtime.child_tokens.resolve(user_env[TOKEN_ENV]) == LOCAL_USER
     assert runtime.child_environment(CallerInfo.for_plugin("x")) == {}
     await runtime.close_session(agent)
     assert runtime.child_tokens.resolve(env[TOKEN_ENV]) is None
@@ -120,3 +127,43 @@ def test_on_the_childrens_socket_a_peer_with_its_token_is_its_session() -> None:
     c = conn(resolve_token=tokens.resolve, token_required=True)
     (start,) = started(feed(c, call(clientInfo={"sessionToken": tokens.mint(PARENT)})))
     assert start.caller.session_id == "agent:parent"
+
+
+def test_the_local_users_token_claims_as_the_user_does_in_a_session_of_its_own() -> None:
+    tokens = ChildTokens()
+    token = tokens.mint(LOCAL_USER)
+    sessions = set()
+    for sid, claim in (("socket:one", "cli"), ("socket:two", "agent")):
+        c = ServerConnection(
+            sid,
+            runtime_cwd="/",
+            server_version="9.9",
+            resolve_token=tokens.resolve,
+            token_required=True,
+        )
+        info = {"caller": claim, "label": "bridge", "approvals": True, "sessionToken": token}
+        (start,) = started(feed(c, call(clientInfo=info)))
+        assert start.caller.caller.value == claim
+        assert c.identity.approvals is False  # a process the runtime started never approves
+        sessions.add(start.caller.session_id)
+    assert sessions == {"socket:one", "socket:two"}
+
+
+def test_a_peer_that_owes_a_token_sees_no_sessions() -> None:
+    c = conn(resolve_token=ChildTokens().resolve, token_required=True)
+    err = only_error(feed(c, {"type": "list_sessions"}))
+    assert "MEITH_SESSION_TOKEN" in err["message"]
+
+
+def test_a_client_sends_its_token_only_to_the_runtime_that_gave_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from meith_core.client._core import client_info
+
+    monkeypatch.setenv(TOKEN_ENV, "mst_x")
+    monkeypatch.setenv("MEITH_SOCKET", "/run/a.sock")
+    assert client_info("cli", "/", socket_path="/run/a.sock")["sessionToken"] == "mst_x"
+    # Another runtime (`meith --instance B` in a terminal of runtime A) never issued it.
+    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/b.sock")
+    monkeypatch.delenv("MEITH_SOCKET")  # which runtime gave it is unknown: kept to itself
+    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/a.sock")

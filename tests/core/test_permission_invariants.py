@@ -432,9 +432,9 @@ async def test_tools_without_a_privileged_capability_are_allowed_for_every_calle
 async def test_the_memory_of_revoked_sessions_is_bounded(
     files: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import meith_core._permissions.service as service
+    import meith_core._permissions.session_grants as session_grants
 
-    monkeypatch.setattr(service, "MAX_REMEMBERED_REVOKED", 3)
+    monkeypatch.setattr(session_grants, "MAX_REMEMBERED_REVOKED", 3)
     sessions = [files.open_session("cli") for _ in range(5)]
     for session in sessions:
         files.permissions.revoke_session(session.session_id or "")

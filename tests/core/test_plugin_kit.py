@@ -31,6 +31,7 @@ def meith(
     )
 
 
+@pytest.mark.slow
 def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path) -> None:
     done = meith("plugins", "check", str(BROKEN), "--json", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 1, done.stderr
@@ -78,12 +79,14 @@ def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path)
     assert any("importing the plugin took" in p["message"] for p in slow["problems"])
 
 
+@pytest.mark.slow
 def test_check_of_an_unknown_plugin_id_fails_naming_the_installed_ones(tmp_path: Path) -> None:
     done = meith("plugins", "check", "nosuchplugin", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 1
     assert "no installed plugin 'nosuchplugin' (installed: browser, git, process)" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_new_plugin_passes_check_as_generated(tmp_path: Path) -> None:
     target = tmp_path / "w"
     done = meith("plugins", "new", "weather-station", "--dir", str(target))
@@ -131,6 +134,7 @@ def test_new_refuses_bad_names_and_non_empty_directories(tmp_path: Path) -> None
     assert "is not a usable plugin name" in done.stderr
 
 
+@pytest.mark.slow
 def test_plugins_verbose_shows_why_a_plugin_failed(fixture_plugins: Path, tmp_path: Path) -> None:
     env = {
         "MEITH_HOME": str(tmp_path),
@@ -147,6 +151,7 @@ def test_plugins_verbose_shows_why_a_plugin_failed(fixture_plugins: Path, tmp_pa
     assert "import:" in verbose.stdout
 
 
+@pytest.mark.slow
 def test_check_passes_on_the_first_party_plugins(tmp_path: Path) -> None:
     done = meith("plugins", "check", "--json", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout

@@ -201,6 +201,7 @@ def test_get_returns_the_stored_value_else_the_sections_documented_default(
     assert store.get("ui.theme") == "dark"
 
 
+@pytest.mark.slow
 def test_meith_settings_get_on_a_fresh_home_prints_the_default(tmp_path: Path) -> None:
     import subprocess
 

@@ -65,6 +65,7 @@ def test_each_program_runs_and_its_plugin_passes_the_checks(index: int, tmp_path
         del sys.modules[module.__name__]
 
 
+@pytest.mark.slow  # a pytest of its own in a subprocess
 def test_the_test_file_passes_under_pytest_with_the_meith_fixture(tmp_path: Path) -> None:
     (tmp_path / "test_guide.py").write_text(TEST_FILES[0])
     done = subprocess.run(

@@ -8,6 +8,7 @@ the canary must not appear.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +112,12 @@ def trap_hooks(make_repo, sh, tmp: Path) -> Trap:
     canary = tmp / "CANARY-hooks"
     for name in ("post-index-change", "reference-transaction", "post-checkout", "pre-commit"):
         _script(repo / ".git" / "hooks" / name, f"touch '{canary}'\n")
+    # A tracked file whose mtime no longer matches the index makes `git status` refresh and
+    # write the index (firing post-index-change) every time, not only when the repository
+    # happened to be created within the index's own second.
+    for tracked in sh(repo, "ls-files").split():
+        st = (repo / tracked).stat()
+        os.utime(repo / tracked, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     return Trap(repo, canary, ["status"])
 
 

@@ -20,13 +20,6 @@ from tests.harness import MEITH, wait_until
 pytestmark = pytest.mark.slow
 
 
-def _audit(srv: Any) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted(srv.home.root.glob("audit*.jsonl")):
-        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in records if r.get("kind", "call") != "intent"]
-
-
 def test_a_dev_server_started_by_an_agent_calls_back_as_that_agent(
     meith_server: Any, tmp_path: Path
 ) -> None:
@@ -69,7 +62,9 @@ def test_a_dev_server_started_by_an_agent_calls_back_as_that_agent(
 
         # Every start and terminal call, the agent's own and its child's, is the agent's.
         calls = [
-            r for r in _audit(srv) if r.get("toolName") in ("start_dev_server", "create_terminal")
+            r
+            for r in srv.audit_records()
+            if r.get("toolName") in ("start_dev_server", "create_terminal")
         ]
         assert sorted((r["toolName"], r["decision"]) for r in calls) == [
             ("create_terminal", "deny"),
@@ -130,10 +125,10 @@ def test_a_confined_dev_server_calls_back_only_as_its_session(
         assert child["content"]["id"] in {s["id"] for s in a.call("list_dev_servers").content}
         assert "calls only as that session" in (out / "bare.json").read_text()
         assert "app_health" not in {
-            r.get("toolName") for r in _audit(srv) if r.get("caller") == "cli"
+            r.get("toolName") for r in srv.audit_records() if r.get("caller") == "cli"
         }
         assert '"ok": true' not in (out / "real.json").read_text()
-        starts = [r for r in _audit(srv) if r.get("toolName") == "start_dev_server"]
+        starts = [r for r in srv.audit_records() if r.get("toolName") == "start_dev_server"]
         assert [(r["caller"], r["sessionId"], r["decision"]) for r in starts] == [
             ("agent", session, "allow")
         ] * 2

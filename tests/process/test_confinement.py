@@ -31,7 +31,7 @@ def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
         f"echo ok > {repo}/inside.txt; echo inside:$?",
         'echo t > "$TMPDIR/t"; echo tmp:$?',
         'mkdir -p "$XDG_CACHE_HOME/tool"; echo cache:$?',
-        "echo env:${MEITH_SOCKET:-none}:${MEITH_HOME:-none}",
+        "echo env:${MEITH_SOCKET:-none}:${MEITH_HOME:-none}:${MEITH_SESSION_TOKEN:-none}",
         f"cat {outside}/readable; echo read:$?",
         "echo done-marker",
     ]
@@ -97,7 +97,7 @@ def test_a_dev_server_under_a_directory_grant_cannot_touch_the_trust_root(
         assert got["read"] == "0"
         assert "visible" in logs()
         # No way back to the runtime as the local user through the environment.
-        assert got["env"] == "none:none"
+        assert got["env"] == "none:none:none"  # not even the user's token
         assert dev["content"]["confinedTo"] == str(repo.resolve())
     finally:
         victim.kill()

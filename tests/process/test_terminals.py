@@ -119,11 +119,12 @@ async def test_kill_terminal_ends_the_whole_session_including_jobs(proc: Proc) -
         ok(await proc.rt.call("write_terminal", {"terminalId": tid, "data": "x"}))
 
 
-@pytest.mark.slow
 async def test_a_shell_that_ignores_the_signal_is_killed_after_the_grace(proc: Proc) -> None:
     term = ok(await proc.rt.call("create_terminal", {"shell": "/bin/bash"}))
-    # An interactive bash ignores SIGTERM: the killer must escalate to SIGKILL.
-    killed = ok(await proc.rt.call("kill_terminal", {"terminalId": term["id"], "signal": "TERM"}))
+    # An interactive bash ignores SIGTERM: the killer must escalate to SIGKILL (after a short
+    # grace here; 3 s by default).
+    kill = {"terminalId": term["id"], "signal": "TERM", "graceMs": 200}
+    killed = ok(await proc.rt.call("kill_terminal", kill))
     assert killed["status"] == "exited"
     assert killed["signal"] == "SIGKILL"
     assert gone(term["pid"])

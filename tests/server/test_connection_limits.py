@@ -33,6 +33,7 @@ async def test_one_process_cannot_take_more_than_its_share_of_connections(
         pytest.fail("a closed connection's slot was never given back")
 
 
+@pytest.mark.slow  # a call that outlasts the idle timeout several times
 @pytest.mark.parametrize("server_options", [{"idle_timeout_s": 0.3}])
 async def test_an_idle_connection_is_closed_but_not_while_a_call_runs(
     served, server_options

@@ -11,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.harness import MEITH, base_env
 
 
@@ -24,12 +26,13 @@ def _connect(path: str) -> socket.socket | None:
     return sock
 
 
+@pytest.mark.slow  # a real `meith serve` with a plugin slow to start
 def test_the_socket_accepts_only_once_the_runtime_is_discoverable_and_started(
     tmp_path: Path, probe_env: dict[str, str], probe_dir: Path
 ) -> None:
     home = tmp_path / "home"
     sock_path = os.path.join(tempfile.mkdtemp(prefix="meith-", dir="/tmp"), "s.sock")
-    env = base_env(home, {**probe_env, "PROBE_STARTUP_DELAY": "1.5"})
+    env = base_env(home, {**probe_env, "PROBE_STARTUP_DELAY": "0.5"})
     with open(tmp_path / "serve.out", "w+b") as out:
         proc = subprocess.Popen(
             [MEITH, "serve", "--socket", sock_path, "--approvals", "deny", "--log-format", "json"],

@@ -46,4 +46,15 @@ def parse_capabilities(values: Iterable[str | Capability]) -> tuple[Capability, 
 
 def privileged_of(capabilities: Iterable[Capability]) -> tuple[Capability, ...]:
     """The privileged subset, in canonical order."""
-    return tuple(c for c in capabilities if c in PRIVILEGED)
+    if type(capabilities) is not tuple:
+        return tuple(c for c in capabilities if c in PRIVILEGED)
+    # Asked several times per call with a tool's own (few, distinct) capability tuples.
+    found = _PRIVILEGED_OF.get(capabilities)
+    if found is None:
+        found = tuple(c for c in capabilities if c in PRIVILEGED)
+        if len(_PRIVILEGED_OF) < 1024:
+            _PRIVILEGED_OF[capabilities] = found
+    return found
+
+
+_PRIVILEGED_OF: dict[tuple[Capability, ...], tuple[Capability, ...]] = {}

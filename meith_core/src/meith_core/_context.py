@@ -131,7 +131,9 @@ class ToolContext:
 
     def child_environment(self) -> dict[str, str]:
         """The variables to give a process this call starts so that it can call tools back as
-        this caller: for the local user `MEITH_HOME` and `MEITH_SOCKET`; for an agent session
+        this caller: for the local user `MEITH_HOME`, `MEITH_SOCKET` and the user's
+        `MEITH_SESSION_TOKEN` (the runtime refuses a process it started that brings no token);
+        for an agent session
         `MEITH_SOCKET` and `MEITH_SESSION_TOKEN` (the child's calls are that session's, with its
         grants, never approving anything, refused once it ends); nothing for other callers or
         without a socket. Give none of them to a process that cannot reach the socket."""

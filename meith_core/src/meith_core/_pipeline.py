@@ -333,7 +333,7 @@ def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:
                     mode="json", by_alias=True
                 )
             result = ToolResult(ok=True, content=value)
-        result._encoded = dumps_bytes(result.to_wire())
+        result.set_encoded(dumps_bytes(result.to_wire()))
     except ValidationError as err:
         return error_result(
             ErrorCode.TOOL_FAILED,

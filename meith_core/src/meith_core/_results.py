@@ -38,6 +38,21 @@ class ToolResult(BaseModel):
     #: so the server does not serialise large results twice.
     _encoded: bytes | None = PrivateAttr(default=None)
 
+    # Read and set through `__pydantic_private__` directly: pydantic's attribute hooks for
+    # private attributes cost a microsecond or two each, twice per call.
+    @property
+    def encoded(self) -> bytes | None:
+        """The wire JSON recorded by `set_encoded`, else None."""
+        private = self.__pydantic_private__
+        return private.get("_encoded") if private is not None else None
+
+    def set_encoded(self, data: bytes) -> None:
+        private = self.__pydantic_private__
+        if private is None:
+            self._encoded = data
+        else:
+            private["_encoded"] = data
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict, without absent fields."""
         out: dict[str, Any] = {"ok": self.ok}

@@ -11,15 +11,21 @@ The decision, in one place:
   never in an ad-hoc `set` with a `discard` done-callback: the set keeps them referenced (asyncio
   keeps only weak references), logs a failure nobody awaited, and can be cancelled or drained
   at shutdown.
-- `start_task` starts a task eagerly where the platform can (Python 3.12+: the task's first
-  step runs at once, so a tool that finishes without awaiting costs no event-loop iteration);
-  on 3.11 it is an ordinary task.
+- `start_task` starts a task eagerly: its first step runs at once, so a call whose tool
+  finishes without awaiting is answered in the event-loop iteration that read it (each
+  iteration saved is a `select` and a pass over the ready queue, a large part of a trivial
+  call's cost). Python 3.12+ does this itself (`eager_start`). On 3.11, asyncio's own event
+  loop gets the same effect: the task is created (which queues its first step), the step is
+  taken back off the ready queue and run now, under the same "current task" bookkeeping
+  3.12 uses. Any other loop (uvloop...) gets an ordinary task.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import sys
+from asyncio import tasks as _asyncio_tasks
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -34,7 +40,33 @@ def start_task(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     loop = asyncio.get_running_loop()
     if EAGER_TASKS:
         return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-    return loop.create_task(coro)
+    return _start_eagerly_311(loop, coro)
+
+
+def _start_eagerly_311(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
+) -> asyncio.Task[T]:
+    """Python 3.11 on asyncio's own loop: the task's first step, run now (see the module
+    docstring). Anything unexpected leaves the task as an ordinary, already scheduled one."""
+    ready = getattr(loop, "_ready", None)
+    if type(ready) is not collections.deque:
+        return loop.create_task(coro)
+    queued = len(ready)
+    task = loop.create_task(coro)
+    if len(ready) != queued + 1:  # a task factory that does something else: leave it be
+        return task
+    step: asyncio.Handle = ready.pop()
+    # The step enters the task as the loop's current task, which fails while another task is
+    # current (we may be inside one): step out of it for the duration, as 3.12 does.
+    outer = _asyncio_tasks.current_task(loop)
+    if outer is not None:
+        _asyncio_tasks._leave_task(loop, outer)
+    try:
+        step._run()  # runs in the task's context; exceptions end up in the task, as usual
+    finally:
+        if outer is not None:
+            _asyncio_tasks._enter_task(loop, outer)
+    return task
 
 
 class TaskSet:

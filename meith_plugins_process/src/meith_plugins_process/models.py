@@ -16,6 +16,16 @@ _DIM = Annotated[int, Field(ge=1, le=10_000)]
 _TERMINAL_ID = Annotated[
     str, Field(min_length=1, max_length=200, description="A terminal id (term_…)")
 ]
+#: How long a stopped process group gets to exit before SIGKILL (the tool's default when None).
+_GRACE_MS = Annotated[
+    int | None,
+    Field(
+        None,
+        ge=0,
+        le=20_000,
+        description="Milliseconds to wait after the signal before SIGKILL (default 3000)",
+    ),
+]
 _DEV_SERVER_ID = Annotated[
     str, Field(min_length=1, max_length=200, description="A dev server id (dev_…)")
 ]
@@ -77,6 +87,7 @@ class KillTerminalArgs(ToolArgs):
     signal: str | None = Field(
         None, description="Signal name (default SIGHUP), e.g. SIGTERM, SIGINT"
     )
+    graceMs: _GRACE_MS
 
     _signal = field_validator("signal")(_check_signal)
 
@@ -105,6 +116,7 @@ class StartDevServerArgs(ToolArgs):
 class StopDevServerArgs(ToolArgs):
     devServerId: _DEV_SERVER_ID
     signal: str | None = Field(None, description="Signal name (default SIGTERM)")
+    graceMs: _GRACE_MS
 
     _signal = field_validator("signal")(_check_signal)
 

@@ -49,6 +49,13 @@ TOKEN_ENV: Final = "MEITH_SESSION_TOKEN"  # noqa: S105 - a variable name
 _CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", TOKEN_ENV)
 
 
+def _is_session(callback: Mapping[str, str] | None) -> bool:
+    """Whether `callback` lets a child call back as an agent session (its token, no home).
+    The local user's (`MEITH_HOME` with its token) is never given to a confined child: it
+    would leave its confinement by calling tools as the local user."""
+    return callback is not None and TOKEN_ENV in callback and "MEITH_HOME" not in callback
+
+
 @dataclass(frozen=True, slots=True)
 class Confined:
     """How one process is confined: its directory, the kernel plan, its private temp dir."""
@@ -115,8 +122,8 @@ class Supervisor:
         hide = [self.socket_path] if self.socket_path else []
         callback = None
         bind: list[tuple[str, str]] = []
-        if session_callback and TOKEN_ENV in session_callback and self.socket_path:
-            callback = dict(session_callback)
+        if _is_session(session_callback) and self.socket_path:
+            callback = dict(session_callback or {})
             if landlock_status().namespaces:
                 inner = os.path.join(tmpdir, "meith.sock")
                 with open(inner, "x"):
@@ -138,8 +145,10 @@ class Supervisor:
         calls_back: bool = True,
         session_callback: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """The runtime's environment plus MEITH_HOME/MEITH_SOCKET (so children can call tools
-        back through the CLI), `extra` from the caller, and the marker (never overridable).
+        """The runtime's environment plus MEITH_HOME/MEITH_SOCKET and the local user's token
+        from `session_callback` (so children can call tools back through the CLI: the runtime
+        refuses a process it started that presents no token), `extra` from the caller, and the
+        marker (never overridable).
 
         Without `calls_back` (what an agent session starts) and when confined, a child gets
         none of the MEITH_* call-back variables that would let it call back as the local user;
@@ -149,8 +158,9 @@ class Supervisor:
         gets its private TMPDIR.
         """
         env = dict(os.environ)
-        # An inherited MEITH_SOCKET points at some other runtime, not at this one.
+        # An inherited MEITH_SOCKET or token points at some other runtime, not at this one.
         env.pop("MEITH_SOCKET", None)
+        env.pop(TOKEN_ENV, None)
         for key, value in (defaults or {}).items():
             env.setdefault(key, value)
         if confined is not None:
@@ -160,12 +170,15 @@ class Supervisor:
             env["npm_config_cache"] = os.path.join(confined.tmpdir, "npm")
         elif calls_back:
             self._add_callback_env(env)
+            # The runtime asks every process it started for a token, the user's included.
+            if session_callback and TOKEN_ENV in session_callback:
+                env[TOKEN_ENV] = session_callback[TOKEN_ENV]
         env.update(extra or {})
         if confined is not None or not calls_back:
             for key in _CALLBACK_ENV:
                 env.pop(key, None)
             callback = confined.callback if confined is not None else session_callback
-            if callback and TOKEN_ENV in callback:
+            if callback is not None and _is_session(callback):
                 env.update(callback)
                 self._add_cli(env)
         if confined is not None:

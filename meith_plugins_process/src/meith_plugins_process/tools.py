@@ -23,7 +23,7 @@ from meith_core import (
     tool,
 )
 from meith_plugins_process.attach import LogForwarder
-from meith_plugins_process.devservers import DevServer, resolve_cwd
+from meith_plugins_process.devservers import STOP_GRACE_S, DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.logbuffer import Entry, entry_dict
 from meith_plugins_process.models import (
@@ -55,6 +55,7 @@ from meith_plugins_process.owners import Owner
 from meith_plugins_process.readiness import http_status, port_accepts
 from meith_plugins_process.terminals import (
     DEFAULT_KILL_SIGNAL,
+    KILL_GRACE_S,
     Terminal,
     resolve_shell,
     resolve_terminal_cwd,
@@ -142,11 +143,12 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         return term.record()
 
     async def kill_terminal(ctx: ToolContext, args: KillTerminalArgs) -> ToolResult:
-        """Signal the terminal's whole session (default SIGHUP), SIGKILL after 3 s; returns the
-        TerminalSession once its processes are gone."""
+        """Signal the terminal's whole session (default SIGHUP), SIGKILL after `graceMs` (3 s);
+        returns the TerminalSession once its processes are gone."""
         term = terms.get(args.terminalId, ctx.caller)
         was_running = term.status == "running"
-        found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL))
+        grace_s = KILL_GRACE_S if args.graceMs is None else args.graceMs / 1000
+        found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL), grace_s)
         diagnostics: list[Diagnostic | dict[str, str]] | None = None
         if not was_running:
             message = f"Terminal {term.id} had already exited"
@@ -220,9 +222,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         return [s.record() for s in servers]
 
     async def stop_dev_server(ctx: ToolContext, args: StopDevServerArgs) -> ToolResult:
-        """Signal the dev server's process group (default SIGTERM), SIGKILL after 3 s."""
+        """Signal the dev server's process group (default SIGTERM), SIGKILL after `graceMs`
+        (3 s)."""
         server = devs.get(args.devServerId, ctx.caller)
-        stopped, message = await devs.stop(server, parse_signal(args.signal, signal.SIGTERM))
+        grace_s = STOP_GRACE_S if args.graceMs is None else args.graceMs / 1000
+        stopped, message = await devs.stop(
+            server, parse_signal(args.signal, signal.SIGTERM), grace_s
+        )
         diagnostics: list[Diagnostic | dict[str, str]] | None = (
             None if stopped else [{"level": "info", "message": message}]
         )

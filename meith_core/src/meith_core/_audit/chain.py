@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from meith_core._protocol.framing import dumps_bytes
+from meith_core._audit.plainjson import plain_json
 
 _HASH_KEY: Final = b',"hash":"'
 #: `,"hash":"` + 64 hex digits + `"}`.
@@ -28,7 +28,7 @@ def seal(record: dict[str, Any], prev: str | None) -> tuple[bytes, str]:
     """The line to append (with its newline) and its hash. `record` must not hold prev/hash."""
     if "hash" in record:
         record = {k: v for k, v in record.items() if k != "hash"}
-    body = dumps_bytes({**record, "prev": prev})
+    body = plain_json({**record, "prev": prev})
     digest = hashlib.sha256(body).hexdigest()
     return body[:-1] + _HASH_KEY + digest.encode("ascii") + b'"}\n', digest
 

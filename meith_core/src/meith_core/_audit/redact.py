@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
+from meith_core._audit.plainjson import plain_json
 from meith_core._audit.rules import (
     ANY_LITERAL,
     ENV_PARENT_KEY_RE,
@@ -33,7 +34,6 @@ from meith_core._audit.rules import (
     SENSITIVE_MARKER,
     USER_FLAG_RE,
 )
-from meith_core._protocol.framing import dumps
 
 if TYPE_CHECKING:
     from meith_core._tooldef import ToolDefinition
@@ -124,6 +124,12 @@ def _key_kind(key: str, in_env: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
+def _names_environment(key: str) -> bool:
+    """A key whose value is an environment map (`env`, `envVars`...)."""
+    return ENV_PARENT_KEY_RE.match(key) is not None
+
+
+@functools.lru_cache(maxsize=1024)
 def sensitive_fields(*models: type[BaseModel] | None) -> frozenset[str]:
     """Names (and aliases) of the fields a tool's models mark `sensitive`: redacted as text."""
     names: set[str] = set()
@@ -178,6 +184,8 @@ def redact_string(text: str, key: str = "") -> str:
 
 def _redact_argv(items: list[Any]) -> list[Any]:
     """An argument vector: the value after `--password`, `-u` and the like is a secret too."""
+    if not any(type(item) is str and item[:1] == "-" for item in items[:-1]):
+        return items  # no option at all (both patterns start with "-"): nothing to look at
     out = list(items)
     for i, item in enumerate(items[:-1]):
         nxt = items[i + 1]
@@ -231,14 +239,19 @@ class _Redactor:
                 self._keep_secret(value)
                 if key in self.sensitive and isinstance(value, str):
                     return f"[REDACTED_TEXT {len(value)} chars]"
-        if isinstance(value, str):
-            if self.known:
-                for secret in self.known:
-                    if secret in value:
-                        value = value.replace(secret, REDACTED)
-            return redact_string(value, key)
-        if value is None or isinstance(value, bool):
+        # Exact JSON types first (arguments from the wire and tool results are plain dicts,
+        # lists and strings); subclasses and other objects take the general path below.
+        kind_of = type(value)
+        if kind_of is str:
+            return self._string(value, key)
+        if kind_of is dict and depth < MAX_DEPTH:
+            return self._mapping(value, key, depth)
+        if kind_of is list and depth < MAX_DEPTH:
+            return self._sequence(value, key, depth, in_env)
+        if value is None or kind_of is bool:
             return value
+        if isinstance(value, str):
+            return self._string(value, key)
         if isinstance(value, int):
             # Beyond this, int -> str is refused by Python (and nobody reads such a number).
             return value if abs(value) < 10**300 else f"[integer of {value.bit_length()} bits]"
@@ -251,16 +264,7 @@ class _Redactor:
         if isinstance(value, Mapping):
             return self._mapping(value, key, depth)
         if isinstance(value, list | tuple | set | frozenset):
-            try:
-                seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
-            except Exception:
-                return "[UNSERIALIZABLE]"
-            seq = _redact_argv(seq)
-            # Items inherit the parent key, so `tokens: [...]` items are redacted too.
-            red = [self.run(v, key, depth + 1, in_env) for v in seq[:MAX_ARRAY_ITEMS]]
-            if len(seq) > MAX_ARRAY_ITEMS:
-                red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
-            return red
+            return self._sequence(value, key, depth, in_env)
         dump = getattr(value, "model_dump", None)
         if callable(dump):
             try:
@@ -272,16 +276,40 @@ class _Redactor:
         except Exception:
             return "[UNSERIALIZABLE]"
 
+    def _string(self, value: str, key: str) -> str:
+        if self.known:
+            for secret in self.known:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+        return redact_string(value, key)
+
+    def _sequence(self, value: Any, key: str, depth: int, in_env: bool) -> Any:
+        try:
+            seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
+        except Exception:
+            return "[UNSERIALIZABLE]"
+        seq = _redact_argv(seq)
+        # Items inherit the parent key, so `tokens: [...]` items are redacted too.
+        run = self.run
+        red = [run(v, key, depth + 1, in_env) for v in seq[:MAX_ARRAY_ITEMS]]
+        if len(seq) > MAX_ARRAY_ITEMS:
+            red.append(f"[{len(value) - MAX_ARRAY_ITEMS} more items]")
+        return red
+
     def _mapping(self, value: Mapping[Any, Any], key: str, depth: int) -> Any:
         out: dict[str, Any] = {}
         try:
             items = list(islice(value.items(), MAX_OBJECT_KEYS + 1))
         except Exception:
             return "[UNSERIALIZABLE]"
-        env = bool(key) and ENV_PARENT_KEY_RE.match(key) is not None
+        env = bool(key) and _names_environment(key)
+        run = self.run
         for k, v in items[:MAX_OBJECT_KEYS]:
-            name = _clean(str(k))[:MAX_STRING_CHARS]
-            out[name] = self.run(v, name, depth + 1, env)
+            if type(k) is str and len(k) <= MAX_STRING_CHARS and k.isascii():
+                name = k  # what _clean and the cut below would give, without the calls
+            else:
+                name = _clean(str(k))[:MAX_STRING_CHARS]
+            out[name] = run(v, name, depth + 1, env)
         if len(items) > MAX_OBJECT_KEYS:
             out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"
         return out
@@ -305,7 +333,8 @@ def summarize_call(
 
 def _serialise(redactor: _Redactor, value: Any) -> str:
     try:
-        text = dumps(redactor.run(value, "", 0, False))  # lone surrogates cleaned by redact
+        # Lone surrogates were cleaned by the redactor.
+        text = plain_json(redactor.run(value, "", 0, False)).decode("utf-8")
     except Exception:
         return '"[UNSERIALIZABLE]"'
     if len(text) > MAX_SUMMARY_CHARS:

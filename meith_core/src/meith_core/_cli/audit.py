@@ -70,7 +70,7 @@ def verify(json_output: JsonOpt = False) -> None:
 
 
 def _row(r: dict[str, Any]) -> list[str]:
-    from meith_core._cli.admin import _when
+    from meith_core._cli.output import utc_time
 
     caller = str(r.get("caller"))
     if r.get("claimedCaller"):
@@ -79,7 +79,7 @@ def _row(r: dict[str, Any]) -> list[str]:
     if r.get("kind") == "coalesced":
         outcome += f" x{r.get('count')}"
     return [
-        _when(r.get("ts")),
+        utc_time(r.get("ts")),
         caller,
         str(r.get("toolName")),
         str(r.get("decision")),
@@ -128,11 +128,11 @@ def run_show(
     follow: bool, as_json: bool, tool: str | None, denied: bool, interrupted: bool, limit: int
 ) -> int:
     from meith_core._audit.log import AuditLog
-    from meith_core._cli.admin import _home, _table
-    from meith_core._cli.output import EXIT_OK
+    from meith_core._cli.output import EXIT_OK, table
+    from meith_core._home import MeithHome
     from meith_core._instances import live_instances
 
-    home = _home()
+    home = MeithHome.from_env().ensure()
     log = AuditLog(home.audit_path)
 
     def keep(r: dict[str, Any]) -> bool:
@@ -148,7 +148,7 @@ def run_show(
                 sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
         elif records:
             if header:
-                _table([_row(r) for r in records], _HEADER)
+                table([_row(r) for r in records], _HEADER)
             else:
                 for r in records:
                     sys.stdout.write("  ".join(_row(r)) + "\n")
@@ -248,10 +248,10 @@ class _Follower:
 
 def run_verify(as_json: bool) -> int:
     from meith_core._audit.verify import verify as verify_trail
-    from meith_core._cli.admin import _home
     from meith_core._cli.output import EXIT_OK, pretty
+    from meith_core._home import MeithHome
 
-    report = verify_trail(_home().audit_path)
+    report = verify_trail(MeithHome.from_env().ensure().audit_path)
     if as_json:
         sys.stdout.write(pretty(report.to_json()) + "\n")
     else:

@@ -147,8 +147,7 @@ def run_mcp(
 
 
 def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -> int:
-    from meith_core._cli.admin import _table
-    from meith_core._cli.output import EXIT_OK, EXIT_UNREACHABLE, fail, pretty
+    from meith_core._cli.output import EXIT_OK, EXIT_UNREACHABLE, fail, pretty, table
     from meith_core.client import Client, TransportError
 
     try:
@@ -176,7 +175,7 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
     if not rows:
         sys.stdout.write("No live sessions.\n")
         return EXIT_OK
-    _table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "GRANTS"])
+    table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "GRANTS"])
     return EXIT_OK
 
 

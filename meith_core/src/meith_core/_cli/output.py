@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 EXIT_OK = 0
@@ -152,3 +153,19 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def utc_time(ms: int | float | None) -> str:
+    """Epoch milliseconds as `YYYY-MM-DD HH:MM:SS` (UTC); `-` for none."""
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(float(ms) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def table(rows: list[list[str]], header: list[str]) -> None:
+    """Print `rows` under `header` in left-aligned columns."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        sys.stdout.write(
+            "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )

@@ -5,12 +5,11 @@ from __future__ import annotations
 import socket
 
 import anyio
-from mcp.server.stdio import stdio_server
 
 from meith_core._mcp.bridge import Bridge
 from meith_core._mcp.http import BearerAuth, security_settings
 from meith_core._mcp.sessions import BridgeConfig, log
-from meith_core._mcp.stdio import loop_stdio
+from meith_core._mcp.stdio import stdio_streams
 
 
 async def run_stdio(config: BridgeConfig) -> None:
@@ -18,9 +17,9 @@ async def run_stdio(config: BridgeConfig) -> None:
     try:
         async with anyio.create_task_group() as tg:
             bridge.task_group = tg
-            # fd 1 points at stderr while the bridge serves: stray prints in this process
-            # cannot reach the MCP stream.
-            async with loop_stdio() as streams, stdio_server(*(streams or ())) as (read, write):
+            # fd 1 points at stderr while the transport serves: stray prints in this
+            # process cannot reach the MCP stream.
+            async with stdio_streams() as (read, write):
                 await bridge.server.run(read, write, bridge.init_options())
             tg.cancel_scope.cancel()
     finally:

@@ -1,32 +1,44 @@
-"""The MCP stream on stdin/stdout, read and written on the event loop.
+"""The MCP stdio transport on the event loop's own pipe transports: no worker threads.
 
-The SDK's stdio transport goes through `anyio.wrap_file`: a worker-thread round trip for every
-line read and two (write, flush) for every message sent, a dozen per tool call. When stdin and
-stdout are pipes or sockets (how MCP clients start their servers), the bridge hands the SDK
-streams served by the event loop instead. As the SDK does with its own, fd 0 reads the null
-device and fd 1 writes to stderr while the bridge serves, so nothing else in the process (a
-stray print, a child) reaches the MCP stream; both are restored on exit. Anything else (a
-terminal, a file) takes the SDK's own path.
+The SDK's `stdio_server` reads and writes through anyio's file wrappers, so every line in and
+out hops to a worker thread and back (six hops per `tools/call`, most of what a trivial call
+costs the SDK). Every MCP client starts its server with pipes (or a socket pair) for stdin and
+stdout; on those this transport reads and writes non-blocking from the event loop instead. On
+anything else (a terminal, a file) the SDK's own transport serves: a terminal's descriptor is
+shared with the shell, which must never find it left non-blocking.
+
+As the SDK's transport does, while serving, fd 0 reads the null device and fd 1 writes to
+stderr, so nothing else in the process (a stray print, a child process) can read from or write
+into the MCP stream; both descriptors are restored on exit. Messages are parsed and written
+exactly as the SDK's transport does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import stat
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
-#: Longest line read from the client (the SDK's own reader has no limit).
-MAX_LINE_BYTES = 64 * 1024 * 1024
-#: How long the last queued output may take to reach a client that stopped reading.
-CLOSE_TIMEOUT_S = 5.0
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+#: Longest line read from the client. The SDK's transport has no bound; a line past this one is
+#: dropped with an error to the server (which answers a parse error) and the stream goes on.
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
 
 
-def loop_servable(fd: int) -> bool:
-    """A pipe or a socket: the event loop can wait on it (a file or terminal cannot, or should
-    not be switched to non-blocking under the user's shell)."""
+def _is_pipe_or_socket(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
@@ -34,103 +46,123 @@ def loop_servable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-class LineReader:
-    """`async for line in reader`: the lines of stdin as text, like the SDK's wrapped file."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    def __aiter__(self) -> LineReader:
-        return self
-
-    async def __anext__(self) -> str:
-        try:
-            line = await self._reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            line = exc.partial
-        except asyncio.LimitOverrunError as exc:
-            # Too long to be a message we would take: skip it, as an unparsable line.
-            await self._reader.readexactly(exc.consumed)
-            return "\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+@contextlib.asynccontextmanager
+async def stdio_streams() -> AsyncIterator[Any]:
+    """`(read_stream, write_stream)` for `Server.run`, over this process's stdin and stdout."""
+    if not (_is_pipe_or_socket(0) and _is_pipe_or_socket(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    async with _pipe_streams() as streams:
+        yield streams
 
 
-class LineWriter:
-    """`await write(text)` / `await flush()` onto stdout, with the pipe's back-pressure."""
+class _Output(asyncio.Protocol):
+    """Flow control of the stdout pipe: `drain` waits while the client is not reading."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+        self.lost = False
 
-    async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+    def pause_writing(self) -> None:
+        self._paused = True
 
-    async def flush(self) -> None:
-        await self._writer.drain()
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._wake()
 
-def _claim(fd: int, diversion: int) -> int:
-    """A private duplicate of `fd` (above the standard range), with `fd` pointed at
-    `diversion`."""
-    import fcntl
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
-    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    try:
-        os.dup2(diversion, fd)
-    except OSError:
-        os.close(private)
-        raise
-    finally:
-        os.close(diversion)
-    return private
+    async def drain(self) -> None:
+        while self._paused and not self.lost:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        if self.lost:
+            raise anyio.BrokenResourceError("the MCP client closed its end of stdout")
 
 
 @contextlib.asynccontextmanager
-async def loop_stdio() -> AsyncIterator[tuple[Any, Any] | None]:
-    """(reader, writer) for the SDK's `stdio_server(stdin, stdout)`, or None when stdin and
-    stdout cannot be served by the loop (then the SDK's own transport is the one to use)."""
-    if not (loop_servable(0) and loop_servable(1)):
-        yield None
-        return
+async def _pipe_streams() -> AsyncIterator[Streams]:
     loop = asyncio.get_running_loop()
-    private_in = _claim(0, os.open(os.devnull, os.O_RDONLY))
+    # The wire moves to private descriptors; fd 0 and 1 are diverted while we serve.
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+    output = _Output()
+    in_transport: asyncio.BaseTransport | None = None
+    out_transport: asyncio.WriteTransport | None = None
     try:
-        private_out = _claim(1, os.dup(2))
-    except OSError:
-        os.dup2(private_in, 0)
-        os.close(private_in)
-        yield None
-        return
-    write_transport: asyncio.WriteTransport | None = None
-    read_transport: asyncio.ReadTransport | None = None
-    try:
-        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
-        read_transport, _ = await loop.connect_read_pipe(
+        in_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
-            os.fdopen(private_in, "rb", buffering=0, closefd=False),
+            os.fdopen(wire_in, "rb", buffering=0, closefd=False),
         )
-        # A StreamReaderProtocol (its reader unused) so the writer can wait until closed.
-        write_transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop),
-            os.fdopen(private_out, "wb", buffering=0, closefd=False),
+        out_transport, _ = await loop.connect_write_pipe(
+            lambda: output, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
         )
-        writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-        yield LineReader(reader), LineWriter(writer)
+        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+        transport = out_transport
+
+        async def read_lines() -> None:
+            async with to_server:
+                while True:
+                    try:
+                        line = await reader.readline()
+                    except ValueError as exc:  # longer than MAX_LINE_BYTES: dropped
+                        await to_server.send(exc)
+                        continue
+                    if not line:
+                        return  # the client closed stdin
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except Exception as exc:
+                        await to_server.send(exc)
+                        continue
+                    await to_server.send(SessionMessage(message))
+
+        async def write_lines() -> None:
+            async with from_server:
+                async for item in from_server:
+                    json = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    transport.write(json.encode("utf-8") + b"\n")
+                    try:
+                        await output.drain()
+                    except anyio.BrokenResourceError:
+                        return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_lines)
+            reading = anyio.CancelScope()
+            tg.start_soon(_run_in, reading, read_lines)
+            yield server_reads, server_writes
+            reading.cancel()  # the server is done: stop reading, whether or not stdin ended
+            await server_writes.aclose()  # the writer delivers what is queued, then ends
     finally:
-        if write_transport is not None:
-            # What is still queued goes out before the descriptor is handed back.
-            write_transport.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT_S)
-        if read_transport is not None:
-            read_transport.close()
-        # The loop left the pipes non-blocking; the descriptions may be shared with whoever
-        # started us, so they get back what they had.
-        for private, fd in ((private_in, 0), (private_out, 1)):
+        for t in (in_transport, out_transport):
+            if t is not None:
+                t.close()
+        # Give the wire back to fd 0 and 1, blocking again, as we found it.
+        for fd, wire in ((0, wire_in), (1, wire_out)):
             with contextlib.suppress(OSError):
-                os.set_blocking(private, True)
+                os.set_blocking(wire, True)
+                os.dup2(wire, fd)
             with contextlib.suppress(OSError):
-                os.dup2(private, fd)
-            with contextlib.suppress(OSError):
-                os.close(private)
+                os.close(wire)
+
+
+async def _run_in(scope: anyio.CancelScope, work: Any) -> None:
+    with scope:
+        await work()

@@ -2,13 +2,13 @@
 
 Both gates apply only to tools that declare a privileged capability; everything else is
 allowed for every caller (and still audited). Every decision carries a human-readable reason
-that lands in the audit entry.
+that lands in the audit entry. The grants sessions hold, and their revocation, are kept by
+`_permissions.session_grants`.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Iterable
 
 from meith_core._caller import CallerInfo, CallerKind
@@ -24,17 +24,13 @@ from meith_core._permissions.asking import (
     PromptCancelled,
     ask_unless_cancelled,
 )
-from meith_core._permissions.grants import Grant, StandingGrants, new_grant
+from meith_core._permissions.grants import Grant, StandingGrants
 from meith_core._permissions.hints import approve_hint, grant_hint
+from meith_core._permissions.session_grants import SessionGrants
 
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
 HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
-#: Every ended session is remembered as revoked (a caller holding its id must stay denied),
-#: but a long-running server ends one per connection: past this many, the oldest are
-#: forgotten. Session ids are unguessable and never reused, so only an in-process caller
-#: still holding a session that ended that many sessions ago could notice.
-MAX_REMEMBERED_REVOKED = 100_000
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -58,9 +54,7 @@ class PermissionService:
         self._host_providers = host_providers
         #: The home whose files the hints tell the user to edit.
         self._home = standing.path.parent
-        self._session_grants: dict[str, list[Grant]] = {}
-        # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
-        self._revoked: dict[str, None] = {}
+        self._sessions = SessionGrants(standing)
 
     # -- grants and sessions ------------------------------------------------------------
 
@@ -77,39 +71,30 @@ class PermissionService:
         source: str = "api",
     ) -> Grant:
         """Grant a session privileged capabilities (in memory; gone with the session)."""
-        if not session:
-            raise ValueError("a session grant needs a session id")
-        if session in self._revoked:
-            raise ValueError(f"session {session} was revoked")
-        grant = new_grant(
+        return self._sessions.grant(
             caller,
+            session,
             capabilities,
-            session=session,
             tool=tool,
             uses=uses,
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             source=source,
         )
-        self._session_grants.setdefault(session, []).append(grant)
-        return grant
 
     def revoke_session(self, session: str) -> None:
         """Immediately end every grant of `session`; later calls from it are denied."""
-        self._revoked[session] = None
-        while len(self._revoked) > MAX_REMEMBERED_REVOKED:
-            del self._revoked[next(iter(self._revoked))]
-        self._session_grants.pop(session, None)
+        self._sessions.revoke(session)
 
     def forget_session(self, session: str) -> None:
         """A session ended normally (its id is never reused): drop its state."""
         self.revoke_session(session)
 
     def is_revoked(self, session: str | None) -> bool:
-        return session is not None and session in self._revoked
+        return self._sessions.is_revoked(session)
 
     def session_grants(self, session: str) -> list[Grant]:
-        return list(self._session_grants.get(session, ()))
+        return self._sessions.of(session)
 
     def holds(
         self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
@@ -140,29 +125,14 @@ class PermissionService:
                 return HeldGrant(None)
             return None
         session = caller.session_id
-        if not session or session in self._revoked:
+        if not session:
             return None
-        now = time.time_ns() // 1_000_000
-        for grant in self._candidates(caller.caller, session):
-            if grant.expired(now) or not grant.covers(tool, wanted, cwd):
-                continue
-            if grant.uses is None or grant.uses > 0:
-                return HeldGrant(grant.cwd_prefix)
-        return None
+        grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd)
+        return None if grant is None else HeldGrant(grant.cwd_prefix)
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
         """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
         return lambda caps, cwd: self.held(caller, tool, parse_capabilities(caps), cwd)
-
-    def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
-        """The session's own grants, then the standing grants that apply to it."""
-        own = [g for g in self._session_grants.get(session, ()) if g.caller is kind]
-        standing = [
-            g
-            for g in self.standing.current()
-            if g.caller is kind and (g.session is None or g.session == session)
-        ]
-        return own + standing
 
     # -- the decision -------------------------------------------------------------------
 
@@ -303,13 +273,13 @@ class PermissionService:
         kind, session = caller.caller, caller.session_id
         if not session:
             return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
-        if session in self._revoked:
+        if self._sessions.is_revoked(session):
             return self._deny(tool, privileged, f"session {session} was revoked", kind)
         deny = functools.partial(
             self._deny, tool, privileged, kind=kind, cwd=cwd, label=caller.label
         )
 
-        grant = self._consume(kind, session, tool, privileged, cwd, caller.label)
+        grant = self._sessions.consume(kind, session, tool, privileged, cwd, caller.label)
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
@@ -334,7 +304,7 @@ class PermissionService:
                 # A broken approver must neither open the gate nor break the call pipeline.
                 reason = f"approver failed ({type(exc).__name__}: {exc})"[:300]
                 return deny(reason)
-            if session in self._revoked:  # revoked while the prompt was open
+            if self._sessions.is_revoked(session):  # revoked while the prompt was open
                 return deny(f"session {session} was revoked")
             if answer is ApprovalAnswer.ALLOW_ONCE:
                 return Decision(True, f"approved once {by}")
@@ -344,43 +314,6 @@ class PermissionService:
             if answer is ApprovalAnswer.DENY:
                 return deny(f"denied {by}")
         return deny(f"no grant for {_caps(privileged)}")
-
-    def _consume(
-        self,
-        kind: CallerKind,
-        session: str,
-        tool: str,
-        privileged: tuple[Capability, ...],
-        cwd: str,
-        label: str | None = None,
-    ) -> Grant | None:
-        now = time.time_ns() // 1_000_000
-        grants = self._session_grants.get(session, [])
-        for grant in grants:
-            if (
-                grant.caller is kind
-                and not grant.expired(now)
-                and grant.covers(tool, privileged, cwd, label)
-            ):
-                if grant.uses is not None:
-                    grant.uses -= 1
-                    if grant.uses <= 0:
-                        grants.remove(grant)
-                return grant
-        for grant in self.standing.current():
-            if (
-                grant.caller is not kind
-                or grant.expired(now)
-                or not grant.covers(tool, privileged, cwd, label)
-            ):
-                continue
-            if grant.session is not None and grant.session != session:
-                continue  # an entry pinned to one session applies to that session only
-            # One budget for every session and runtime, spent in the file under its lock.
-            if grant.uses is not None and not self.standing.consume_use(grant.id):
-                continue
-            return grant
-        return None
 
     def _deny(
         self,

@@ -10,6 +10,14 @@ unknown token is refused rather than downgraded to some other identity.
 One token per session (minted on first use), kept only as a digest; it is a bearer secret
 in the child's environment, as reachable to the user's other processes as the socket itself.
 
+Every process the runtime started (and whatever those start, detached or not: the runtime is
+their child subreaper) is a token bearer on the runtime's own socket too: without a valid
+token it is refused there, never taken for the local user whose uid it shares. What the local
+user starts gets `LOCAL_USER`'s token: one per runtime, never ended (what the user started is
+the user's across connections); its bearer claims what any of the user's processes may (`cli`,
+or `agent` for an MCP bridge in the user's terminal), in a session of its own, never
+answering approvals.
+
 Children get a socket of their own, beside the runtime's (`<socket>.child`), on which every
 connection must present a valid token: that one can be mounted into a confined child's
 namespace (the runtime's own socket stays covered there), which can then call back as its
@@ -33,8 +41,13 @@ class ChildBinding:
     """Who a token's bearer calls as."""
 
     caller: CallerKind
+    #: "": a session of its own per connection (the local user's children).
     session_id: str
     label: str | None = None
+
+
+#: The local user's children: they claim as the user's processes do, each connection a session.
+LOCAL_USER: ChildBinding = ChildBinding(CallerKind.CLI, "")
 
 
 def _digest(token: str) -> bytes:
@@ -61,6 +74,8 @@ class ChildTokens:
         return self._bindings.get(_digest(token))
 
     def end_session(self, session_id: str) -> None:
+        if not session_id:
+            return  # the local user's token lives as long as the runtime
         token = self._tokens.pop(session_id, None)
         if token is not None:
             self._bindings.pop(_digest(token), None)

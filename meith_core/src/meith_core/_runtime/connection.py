@@ -15,10 +15,12 @@ itself started (a process or terminal of a tool, found by its parent chain) is n
 approve: it would be approving its own calls.
 
 A first claim carrying `sessionToken` (a child of a session, see `_runtime.child_tokens`) is
-that session instead, whatever it claims: its kind, label and session id, never approvals. An
+that session instead, whatever it claims: its kind, label and session id, never approvals (the
+local user's token: what it claims, as the user's processes may, in a session of its own). An
 unknown token, or one whose session has ended since, is refused call by call: it never falls
 back to an identity of its own choosing. A peer that must present one (a confined child) and
-does not (a connection on the children's token-only socket) is refused the same way.
+does not (a connection on the children's token-only socket, or any process the runtime started)
+is refused the same way.
 """
 
 from __future__ import annotations
@@ -236,7 +238,8 @@ class ServerConnection:
             )
             out.append(Send(welcome))
         elif isinstance(parsed, ListSessions):
-            out.append(SendSessions())
+            refused = self._token_refusal()
+            out.append(Send(error_frame(request_id, refused)) if refused else SendSessions())
         elif isinstance(parsed, Ping):
             out.append(Send(PONG))
 
@@ -257,6 +260,11 @@ class ServerConnection:
             binding = self._resolve_token(self._token) if self._resolve_token else None
             if binding is None:
                 self._identity = Identity(CallerKind.AGENT)
+            elif not binding.session_id:
+                # The local user's processes claim what any of the user's processes may (an
+                # MCP bridge in the user's terminal is an agent), in a session of their own.
+                kind = _normalise(claim)
+                self._identity = Identity(kind, sanitize_label(info.label), False, "")
             else:
                 self._identity = Identity(binding.caller, binding.label, False, binding.session_id)
             out.append(IdentityFixed(self._identity))
@@ -270,11 +278,11 @@ class ServerConnection:
     def _token_refusal(self) -> str:
         """Why this connection's calls are refused (its token is not, or no longer, valid)."""
         token = self._token
-        if token is None:
+        if token is None and not self._token_required:
             return ""
         if not token:
             return (
-                "this socket serves processes started for a session: a connection calls only as "
+                "this connection comes from a process started for a session: it calls only as "
                 "that session, with its token (MEITH_SESSION_TOKEN)"
             )
         binding = self._resolve_token(token) if self._resolve_token else None

@@ -35,7 +35,9 @@ def event_prefix(request_id: str) -> bytes:
 
 
 def result_frame(request_id: str, tool: str, result: ToolResult) -> bytes:
-    body = result._encoded if result._encoded is not None else dumps_bytes(result.to_wire())
+    body = result.encoded
+    if body is None:
+        body = dumps_bytes(result.to_wire())
     head = (
         b'{"type":"tool_result"'
         + _PROTO

@@ -10,13 +10,10 @@ async with Runtime(home=MeithHome(Path("/tmp/h"))) as rt:
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
-
-import structlog
 
 from meith_core._audit.log import AuditLog
 from meith_core._audit.segments import Limits
@@ -28,23 +25,21 @@ from meith_core._context import EventSink
 from meith_core._home import MeithHome, file_signature
 from meith_core._ids import new_session_id
 from meith_core._permissions.approvals import PluginApprovals
-from meith_core._permissions.asking import ApprovalAnswer, ApprovalReply, ApprovalRequest, Approver
+from meith_core._permissions.asking import Approver
 from meith_core._permissions.grants import Grant, StandingGrants
 from meith_core._permissions.service import PermissionService
 from meith_core._pipeline import CallPipeline
-from meith_core._plugins.installed import NewPlugins
 from meith_core._plugins.lifecycle import LifecycleHooks
-from meith_core._plugins.manager import PluginManager, PluginRecord, env_list
+from meith_core._plugins.manager import PluginManager, PluginRecord
 from meith_core._plugins.pluginhost import PluginHost
 from meith_core._results import ToolResult
 from meith_core._runtime import logs
-from meith_core._runtime.child_tokens import TOKEN_ENV, ChildBinding, ChildTokens
-from meith_core._runtime.sessions import SessionRecord, SessionTable, grant_summary, iso_utc
+from meith_core._runtime.approver_chain import AddedApprover, ApproverChain
+from meith_core._runtime.child_tokens import LOCAL_USER, TOKEN_ENV, ChildBinding, ChildTokens
+from meith_core._runtime.plugin_loading import PluginLoading
+from meith_core._runtime.sessions import SessionRecord, SessionTable, describe_sessions
 from meith_core._settings import SettingsStore
 from meith_core._tooldef import ToolDefinition
-from meith_core._version import __version__
-
-_log = structlog.get_logger("meith.runtime")
 
 #: How long plugins get to shut down: their hooks run at the same time under one deadline
 #: (`PluginHost.shutdown_deadline`), and whatever still runs then is cancelled.
@@ -78,11 +73,14 @@ class Runtime:
             self.home.audit_path,
             limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
         )
+        self._approvers = ApproverChain(self.plugins)
+        #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
+        self.approvers: list[AddedApprover] = self._approvers.added
         self.permissions = PermissionService(
             approvals=PluginApprovals(self.home.plugins_path),
             standing=StandingGrants(self.home.grants_path),
             fingerprint_of=self.plugins.fingerprint_of,
-            approver=self._ask_approvers,
+            approver=self._approvers,
         )
         #: Which tools exist; `pipeline` is the one path that runs them.
         self.catalogue = Catalogue()
@@ -93,26 +91,24 @@ class Runtime:
             home=self.home,
             settings=self.settings,
         )
-        #: False: only the built-in `core` plugin, no installed ones.
-        self._load_plugins = load_plugins
-        self._plugin_allow = plugin_allow
-        self._plugin_deny = plugin_deny
-        self._discovered = False
+        self._loading = PluginLoading(
+            self.plugins,
+            self.catalogue,
+            self.settings,
+            load_installed=load_plugins,
+            allow=plugin_allow,
+            deny=plugin_deny,
+        )
         self._started = False
         self._closed = False
         self.sessions = SessionTable()
         #: Tokens of the processes sessions started (they call back as their session).
         self.child_tokens = ChildTokens()
         self.pipeline.child_environment = self.child_environment
-        #: Per session: the connection that answers its approval requests itself.
-        self._session_approvers: dict[str, Approver] = {}
         self._hooks = LifecycleHooks(
             self.plugins,
             lambda pid, deadline: self.plugin_host(pid, shutdown_deadline=deadline),
         )
-        self.approvers: list[Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]] = []
-        #: Set at discovery: loads plugins installed afterwards (`load_new_plugins`).
-        self._new_plugins: NewPlugins | None = None
         self.pipeline.on_unknown_tool = self._load_for_unknown_tool
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -122,32 +118,13 @@ class Runtime:
 
         (`meith plugins` and `meith settings` use this: no plugin starts anything.)
         """
-        if not self._discovered:
-            self._discovered = True
-            deny = self._plugin_deny or env_list("MEITH_DISABLE_PLUGINS") or set()
-            if "core" not in deny:
-                # Part of meith_core: always present, loaded like any other plugin.
-                from meith_core._builtin.plugin import CorePlugin
-
-                self.plugins.load_object(
-                    "core",
-                    CorePlugin(self),
-                    self.catalogue.register_many,
-                    distribution="meith-core",
-                    version=__version__,
-                )
-            if self._load_plugins:
-                self._new_plugins = NewPlugins(
-                    self.plugins,
-                    self.catalogue.register_many,
-                    allow=self._plugin_allow,
-                    deny=self._plugin_deny,
-                )
-                self.plugins.discover(
-                    self.catalogue.register_many, allow=self._plugin_allow, deny=self._plugin_deny
-                )
-            self._collect_settings_sections()
+        self._loading.discover(self._core_plugin)
         return list(self.plugins.records.values())
+
+    def _core_plugin(self) -> object:
+        from meith_core._builtin.plugin import CorePlugin
+
+        return CorePlugin(self)
 
     def load_new_plugins(self, *, force: bool = False) -> list[PluginRecord]:
         """Load plugins installed since the runtime discovered its plugins; returns them.
@@ -158,20 +135,9 @@ class Runtime:
         (e.g. before a missing dependency was installed). A plugin upgraded or removed while
         the runtime runs keeps its loaded code until a restart.
         """
-        if self._new_plugins is None or self._closed:
+        if self._closed:
             return []
-        new = self._new_plugins.load(force=force)
-        if not new:
-            return []
-        self._collect_settings_sections()
-        for record in new:
-            _log.info(
-                "plugin installed while running",
-                plugin=record.id,
-                status=record.status,
-                reason=record.reason,
-                version=record.version,
-            )
+        new = self._loading.load_new(force=force)
         self._start_late([r.id for r in new if r.status == "loaded"])
         return new
 
@@ -204,10 +170,7 @@ class Runtime:
         Into a runtime that already started, the plugin's `meith_startup` is scheduled at once
         and awaited before the next `call` (or await `add_plugin` instead).
         """
-        record = self.plugins.load_object(
-            plugin_id, obj, self.catalogue.register_many, distribution=plugin_id, version=version
-        )
-        self._collect_settings_sections()
+        record = self._loading.load_object(plugin_id, obj, version=version)
         if self._started and not self._closed and record.status == "loaded":
             self._hooks.start_late(plugin_id)
         return record
@@ -349,7 +312,7 @@ class Runtime:
         if session_id is None:
             return
         known = self.sessions.pop(session_id) is not None
-        self._session_approvers.pop(session_id, None)
+        self._approvers.forget_session(session_id)
         self.child_tokens.end_session(session_id)
         if revoke:
             self.permissions.revoke_session(session_id)
@@ -362,7 +325,12 @@ class Runtime:
         if self.socket_path is None:
             return {}
         if caller.trusted or caller.caller is CallerKind.CLI:
-            return {"MEITH_HOME": str(self.home.root), "MEITH_SOCKET": self.socket_path}
+            token = self.child_tokens.mint(LOCAL_USER)
+            return {
+                "MEITH_HOME": str(self.home.root),
+                "MEITH_SOCKET": self.socket_path,
+                TOKEN_ENV: token,
+            }
         session = caller.session_id
         if (
             caller.caller is not CallerKind.AGENT
@@ -382,33 +350,12 @@ class Runtime:
 
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""
-        if approver is None:
-            self._session_approvers.pop(session_id, None)
-        elif session_id in self.sessions:
-            self._session_approvers[session_id] = approver
+        if approver is None or session_id in self.sessions:
+            self._approvers.set_for_session(session_id, approver)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)."""
-        standing = self.permissions.standing.current()
-        out = []
-        for rec in self.sessions:
-            grants = [grant_summary(g) for g in self.permissions.session_grants(rec.session_id)]
-            grants += [
-                grant_summary(g)
-                for g in standing
-                if g.caller is rec.caller and g.session in (None, rec.session_id)
-            ]
-            out.append(
-                {
-                    "sessionId": rec.session_id,
-                    "caller": rec.caller.value,
-                    "label": rec.label,
-                    "since": iso_utc(rec.since),
-                    "calls": rec.calls,
-                    "grants": grants,
-                }
-            )
-        return out
+        return describe_sessions(self.sessions, self.permissions)
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""
@@ -447,38 +394,3 @@ class Runtime:
     ) -> ToolResult:
         caller = CallerInfo.for_plugin(plugin_id, cwd=self.cwd)
         return await self.pipeline.call(caller, name, arguments, timeout_ms=timeout_ms)
-
-    async def _ask_approvers(
-        self, request: ApprovalRequest
-    ) -> ApprovalAnswer | ApprovalReply | None:
-        """The calling connection when it answers approvals itself (its answer, a timeout
-        included, is final); else the `meith_approve` hook, then approvers the embedding
-        program added: first answer wins."""
-        own = self._session_approvers.get(request.caller.session_id or "")
-        if own is not None:
-            return await own(request)
-        for plugin_id, thunk in self.plugins.call_each("meith_approve", request=request):
-            try:
-                answer = thunk()
-                if inspect.isawaitable(answer):
-                    answer = await answer
-                if answer is not None:
-                    return ApprovalAnswer(answer)
-            except Exception as exc:  # a failing or nonsensical approver is no answer
-                _log.error(
-                    "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
-                )
-        for approver in self.approvers:
-            answer = await approver(request)
-            if answer is not None:
-                return answer
-        return None
-
-    def _collect_settings_sections(self) -> None:
-        for plugin_id, thunk in self.plugins.call_each("meith_settings"):
-            try:
-                sections = thunk() or {}
-                for name, section in sections.items():
-                    self.settings.register_section(name, section)
-            except Exception as exc:
-                _log.error("plugin settings hook failed", plugin=plugin_id, error=str(exc))

@@ -10,10 +10,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meith_core._caller import CallerKind
 from meith_core._permissions.grants import Grant
+
+if TYPE_CHECKING:
+    from meith_core._permissions.service import PermissionService
 
 
 @dataclass(slots=True)
@@ -79,3 +82,29 @@ class SessionTable:
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+def describe_sessions(
+    sessions: SessionTable, permissions: PermissionService
+) -> list[dict[str, Any]]:
+    """The live sessions with their grants (session grants, then standing ones that apply)."""
+    standing = permissions.standing.current()
+    out = []
+    for rec in sessions:
+        grants = [grant_summary(g) for g in permissions.session_grants(rec.session_id)]
+        grants += [
+            grant_summary(g)
+            for g in standing
+            if g.caller is rec.caller and g.session in (None, rec.session_id)
+        ]
+        out.append(
+            {
+                "sessionId": rec.session_id,
+                "caller": rec.caller.value,
+                "label": rec.label,
+                "since": iso_utc(rec.since),
+                "calls": rec.calls,
+                "grants": grants,
+            }
+        )
+    return out

@@ -8,7 +8,6 @@ list, resolve an approval), and bounds what it queues for a client that stops re
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -17,11 +16,11 @@ import structlog
 from meith_core._caller import CallerInfo
 from meith_core._events import EventDict
 from meith_core._ids import new_session_id
-from meith_core._instances import is_descendant
 from meith_core._permissions.asking import ApprovalReply, ApprovalRequest
 from meith_core._protocol.framing import dumps_bytes
 from meith_core._protocol.messages import ToolCall
 from meith_core._runtime import frames
+from meith_core._runtime.admission import Refusal
 from meith_core._runtime.connection import ServerConnection
 from meith_core._runtime.connection_actions import (
     ApprovalAnswered,
@@ -77,7 +76,7 @@ class Connection(asyncio.Protocol):
         self.transport = transport
         transport.set_write_buffer_limits(high=FLOW_HIGH_WATER, low=FLOW_LOW_WATER)
         admitted = self.server.admit(transport.get_extra_info("socket"))
-        if not isinstance(admitted, int):
+        if isinstance(admitted, Refusal):
             _log.warning("connection refused", reason=admitted.reason)
             if admitted.tell:
                 transport.write(frames.error_frame(None, f"connection refused: {admitted.reason}"))
@@ -85,17 +84,18 @@ class Connection(asyncio.Protocol):
             else:
                 transport.abort()
             return
-        self.peer_pid = admitted
+        self.peer_pid = admitted.pid
         runtime = self.server.runtime
         self.rules = ServerConnection(
             new_session_id("socket"),
             runtime_cwd=runtime.cwd,
             server_version=__version__,
             now=time.monotonic(),
-            # A process a tool started must not answer its own approval requests.
-            may_answer_approvals=not is_descendant(self.peer_pid, os.getpid()),
+            # A process a tool started must not answer its own approval requests, and calls
+            # only as its session, with its token (`SocketServer.admit`).
+            may_answer_approvals=not admitted.descendant,
             resolve_token=runtime.child_tokens.resolve,
-            token_required=self.token_only,
+            token_required=self.token_only or admitted.descendant,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
@@ -174,7 +174,7 @@ class Connection(asyncio.Protocol):
 
     async def _run_call(self, call: ToolCall, caller: CallerInfo, token: Any) -> None:
         rid = call.requestId
-        emit = _CallEvents(self, frames.event_prefix(rid))
+        emit = _CallEvents(self, rid)
         try:
             result = await self.server.runtime.pipeline.call(
                 caller,
@@ -245,13 +245,16 @@ class _CallEvents:
     """The event sink of one call: `tool_event` frames on its connection, flow-controlled
     (see `meith_core._context.FlowControlledSink`)."""
 
-    __slots__ = ("conn", "prefix")
+    __slots__ = ("conn", "prefix", "request_id")
 
-    def __init__(self, conn: Connection, prefix: bytes) -> None:
+    def __init__(self, conn: Connection, request_id: str) -> None:
         self.conn = conn
-        self.prefix = prefix
+        self.request_id = request_id
+        self.prefix: bytes | None = None  # built at the first event: most calls send none
 
     def __call__(self, event: EventDict) -> None:
+        if self.prefix is None:
+            self.prefix = frames.event_prefix(self.request_id)
         self.conn.send(self.prefix + dumps_bytes(event) + b"}\n")
 
     @property

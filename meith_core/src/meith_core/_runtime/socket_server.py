@@ -16,13 +16,15 @@ import asyncio
 import os
 import time
 from collections import Counter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import structlog
 
-from meith_core._instances import peer_credentials
+from meith_core._instances import peer_credentials, peer_descends_from
 from meith_core._runtime import frames
+from meith_core._runtime.admission import Admitted, Refusal
 from meith_core._runtime.host import Runtime
+from meith_core._runtime.orphans import OrphanReaper, adopt_orphans, release_orphans
 from meith_core._runtime.socket_connection import Connection
 from meith_core._runtime.socketbind import BoundSocket
 from meith_core._tasks import TaskSet
@@ -39,14 +41,6 @@ MAX_CONNECTIONS_PER_PEER: Final = 256
 #: A connection with nothing in flight that sends nothing for this long is closed. Any frame
 #: resets it; `{"type":"ping"}` is the cheap one.
 IDLE_TIMEOUT_S: Final = 600.0
-
-
-class Refusal(NamedTuple):
-    """A connection the server will not serve; `tell`: say why to the peer (a same-user
-    peer over a limit) before closing, instead of dropping it silently."""
-
-    reason: str
-    tell: bool = False
 
 
 class SocketServer:
@@ -82,6 +76,8 @@ class SocketServer:
         self._session_tasks = TaskSet("session clean-up")
         self._tools_frame: tuple[object, bytes] | None = None
         self.started_at = time.time()
+        #: Set while this server keeps the runtime a child subreaper (see `_runtime.orphans`).
+        self._orphans: OrphanReaper | None = None
 
     @property
     def socket_path(self) -> str:
@@ -89,6 +85,10 @@ class SocketServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        # Before the first connection: a process a tool starts stays a descendant even when
+        # it detaches, and so cannot pass for the local user.
+        if self._orphans is None and adopt_orphans():
+            self._orphans = OrphanReaper()
         # `sock=`: asyncio must not create (and so must not unlink) the path itself.
         self._server = await loop.create_unix_server(lambda: Connection(self), sock=self.bound.sock)
         if self.child is not None:
@@ -99,8 +99,8 @@ class SocketServer:
 
     # -- admission --------------------------------------------------------------------------
 
-    def admit(self, sock: Any) -> int | Refusal:
-        """The peer's pid when it may connect, else why not."""
+    def admit(self, sock: Any) -> Admitted | Refusal:
+        """Who the peer is when it may connect, else why not."""
         try:
             pid, uid, _gid = peer_credentials(sock)
         except OSError as exc:
@@ -112,8 +112,9 @@ class SocketServer:
         if self._per_peer[pid] >= self.max_connections_per_peer:
             limit = self.max_connections_per_peer
             return Refusal(f"this process holds too many connections (limit {limit})", tell=True)
+        descendant = peer_descends_from(sock, pid, os.getpid())
         self._per_peer[pid] += 1
-        return pid
+        return Admitted(pid, descendant)
 
     def forget(self, conn: Connection) -> None:
         if conn in self.connections:
@@ -147,6 +148,8 @@ class SocketServer:
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
+            if self._orphans is not None:
+                self._orphans.sweep(now)
             for conn in list(self.connections):
                 why = (
                     conn.rules.overdue(now, self.partial_frame_timeout_s, self.idle_timeout_s)
@@ -196,3 +199,6 @@ class SocketServer:
         for conn in list(self.connections):
             conn.abort()
         await self._session_tasks.wait(0.2)
+        if self._orphans is not None:
+            self._orphans = None
+            release_orphans()

@@ -84,12 +84,24 @@ def open_socket(path: str, timeout: float) -> socket.socket:
 
 
 def client_info(
-    caller: str, cwd: str | None, *, label: str | None = None, approvals: bool = False
+    caller: str,
+    cwd: str | None,
+    *,
+    label: str | None = None,
+    approvals: bool = False,
+    socket_path: str | None = None,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
-    # A process a session started calls back as that session (the server ignores `caller`).
+    # A process a session started calls back as that session (the server ignores `caller`),
+    # on the runtime that gave it the token along with `MEITH_SOCKET`: sent to another
+    # runtime, which does not know it, the token would only get the call refused.
     token = os.environ.get("MEITH_SESSION_TOKEN")
-    if token:
+    home_socket = os.environ.get("MEITH_SOCKET")
+    if (
+        token
+        and home_socket
+        and (socket_path is None or os.path.abspath(socket_path) == os.path.abspath(home_socket))
+    ):
         info["sessionToken"] = token
     if label is not None:
         info["label"] = label

@@ -152,7 +152,13 @@ class AsyncClient:
         )
         sock.setblocking(False)
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
-        info = client_info(caller, cwd, label=label, approvals=on_approval is not None)
+        info = client_info(
+            caller,
+            cwd,
+            label=label,
+            approvals=on_approval is not None,
+            socket_path=target.socket_path,
+        )
         return cls(
             reader,
             writer,

@@ -56,7 +56,7 @@ class Client:
         target = locate(socket_path, instance, home)
         self.socket_path = target.socket_path
         self.target = target
-        self._info = client_info(caller, cwd, label=label)
+        self._info = client_info(caller, cwd, label=label, socket_path=self.socket_path)
         #: Set when the runtime said the tool list changed (after `list_tools(watch=True)`);
         #: the client notices while it waits for something else. Reset it after re-listing.
         self.tools_changed = False
