@@ -12,7 +12,7 @@ from meith_core._caller import CallerInfo, CallerKind
 from meith_core._capabilities import Capability
 from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
 from meith_core._protocol.framing import encode_frame
-from meith_core._runtime import connection
+from meith_core._runtime import connection_approvals
 from meith_core._runtime.connection import ServerConnection
 from meith_core._runtime.connection_actions import (
     ApprovalAnswered,
@@ -277,15 +277,15 @@ def answer(aid: str, decision: str = "allow_once", by: str = "me") -> dict[str, 
 
 
 def test_only_a_connection_that_said_so_is_asked() -> None:
-    assert conn().approval_request(request()) is None
+    assert conn().approvals.ask(request()) is None
     c = answering()
     c.close()
-    assert c.approval_request(request()) is None
+    assert c.approvals.ask(request()) is None
 
 
 def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection, "APPROVAL_TIMEOUT_S", 2.5)
-    ask = answering().approval_request(request())
+    monkeypatch.setattr(connection_approvals, "APPROVAL_TIMEOUT_S", 2.5)
+    ask = answering().approvals.ask(request())
     assert ask is not None
     assert ask.timeout_s == 2.5
     assert ask.approval_id.startswith("ap_")
@@ -308,7 +308,7 @@ def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_truncated_summary_is_sent_as_text() -> None:
     c = answering()
     req = dataclasses.replace(request(), arguments_summary='{"a":"x...[truncated]')
-    ask = c.approval_request(req)
+    ask = c.approvals.ask(req)
     assert ask is not None
     assert json.loads(ask.data)["arguments"] == '{"a":"x...[truncated]'
 
@@ -323,7 +323,7 @@ def test_a_truncated_summary_is_sent_as_text() -> None:
 )
 def test_an_answer_is_taken_once(decision: str, expected: ApprovalAnswer) -> None:
     c = answering()
-    ask = c.approval_request(request())
+    ask = c.approvals.ask(request())
     assert ask is not None
     (got,) = feed(c, answer(ask.approval_id, decision, "user\nvia elicitation"))
     assert isinstance(got, ApprovalAnswered)
@@ -338,30 +338,30 @@ def test_an_answer_is_taken_once(decision: str, expected: ApprovalAnswer) -> Non
 
 def test_unknown_settled_and_foreign_answers_are_ignored() -> None:
     c, other = answering(), answering()
-    ask = c.approval_request(request())
-    theirs = other.approval_request(request())
+    ask = c.approvals.ask(request())
+    theirs = other.approvals.ask(request())
     assert ask is not None
     assert theirs is not None
     assert feed(c, answer("ap_unknown")) == []
     assert feed(c, answer(theirs.approval_id)) == []
-    c.approval_settled(ask.approval_id)
+    c.approvals.settled(ask.approval_id)
     assert feed(c, answer(ask.approval_id)) == []
 
 
 def test_timeouts_and_closing_are_denials_naming_the_connection() -> None:
     c = answering(label=None)
-    late = c.unanswered(60)
+    late = c.approvals.unanswered(60)
     assert late.answer is ApprovalAnswer.DENY
     assert late.answered_by == "the calling agent connection: no answer within 60s"
-    ask = c.approval_request(request())
+    ask = c.approvals.ask(request())
     assert ask is not None
     assert list(c.close()) == [ask.approval_id]
-    assert c.closed_before_answer().answer is ApprovalAnswer.DENY
+    assert c.approvals.closed_before_answer().answer is ApprovalAnswer.DENY
 
 
 def test_answered_by_is_bounded() -> None:
     c = answering()
-    ask = c.approval_request(request())
+    ask = c.approvals.ask(request())
     assert ask is not None
     (got,) = feed(c, answer(ask.approval_id, by="y" * 4000))
     assert got.reply.answered_by.endswith("y" * 80 + ")")
@@ -407,4 +407,4 @@ def test_a_peer_the_runtime_started_is_never_asked_to_approve() -> None:
     c = conn(may_answer_approvals=False)
     feed(c, {"type": "hello", "clientInfo": {"caller": "agent", "approvals": True}})
     assert c.identity == Identity(CallerKind.AGENT)
-    assert c.approval_request(request()) is None
+    assert c.approvals.ask(request()) is None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from meith_core._permissions.grants import new_grant
-from meith_core._runtime import connection
+from meith_core._runtime import connection_approvals
 from meith_core.client.aio import AsyncClient
 
 pytestmark = pytest.mark.anyio
@@ -174,7 +174,7 @@ async def test_deny_and_allow_session_through_the_async_client(served) -> None:
 async def test_no_answer_in_time_is_a_denial_and_a_late_answer_is_ignored(
     served, monkeypatch
 ) -> None:
-    monkeypatch.setattr(connection, "APPROVAL_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(connection_approvals, "APPROVAL_TIMEOUT_S", 0.2)
     conn = await served.connect()
     await conn.call(
         "w", "probe_write", {"name": "late"}, clientInfo={"caller": "agent", "approvals": True}

@@ -25,7 +25,6 @@ is refused the same way.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -34,13 +33,6 @@ from pydantic import ValidationError
 
 from meith_core._caller import SOCKET_CALLERS, CallerInfo, CallerKind, sanitize_label
 from meith_core._cancel import CancelToken
-from meith_core._ids import new_id
-from meith_core._permissions.asking import (
-    ApprovalAnswer,
-    ApprovalReply,
-    ApprovalRequest,
-    approval_timeout_s,
-)
 from meith_core._protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from meith_core._protocol.framing import FrameError, NdjsonFramer
 from meith_core._protocol.messages import (
@@ -57,8 +49,6 @@ from meith_core._protocol.messages import (
 from meith_core._runtime.child_tokens import ChildBinding
 from meith_core._runtime.connection_actions import (
     Action,
-    ApprovalAnswered,
-    ApprovalAsk,
     Identity,
     IdentityFixed,
     Refused,
@@ -67,16 +57,12 @@ from meith_core._runtime.connection_actions import (
     SendTools,
     StartCall,
 )
+from meith_core._runtime.connection_approvals import ApprovalDesk
 from meith_core._runtime.frames import PONG, error_frame, frame
 
 MAX_IN_FLIGHT_PER_CONNECTION: Final = 1024
-#: How long a connection gets to answer an approval request; no answer is a denial. 60 s
-#: unless `MEITH_APPROVAL_TIMEOUT_S` says otherwise (read once, when the runtime starts).
-APPROVAL_TIMEOUT_S: float = approval_timeout_s(os.environ)
 #: Distinct scope hints (cwd, spaceId, tabId) whose caller identity a connection keeps built.
 _MAX_CACHED_CALLERS: Final = 64
-#: Longest `answeredBy` kept (it lands in the audit record's reason).
-MAX_ANSWERED_BY_CHARS: Final = 80
 
 
 def _short_validation(exc: ValidationError) -> str:
@@ -126,7 +112,8 @@ class ServerConnection:
         self._identity: Identity | None = None
         self._callers: dict[tuple[str | None, ...], CallerInfo] = {}
         self._in_flight: dict[str, CancelToken] = {}
-        self._approvals: dict[str, str] = {}  # approval id -> request id of the call
+        #: Approval requests sent to this connection and not yet answered.
+        self.approvals = ApprovalDesk(self)
         self._closed = False
         self._partial_since: float | None = None
         self._last_active = now
@@ -159,7 +146,7 @@ class ServerConnection:
 
     @property
     def pending_approvals(self) -> int:
-        return len(self._approvals)
+        return self.approvals.pending
 
     # -- bytes in --------------------------------------------------------------------------
 
@@ -216,7 +203,9 @@ class ServerConnection:
             if token is not None:  # only this connection's own calls; unknown ids are ignored
                 token.cancel("cancelled by the client")
         elif isinstance(parsed, ApprovalResponse):
-            self._answer(parsed, out)
+            answered = self.approvals.answer(parsed)
+            if answered is not None:
+                out.append(answered)
         elif isinstance(parsed, ListTools):
             if "clientInfo" in parsed.model_fields_set:
                 self._claim(parsed.clientInfo, out)
@@ -354,55 +343,6 @@ class ServerConnection:
         self._in_flight.pop(request_id, None)
         self._last_active = now
 
-    # -- approvals -------------------------------------------------------------------------
-
-    def approval_request(self, request: ApprovalRequest) -> ApprovalAsk | None:
-        """Bookkeep an approval request for one of this connection's calls; None when this
-        connection cannot answer (closed, or it did not say it answers approvals)."""
-        ident = self.identity
-        if self._closed or not ident.approvals:
-            return None
-        approval_id = new_id("ap")
-        self._approvals[approval_id] = request.request_id
-        timeout_s = APPROVAL_TIMEOUT_S
-        data = frame(
-            "approval_request",
-            approvalId=approval_id,
-            requestId=request.request_id,
-            toolName=request.tool_name,
-            plugin=request.plugin_id,
-            capabilities=[c.value for c in request.capabilities],
-            cwd=request.cwd,
-            arguments=_summary_value(request.arguments_summary),
-            caller=ident.caller.value,
-            label=ident.label,
-            timeoutMs=round(timeout_s * 1000),
-        )
-        return ApprovalAsk(approval_id, data, timeout_s)
-
-    def approval_settled(self, approval_id: str) -> None:
-        """The request was answered, timed out or abandoned: a later answer is ignored."""
-        self._approvals.pop(approval_id, None)
-
-    def unanswered(self, timeout_s: float) -> ApprovalReply:
-        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: no answer within {timeout_s:g}s")
-
-    def closed_before_answer(self) -> ApprovalReply:
-        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: closed before answering")
-
-    def _answer(self, msg: ApprovalResponse, out: list[Action]) -> None:
-        if self._approvals.pop(msg.approvalId, None) is None:
-            return  # unknown, already answered or timed out: ignored
-        by = sanitize_label(msg.answeredBy) or "no name given"
-        by = by[:MAX_ANSWERED_BY_CHARS]
-        reply = ApprovalReply(ApprovalAnswer(msg.decision), f"{self._who()} (answeredBy: {by})")
-        out.append(ApprovalAnswered(msg.approvalId, reply))
-
-    def _who(self) -> str:
-        ident = self.identity
-        label = f" {ident.label!r}" if ident.label else ""
-        return f"the calling {ident.caller.value} connection{label}"
-
     # -- liveness --------------------------------------------------------------------------
 
     def pause_writing(self) -> None:
@@ -433,13 +373,4 @@ class ServerConnection:
         self._closed = True
         for token in list(self._in_flight.values()):
             token.cancel(reason)
-        pending, self._approvals = list(self._approvals), {}
-        return pending
-
-
-def _summary_value(summary: str) -> Any:
-    """The redacted arguments as JSON when the summary is whole, else the (truncated) text."""
-    try:
-        return json.loads(summary)
-    except ValueError:
-        return summary
+        return self.approvals.abandon_all()

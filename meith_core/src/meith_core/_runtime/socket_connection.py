@@ -164,7 +164,7 @@ class Connection(asyncio.Protocol):
         rules.close(reason)
         for fut in self._approvals.values():
             if not fut.done():
-                fut.set_result(rules.closed_before_answer())
+                fut.set_result(rules.approvals.closed_before_answer())
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -193,7 +193,7 @@ class Connection(asyncio.Protocol):
     async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
         """The session approver of a connection that said it answers approvals."""
         rules = self.rules
-        ask = rules.approval_request(request) if rules is not None else None
+        ask = rules.approvals.ask(request) if rules is not None else None
         if rules is None or ask is None:
             return None
         fut: asyncio.Future[ApprovalReply] = asyncio.get_running_loop().create_future()
@@ -202,10 +202,10 @@ class Connection(asyncio.Protocol):
             self.send(ask.data)
             return await asyncio.wait_for(fut, ask.timeout_s)
         except TimeoutError:
-            return rules.unanswered(ask.timeout_s)
+            return rules.approvals.unanswered(ask.timeout_s)
         finally:
             self._approvals.pop(ask.approval_id, None)
-            rules.approval_settled(ask.approval_id)
+            rules.approvals.settled(ask.approval_id)
 
     # -- frames out ---------------------------------------------------------------------
 
