@@ -252,3 +252,33 @@ async def test_2026_http_sessions_are_bounded_and_the_least_recently_used_ends(
     n1 = [r["sessionId"] for r in audit_records(srv) if r.get("label") == "n1"]
     assert len(n1) == 2
     assert n1[0] != n1[1]
+
+
+@pytest.mark.anyio
+async def test_an_unused_2026_http_session_ends_and_the_name_comes_back_new(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    """Without a protocol session nobody closes a 2026-07-28 session: it ends once unused for
+    the idle time (here 1 s), its runtime session with it, and the next request under that name
+    is a new session."""
+    import json
+
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    srv.cli_env["MEITH_MCP_SESSION_IDLE_S"] = "1"
+    bridge = http_bridge(srv)
+
+    def live() -> set[Any]:
+        return {s.get("label") for s in json.loads(srv.cli("sessions", "--json").stdout)}
+
+    async with bridge.client(mode="2026-07-28", name="sleepy") as client:
+        first = await client.call_tool("mcptest_echo", {"value": "one"})
+    assert first.is_error is False
+    assert wait_until(lambda: "sleepy" not in live(), timeout=30)
+    async with bridge.client(mode="2026-07-28", name="sleepy") as client:
+        again = await client.call_tool("mcptest_echo", {"value": "two"})
+    assert again.is_error is False
+    ids = [r["sessionId"] for r in audit_records(srv) if r.get("label") == "sleepy"]
+    assert len(ids) == 2
+    assert ids[0] != ids[1]

@@ -48,6 +48,7 @@ async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> No
     try:
         async with anyio.create_task_group() as tg:
             bridge.task_group = tg
+            tg.start_soon(bridge.sessions.expire_idle_forever)
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
     finally:

@@ -6,12 +6,14 @@ session and its link closes with it. A 2026-07-28 HTTP request carries no sessio
 SDK builds a fresh connection for every POST, and all clients present the same bearer token, so
 the only thing telling clients apart is the name they report. Such requests share one link per
 client name (and per whether the client can elicit: the runtime asks a link's connection for
-approvals only if it said it could answer when it connected) for the life of the bridge, at
-most `MAX_NAMED_SESSIONS` of them at once.
+approvals only if it said it could answer when it connected), at most `MAX_NAMED_SESSIONS` of
+them at once. Such a session ends after `NAMED_IDLE_S` without a request and without a call in
+flight, as the SDK drops an idle handshake-era HTTP session: its session grants end with it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meith_core._caller import sanitize_label
+from meith_core._envknobs import seconds_from_env
 from meith_core._mcp.link import RuntimeLink
 from meith_core._mcp.tools import Selection
 from meith_core.client._core import TransportError
@@ -36,6 +39,9 @@ ROOTS_TIMEOUT_S = 5.0
 #: 2026-07-28 HTTP sessions kept at once. Their names are the clients' to choose and each holds
 #: a runtime connection, so a new name past this many ends the least recently used one.
 MAX_NAMED_SESSIONS = 64
+#: How long a 2026-07-28 HTTP session may sit unused (30 minutes, the SDK's idle timeout for a
+#: handshake-era HTTP session); `MEITH_MCP_SESSION_IDLE_S` tunes it.
+NAMED_IDLE_S = seconds_from_env(os.environ, "MEITH_MCP_SESSION_IDLE_S", 30 * 60.0)
 _NAMED = "http-2026:"
 
 
@@ -146,6 +152,25 @@ class SessionTable:
                 self._connections[key] = connection
                 connection.exit_stack.push_async_callback(self._end_session, key)
             return session
+
+    async def expire_idle_forever(self) -> None:
+        """End 2026-07-28 sessions idle for `NAMED_IDLE_S` (run by the HTTP server)."""
+        while True:
+            await anyio.sleep(max(0.1, min(60.0, NAMED_IDLE_S / 4)))
+            await self.expire_idle(time.monotonic())
+
+    async def expire_idle(self, now: float) -> None:
+        for session in self._sessions.values():
+            if session.link.busy:  # the idle time counts from the end of its last call
+                session.last_used = now
+        idle = [
+            s
+            for k, s in self._sessions.items()
+            if k.startswith(_NAMED) and not s.link.busy and now - s.last_used > NAMED_IDLE_S
+        ]
+        for session in idle:
+            log(f"ending the 2026-07-28 session of {session.label}: unused for {NAMED_IDLE_S:g}s")
+            await self._end_session(session.key)
 
     async def _make_room(self) -> None:
         """Below `MAX_NAMED_SESSIONS` 2026-07-28 sessions, ending the least recently used one

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -12,6 +11,7 @@ from enum import StrEnum
 from meith_core._caller import CallerInfo
 from meith_core._cancel import CancelToken
 from meith_core._capabilities import Capability
+from meith_core._envknobs import seconds_from_env
 
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
 DEFAULT_APPROVAL_TIMEOUT_S = 60.0
@@ -21,17 +21,10 @@ _MAX_APPROVAL_TIMEOUT_S = 86400.0
 
 
 def approval_timeout_s(environ: Mapping[str, str]) -> float:
-    """The approval wait `MEITH_APPROVAL_TIMEOUT_S` asks for, else 60 s. A value that is not a
-    positive number of seconds (up to a day) is ignored: a typo must not mean "wait forever"
-    or "deny at once"."""
-    raw = environ.get(APPROVAL_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_APPROVAL_TIMEOUT_S
-    if not math.isfinite(value) or not 0 < value <= _MAX_APPROVAL_TIMEOUT_S:
-        return DEFAULT_APPROVAL_TIMEOUT_S
-    return value
+    """The approval wait `MEITH_APPROVAL_TIMEOUT_S` asks for, else 60 s (up to a day)."""
+    return seconds_from_env(
+        environ, APPROVAL_TIMEOUT_ENV, DEFAULT_APPROVAL_TIMEOUT_S, _MAX_APPROVAL_TIMEOUT_S
+    )
 
 
 class ApprovalAnswer(StrEnum):
