@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import select
 import shutil
 import signal
@@ -289,9 +288,21 @@ class PtyServe:
         self.sock = str(Path(tempfile.mkdtemp(prefix="mp-", dir="/tmp")) / "s.sock")
         self.cli_env = {**env, "MEITH_SOCKET": self.sock}
         self.screen = b""
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.execve(MEITH, [MEITH, "serve", "--socket", self.sock, *args], env)
+        # openpty + Popen rather than pty.fork: forking a multi-threaded test process in Python
+        # can deadlock the child (Python 3.12 warns), while Popen forks and execs in C.
+        self.fd, terminal = os.openpty()
+        try:
+            self.proc = subprocess.Popen(
+                [MEITH, "serve", "--socket", self.sock, *args],
+                env=env,
+                stdin=terminal,
+                stdout=terminal,
+                stderr=terminal,
+                start_new_session=True,
+            )
+        finally:
+            os.close(terminal)
+        self.pid = self.proc.pid
 
     def read_until(self, needle: bytes, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
@@ -315,6 +326,6 @@ class PtyServe:
         )
 
     def close(self) -> None:
-        os.kill(self.pid, signal.SIGTERM)
-        os.waitpid(self.pid, 0)
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait()
         os.close(self.fd)
