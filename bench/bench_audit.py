@@ -21,12 +21,11 @@ import argparse
 import hashlib
 import json
 import os
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _timing import us_per_item
 
 from meith_core._audit.log import AuditLog
 from meith_core._audit.redact import summarize_call
@@ -58,15 +57,6 @@ def record(i: int) -> dict[str, Any]:
 
 def refused(i: int) -> dict[str, Any]:
     return {**record(i), "toolName": f"nope_{i}", "plugin": None, "outcome": "UNKNOWN_TOOL"}
-
-
-def per_record_us(run: Callable[[int], None], n: int, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run(n)
-        samples.append((time.perf_counter() - start) / n * 1e6)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -123,7 +113,7 @@ def main() -> None:
             ("coalesced", coalesced),
             ("summaries", summaries),
         ]:
-            results[name] = round(per_record_us(fn, n, runs), 2)
+            results[name] = round(us_per_item(fn, n, runs), 2)
         os.close(fd)
         log.close()
         flood.close()

@@ -28,15 +28,14 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from _core_plugin import BenchPlugin  # bench/ is the script's directory: sys.path[0]
+from _timing import us_per_item
 
 from meith_core._audit.log import AuditLog
 from meith_core._audit.redact import summarize_call
@@ -79,16 +78,6 @@ class MemoryTransport(asyncio.Transport):
 
     def abort(self) -> None:
         pass
-
-
-def cpu_us_per(run: Callable[[int], None], n: int, reps: int) -> float:
-    """Median over `reps` of the process CPU time of `run(n)`, per item, in microseconds."""
-    samples = []
-    for _ in range(reps):
-        start = time.process_time()
-        run(n)
-        samples.append((time.process_time() - start) / n * 1e6)
-    return statistics.median(samples)
 
 
 def call_frames(n: int, start: int) -> list[bytes]:
@@ -135,7 +124,7 @@ async def measure(calls: int, reps: int, tmp: Path) -> dict[str, Any]:
         last = json.loads(transport.frames[-1])
         if last.get("type") != "tool_result" or not last["result"].get("ok"):
             raise SystemExit(f"bench_echo did not answer as expected: {last}")
-        total = cpu_us_per(feed, calls, reps)
+        total = us_per_item(feed, calls, reps, clock=time.process_time)
         await asyncio.sleep(0)
         answered = sum(1 for f in transport.frames if f.startswith(b'{"type":"tool_result"'))
         if answered != calls * (reps + 1):
@@ -149,11 +138,21 @@ async def measure(calls: int, reps: int, tmp: Path) -> dict[str, Any]:
         bound.release()
 
     result = last["result"]
-    summaries = cpu_us_per(lambda n: [summarize_call(ARGS, result) for _ in range(n)], calls, reps)
+    summaries = us_per_item(
+        lambda n: [summarize_call(ARGS, result) for _ in range(n)],
+        calls,
+        reps,
+        clock=time.process_time,
+    )
     trail = AuditLog(tmp / "trail.jsonl")
     entry = {k: v for k, v in record.items() if k not in ("prev", "hash")}
     try:
-        append = cpu_us_per(lambda n: [trail.write(dict(entry)) for _ in range(n)], calls, reps)
+        append = us_per_item(
+            lambda n: [trail.write(dict(entry)) for _ in range(n)],
+            calls,
+            reps,
+            clock=time.process_time,
+        )
     finally:
         trail.close()
     return {
