@@ -114,24 +114,12 @@ async def _pipe_streams() -> AsyncIterator[Streams]:
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         transport = out_transport
 
+        reading = anyio.CancelScope()
+
         async def read_lines() -> None:
-            async with to_server:
-                while True:
-                    try:
-                        line = await reader.readline()
-                    except ValueError as exc:  # longer than MAX_LINE_BYTES: dropped
-                        await to_server.send(exc)
-                        continue
-                    if not line:
-                        return  # the client closed stdin
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as exc:
-                        await to_server.send(exc)
-                        continue
-                    await to_server.send(SessionMessage(message))
+            with reading:  # cancelled once the server is done, whether or not stdin ended
+                async with to_server:
+                    await _relay_lines(reader, to_server)
 
         async def write_lines() -> None:
             async with from_server:
@@ -145,10 +133,9 @@ async def _pipe_streams() -> AsyncIterator[Streams]:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(write_lines)
-            reading = anyio.CancelScope()
-            tg.start_soon(_run_in, reading, read_lines)
+            tg.start_soon(read_lines)
             yield server_reads, server_writes
-            reading.cancel()  # the server is done: stop reading, whether or not stdin ended
+            reading.cancel()
             await server_writes.aclose()  # the writer delivers what is queued, then ends
     finally:
         for t in (in_transport, out_transport):
@@ -163,6 +150,24 @@ async def _pipe_streams() -> AsyncIterator[Streams]:
                 os.close(wire)
 
 
-async def _run_in(scope: anyio.CancelScope, work: Any) -> None:
-    with scope:
-        await work()
+async def _relay_lines(
+    reader: asyncio.StreamReader,
+    to_server: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    """Lines from the client to the server, parsed as the SDK's transport parses them."""
+    while True:
+        try:
+            line = await reader.readline()
+        except ValueError as exc:  # longer than MAX_LINE_BYTES: dropped
+            await to_server.send(exc)
+            continue
+        if not line:
+            return  # the client closed stdin
+        if not line.strip():
+            continue
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:
+            await to_server.send(exc)
+            continue
+        await to_server.send(SessionMessage(message))
