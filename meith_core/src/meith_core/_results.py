@@ -40,18 +40,15 @@ class ToolResult(BaseModel):
 
     # Read and set through `__pydantic_private__` directly: pydantic's attribute hooks for
     # private attributes cost a microsecond or two each, twice per call.
+    # (`_encoded` is declared, so pydantic gives every instance its private dict.)
     @property
     def encoded(self) -> bytes | None:
         """The wire JSON recorded by `set_encoded`, else None."""
-        private = self.__pydantic_private__
-        return private.get("_encoded") if private is not None else None
+        encoded: bytes | None = self.__pydantic_private__["_encoded"]  # type: ignore[index]
+        return encoded
 
     def set_encoded(self, data: bytes) -> None:
-        private = self.__pydantic_private__
-        if private is None:
-            self._encoded = data
-        else:
-            private["_encoded"] = data
+        self.__pydantic_private__["_encoded"] = data  # type: ignore[index]
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict, without absent fields."""
