@@ -8,13 +8,7 @@ from typing import Any
 
 import pytest
 
-from meith_core._caller import CallerInfo, CallerKind
-from meith_core._capabilities import Capability
-from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
-from meith_core._protocol.framing import encode_frame
-from meith_core._runtime import connection_approvals
-from meith_core._runtime.connection import ServerConnection
-from meith_core._runtime.connection_actions import (
+from meith_core.protocol.actions import (
     ApprovalAnswered,
     Identity,
     IdentityFixed,
@@ -23,16 +17,22 @@ from meith_core._runtime.connection_actions import (
     SendTools,
     StartCall,
 )
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.caller import CallerInfo, CallerKind
+from meith_core.protocol.capabilities import Capability
+from meith_core.protocol.connection import Connection
+from meith_core.protocol.framing import encode_frame
+from meith_core.serve import connection_approvals
 
 SID = "socket:test"
 CWD = "/runtime/cwd"
 
 
-def conn(**kwargs: Any) -> ServerConnection:
-    return ServerConnection(SID, runtime_cwd=CWD, server_version="9.9", **kwargs)
+def conn(**kwargs: Any) -> Connection:
+    return Connection(SID, runtime_cwd=CWD, server_version="9.9", **kwargs)
 
 
-def feed(c: ServerConnection, *frames: dict[str, Any] | bytes, now: float = 0.0) -> list[Any]:
+def feed(c: Connection, *frames: dict[str, Any] | bytes, now: float = 0.0) -> list[Any]:
     data = b"".join(f if isinstance(f, bytes) else encode_frame(f) for f in frames)
     return c.receive_data(data, now)
 
@@ -263,7 +263,7 @@ def request(rid: str = "r") -> ApprovalRequest:
     )
 
 
-def answering(label: str | None = "bot") -> ServerConnection:
+def answering(label: str | None = "bot") -> Connection:
     c = conn()
     info: dict[str, Any] = {"caller": "agent", "approvals": True}
     if label:
