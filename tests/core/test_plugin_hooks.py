@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 import meith_core
 from meith_core import ApprovalAnswer, PluginHost, ToolArgs, ToolContext, hookimpl, tool
 from meith_core.base.home import MeithHome
+from meith_core.host import runtime as host_module
 from meith_core.host.runtime import Runtime
-from meith_core.serve import host as host_module
 
 
 class _NoArgs(ToolArgs):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core.base.instances import peer_credentials, peer_descends_from
+from meith_core.base.peers import peer_credentials, peer_descends_from
 from meith_core.serve.orphans import OrphanReaper, adopt_orphans, release_orphans
 from tests.harness import wait_until
 

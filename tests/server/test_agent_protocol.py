@@ -12,7 +12,7 @@ import pytest
 
 from meith_core.client.aio import AsyncClient
 from meith_core.policy.grants import new_grant
-from meith_core.serve import connection_approvals
+from meith_core.protocol import approval_desk as connection_approvals
 
 pytestmark = pytest.mark.anyio
 

@@ -9,13 +9,8 @@ from typing import Any
 
 from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_id
-from meith_core.base.instances import (
-    Target,
-    TargetError,
-    connect_error_message,
-    peer_credentials,
-    resolve_target,
-)
+from meith_core.base.instances import Target, TargetError, connect_error_message, resolve_target
+from meith_core.base.peers import peer_credentials
 from meith_core.protocol.constants import PROTOCOL_VERSION
 
 EventCallback = Callable[[dict[str, Any]], None]

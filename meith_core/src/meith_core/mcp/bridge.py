@@ -28,9 +28,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
 from meith_core.mcp import approval
-from meith_core.mcp.content import error_result, to_call_result
+from meith_core.mcp.content import error_content, to_call_result
 from meith_core.mcp.link import Answer, CallHandle
-from meith_core.mcp.sessions import AgentSession, BridgeConfig, SessionTable, can_elicit, log
+from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
 from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
 
 #: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
@@ -76,7 +76,7 @@ class _MeithServer(Server[Any]):
 class Bridge:
     def __init__(self, config: BridgeConfig) -> None:
         self.config = config
-        self.sessions = SessionTable(config, self._tools_changed)
+        self.sessions = BridgeSessions(config, self._tools_changed)
         self._parked: dict[str, _Parked] = {}
         self.task_group: anyio.abc.TaskGroup | None = None
         self.bus = InMemorySubscriptionBus()
@@ -147,11 +147,11 @@ class Bridge:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         hidden = why_hidden(descriptor, self.config.selection, calling=True)
         if hidden is not None:
-            return error_result("PERMISSION_DENIED", f"{hidden}.")
+            return error_content("PERMISSION_DENIED", f"{hidden}.")
         try:
             call = await session.link.start_call(params.name, params.arguments or {})
         except TransportError as exc:
-            return error_result(exc.code, exc.message)
+            return error_content(exc.code, exc.message)
         return await self._drive(ctx, session, call, [])
 
     async def _resume(
@@ -159,7 +159,7 @@ class Bridge:
     ) -> types.CallToolResult | types.InputRequiredResult:
         parked = self._parked.pop(params.request_state or "", None)
         if parked is None or parked.call.tool != params.name:
-            return error_result(
+            return error_content(
                 "PERMISSION_DENIED",
                 "This approval is no longer pending (it was answered or expired); call the tool again.",
             )
@@ -201,7 +201,7 @@ class Bridge:
                     return self._finish(session, call, payload.to_wire(), artifacts)
                 else:
                     error: TransportError = payload
-                    return error_result(error.code, error.message)
+                    return error_content(error.code, error.message)
         except anyio.get_cancelled_exc_class():
             # MCP cancellation (or a dropped HTTP stream): the runtime stops the tool too.
             with anyio.CancelScope(shield=True):

@@ -23,7 +23,7 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
-def error_result(code: str, message: str, details: Any = None) -> types.CallToolResult:
+def error_content(code: str, message: str, details: Any = None) -> types.CallToolResult:
     """A failure the agent reads: meith's code and message, as an isError result."""
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
@@ -46,7 +46,7 @@ def to_call_result(
     if not result.get("ok"):
         raw = result.get("error")
         err: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        out = error_result(
+        out = error_content(
             str(err.get("code") or "TOOL_FAILED"),
             str(err.get("message") or "the tool failed"),
             err.get("details"),

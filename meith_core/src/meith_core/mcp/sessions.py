@@ -86,7 +86,7 @@ class AgentSession:
         return self.tools
 
 
-class SessionTable:
+class BridgeSessions:
     def __init__(self, config: BridgeConfig, on_tools_changed: Callable[[str], None]) -> None:
         self.config = config
         self._on_tools_changed = on_tools_changed

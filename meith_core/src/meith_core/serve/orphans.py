@@ -4,7 +4,7 @@ A process a tool started can detach (fork twice, `setsid`) so that it no longer 
 descendant of the runtime, and connect to the runtime's socket as if it were the local user.
 As a child subreaper (`PR_SET_CHILD_SUBREAPER`) the runtime, not init, becomes the parent of
 every process orphaned below it, so the socket still sees such a peer as a descendant and asks
-it for its session token (`base.instances.peer_descends_from`).
+it for its session token (`base.peers.peer_descends_from`).
 
 Adopted orphans are the runtime's to reap when they exit. Its own children are waited for by
 whoever started them (asyncio's child watcher, `subprocess`), and reaping one of those first

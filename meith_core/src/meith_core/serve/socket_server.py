@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import structlog
 
-from meith_core.base.instances import peer_credentials, peer_descends_from
+from meith_core.base.peers import peer_credentials, peer_descends_from
 from meith_core.call.tasks import TaskSet
 from meith_core.host.runtime import Runtime
 from meith_core.protocol import frames
