@@ -104,9 +104,7 @@ def _rewrite(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> s
             relative = posixpath.relpath(to_page.src_uri, site_dir or ".")
             return f"[{text}]({relative}{hash_}{anchor})"
         if not real.exists():
-            log.warning(
-                f"{page.file.src_uri} links to {target}, and {real} does not exist"
-            )
+            log.warning(f"{page.file.src_uri} links to {target}, and {real} does not exist")
             return match.group(0)
         try:
             in_repo = real.relative_to(ROOT).as_posix()
