@@ -56,7 +56,8 @@ def isolated(session: nox.Session) -> None:
     session.run("python", "tests/isolated_check.py")
 
 
-BENCH_DEPS = ["mcp>=1.2", "psutil", "playwright"]
+# mcp-server-git: the reference MCP git server bench_agent_answers compares against.
+BENCH_DEPS = ["mcp>=1.2", "psutil", "playwright", "mcp-server-git"]
 
 
 def _bench_scripts(session: nox.Session) -> list[str]:
