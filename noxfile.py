@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 
 import nox
 
@@ -68,10 +69,25 @@ def _bench_scripts(session: nox.Session) -> list[str]:
     return scripts
 
 
+#: Playwright's MCP server, the peer of get_browser_state in bench_agent_answers (npm).
+PLAYWRIGHT_MCP = "@playwright/mcp@0.0.83"
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every bench/bench_*.py: meith against a baseline measured in the same run."""
     session.install(*PACKAGES, *BENCH_DEPS)
+    if shutil.which("npm"):
+        session.run(
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            "bench/.node",
+            PLAYWRIGHT_MCP,
+            external=True,
+        )
     for script in _bench_scripts(session):
         session.run("python", script)
 

@@ -1,4 +1,5 @@
-"""What an agent pays for the same git work: `meith mcp` against the reference `mcp-server-git`.
+"""What an agent pays for the same work: `meith mcp` against the reference `mcp-server-git` and
+Playwright's MCP server.
 
 Both servers are driven by the official MCP SDK client over stdio, in this process, on one
 generated repository (2,000 files in 40 directories, committed; 200 modified, 20 of them staged,
@@ -12,9 +13,14 @@ round:
 | diff   | `git_diff` (scope unstaged, patches)   | `git_diff_unstaged`                 |
 | log    | `git_log` (limit 10)                   | `git_log` (max_count 10)            |
 
+The page work: one local page (`bench/pages/app.html`, a task list with navigation, a form and
+a table) served on 127.0.0.1, read by `get_browser_state` after `open_browser_tab`, against
+`browser_snapshot` after `browser_navigate` of `@playwright/mcp` (both on the same Chromium).
+
 Targets (issue: answers sized for a model, faster than the peer): characters <= 1.0x the
-peer's, p50 <= 1.0x the peer's. mcp-server-git is a bench dependency (`nox -s bench`); without
-it the benchmark says so and measures meith alone.
+peer's, p50 <= 1.0x the peer's. mcp-server-git is a bench dependency and `nox -s bench` installs
+`@playwright/mcp` with npm into `bench/.node`; without one of them, or without Chromium, the
+benchmark says so and measures meith alone for that part.
 
     python bench/bench_agent_answers.py [--quick] [--calls N] [--rounds R]
 
@@ -31,12 +37,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _launch import MEITH, serve  # bench/ is the script's directory: sys.path[0]
+from _launch import MEITH, serve
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,6 +169,64 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return out
 
 
+class _Pages(SimpleHTTPRequestHandler):
+    """bench/pages, quietly."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, directory=str(ROOT / "bench" / "pages"), **kwargs)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+PLAYWRIGHT_MCP = ROOT / "bench" / ".node" / "node_modules" / ".bin" / "playwright-mcp"
+
+
+async def measure_page(work: Path) -> dict[str, Any]:
+    """Characters of the page state each server gives a model for the same page."""
+    from meith_plugins_browser.executable import BrowserNotFoundError, find_browser
+
+    try:
+        chromium = find_browser().path
+    except BrowserNotFoundError:
+        return {"skipped": "no Chromium"}
+    site = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{site.server_address[1]}/app.html"
+    runtime = serve(work / "serve-browser", plugins="browser")
+    out: dict[str, Any] = {}
+    try:
+        runtime.approve("browser")
+        runtime.grant("controls-browser", caller="agent")
+        params = StdioServerParameters(
+            command=MEITH, args=["mcp", "--no-start"], env=dict(runtime.cli_env)
+        )
+        async with Client(params) as meith:
+            tab = await meith.call_tool("open_browser_tab", {"url": url})
+            if tab.is_error or tab.structured_content is None:
+                raise RuntimeError(f"open_browser_tab failed: {tab.content}")
+            state = await meith.call_tool(
+                "get_browser_state", {"tabId": tab.structured_content["id"]}
+            )
+            out["meith_chars"] = _chars(state)
+        if PLAYWRIGHT_MCP.exists():
+            pw = StdioServerParameters(
+                command=str(PLAYWRIGHT_MCP),
+                args=["--headless", "--isolated", "--no-sandbox", "--executable-path", chromium],
+                env=dict(os.environ),
+            )
+            async with Client(pw) as peer:
+                await peer.call_tool("browser_navigate", {"url": url})
+                out["peer_chars"] = _chars(await peer.call_tool("browser_snapshot", {}))
+                out["chars_ratio"] = out["meith_chars"] / max(1, out["peer_chars"])
+        else:
+            out["peer"] = "@playwright/mcp not installed (nox -s bench installs it)"
+    finally:
+        runtime.stop()
+        site.shutdown()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
@@ -172,6 +238,7 @@ def main() -> int:
         args.calls, args.rounds, args.warmup = 2, 1, 1
     with tempfile.TemporaryDirectory(prefix="meith-bench-answers-") as tmp:
         result = anyio.run(measure, args, Path(tmp))
+        result["page"] = anyio.run(measure_page, Path(tmp))
     peer = result["peer"]
     print(f"git work through MCP stdio: meith mcp vs {peer or '(mcp-server-git not installed)'}")
     for name, row in result["work"].items():
@@ -183,6 +250,16 @@ def main() -> int:
             if "peer_p50_ms" in row:
                 line += f"  peer {row['peer_p50_ms']:.1f} ms  ratio {row['p50_ratio']:.2f}x"
         print(line)
+    page = result["page"]
+    if "meith_chars" in page:
+        line = f"  page   chars: meith {page['meith_chars']:>7,}"
+        if "peer_chars" in page:
+            line += f"  @playwright/mcp {page['peer_chars']:>7,}  ratio {page['chars_ratio']:.2f}x"
+        else:
+            line += f"  ({page.get('peer')})"
+        print(line)
+    else:
+        print(f"  page: skipped ({page.get('skipped')})")
     print(f"  targets: <= {TARGET}x the peer's characters and p50")
     print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
