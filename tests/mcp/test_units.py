@@ -157,6 +157,15 @@ def test_only_an_explicit_allow_allows(answer: types.ElicitResult | None, decisi
     assert approval.decision_of(answer) == decision
 
 
+def test_who_answered_says_the_user_and_a_decline_is_theirs() -> None:
+    accepted = types.ElicitResult(action="accept", content={"decision": "deny"})
+    assert approval.answered_by(accepted) == "the user at the MCP client"
+    declined = approval.answered_by(types.ElicitResult(action="decline"))
+    assert declined == "the user at the MCP client, who declined"
+    assert "dismissed" in approval.answered_by(types.ElicitResult(action="cancel"))
+    assert approval.answered_by(None).startswith("nobody")
+
+
 def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
     message = approval.elicitation_message(
         {
