@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install meith and its three plugins into a private virtual environment, one command.
+"""Install meith and its four plugins into a private virtual environment, one command.
 
     python3 install.py                 # ~/.local/share/meith/venv, `meith` linked in ~/.local/bin
     python3 install.py --prefix DIR    # the venv in DIR instead
@@ -7,7 +7,7 @@
 
 Stock Debian and Ubuntu Pythons refuse `pip install` outside a virtual environment (PEP 668):
 this script makes one, installs the packages from this checkout into it (`meith-core` with its
-MCP extra, the git, process and browser plugins), and links the `meith` command where the
+MCP extra, the git, process, browser and files plugins), and links the `meith` command where the
 shell finds it. Running it again upgrades in place. Standard library only.
 """
 
@@ -26,6 +26,7 @@ PACKAGES = [
     str(HERE / "meith_plugins_git"),
     str(HERE / "meith_plugins_process"),
     str(HERE / "meith_plugins_browser"),
+    str(HERE / "meith_plugins_files"),
 ]
 
 
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
     extras = [str(Path(e).resolve()) if Path(e).exists() else e for e in args.extra]
-    print("meith: installing meith-core and the git, process and browser plugins", file=sys.stderr)
+    print("meith: installing meith-core and the git, process, browser and files plugins", file=sys.stderr)
     done = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--upgrade", *PACKAGES, *extras],
         check=False,
