@@ -1,0 +1,90 @@
+"""Each tool's result as the compact text a model reads: numbered lines, `path:line:col: text`
+hits, diffs as diffs. The structured result stays the source of truth; this is its view."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def _name(path: str) -> str:
+    # A name with a line break (or other control characters) is quoted, so that one hit or
+    # one listed file stays one line.
+    return json.dumps(path, ensure_ascii=False) if not path.isprintable() else path
+
+
+def read_file(c: dict[str, Any]) -> str:
+    lines = c["content"].splitlines()
+    first = c["offset"]
+    width = len(str(first + max(len(lines) - 1, 0)))
+    body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(lines, first))
+    last = first + c["lineCount"] - 1
+    head = (
+        f"{_name(c['path'])} lines {first}-{last} of {c['totalLines']} "
+        f"({c['encoding']}, {c['lineEnding']}, sha256 {c['sha256']})"
+    )
+    if c["truncated"]:
+        head += f"; more follows: offset {last + 1}"
+    return f"{head}\n{body}" if body else head
+
+
+def _written(c: dict[str, Any], verb: str) -> str:
+    head = f"{verb} {_name(c['path'])} (sha256 {c['sha256']}; {c['undoSteps']} undo steps)"
+    return f"{head}\n{c['diff']}" if c.get("diff") else f"{head}; no change"
+
+
+def write_file(c: dict[str, Any]) -> str:
+    return _written(c, "created" if c["created"] else "wrote")
+
+
+def apply_patch(c: dict[str, Any]) -> str:
+    if c["dryRun"]:
+        return f"dry run: {c['applied']} replacements in {_name(c['path'])}, nothing written\n{c['diff']}"
+    return _written(c, f"applied {c['applied']} replacements to")
+
+
+def undo(c: dict[str, Any]) -> str:
+    if c["restored"] == "deleted":
+        return (
+            f"removed {_name(c['path'])} (meith had created it); {c['undoSteps']} undo steps left"
+        )
+    return _written(c, "restored")
+
+
+def list_files(c: dict[str, Any]) -> str:
+    lines = [_name(p) for p in c["files"]]
+    if c["truncated"]:
+        lines.append(f"... limit of {c['count']} reached; narrow with path or glob")
+    return "\n".join(lines) if lines else "no files"
+
+
+def search(c: dict[str, Any]) -> str:
+    out: list[str] = []
+    for m in c["matches"]:
+        name = _name(m["path"])
+        for i, text in enumerate(m.get("before") or [], m["line"] - len(m.get("before") or [])):
+            out.append(f"{name}-{i}- {text}")
+        out.append(f"{name}:{m['line']}:{m['column']}: {m['text']}")
+        for i, text in enumerate(m.get("after") or [], m["line"] + 1):
+            out.append(f"{name}-{i}- {text}")
+    if c["truncated"]:
+        out.append(f"... limit of {c['count']} matches reached; narrow the query, path or glob")
+    return "\n".join(out) if out else "no matches"
+
+
+#: Tool name -> renderer of its (successful) content.
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "workspace_read_file": read_file,
+    "workspace_write_file": write_file,
+    "workspace_apply_patch": apply_patch,
+    "workspace_undo": undo,
+    "workspace_list_files": list_files,
+    "workspace_search": search,
+}
+
+
+def render_text(tool_name: str, content: dict[str, Any]) -> str | None:
+    """The text view of a result of one of this plugin's tools, None for another tool."""
+    renderer = RENDERERS.get(tool_name)
+    return renderer(content) if renderer is not None else None
