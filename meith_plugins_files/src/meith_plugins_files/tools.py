@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from meith_core import ErrorCode, ToolContext, ToolDefinition, ToolError, tool
+from meith_core import (
+    ErrorCode,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    ok_result,
+    tool,
+)
 from meith_plugins_files import edits, ripgrep
 from meith_plugins_files.diffs import unified
 from meith_plugins_files.models import (
@@ -262,7 +270,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         files.sort()
         return ListFilesResult(root=str(root), files=files, count=len(files), truncated=truncated)
 
-    async def workspace_search(ctx: ToolContext, args: SearchArgs) -> SearchResult:
+    async def workspace_search(ctx: ToolContext, args: SearchArgs) -> ToolResult:
         """Search file contents with ripgrep: literal text by default, `regex` for a regular
         expression; .gitignore-aware, files over 1 MiB skipped. Each hit has path, line,
         column and text (`contextLines` around it). 500 hits by default, 5,000 at most."""
@@ -283,7 +291,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         hits, truncated = await ripgrep.search(
             rg, str(root), argv, args.limit, args.contextLines, _keep
         )
-        return SearchResult(
+        result = SearchResult(
             root=str(root),
             matches=[
                 SearchMatch(
@@ -299,6 +307,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             count=len(hits),
             truncated=truncated,
         )
+        # Hits without context carry no empty before/after keys: compact for a model.
+        return ok_result(result.model_dump(mode="json", exclude_none=True))
 
     return [
         tool(workspace_read_file, capabilities=READ, idempotent=True, output=ReadFileResult),
