@@ -31,8 +31,12 @@ def src(ws: Path) -> Path:
     return ws / "m.py"
 
 
-def test_an_exact_text_edit_returns_the_unified_diff(files: MeithHarness, ws: Path, src: Path) -> None:
-    got = patch(files, ws, [{"oldText": "def a():\n    return 1", "newText": "def a():\n    return 2"}])
+def test_an_exact_text_edit_returns_the_unified_diff(
+    files: MeithHarness, ws: Path, src: Path
+) -> None:
+    got = patch(
+        files, ws, [{"oldText": "def a():\n    return 1", "newText": "def a():\n    return 2"}]
+    )
     assert src.read_text() == SOURCE.replace("return 1", "return 2", 1)
     assert got["applied"] == 1
     assert got["diff"] == (
@@ -68,7 +72,9 @@ def test_a_missing_match_says_zero_and_points_at_a_whitespace_near_miss(
         "whitespace is ignored (check indentation and line breaks). Nothing was changed."
     )
     plain = patch_error(files, ws, [{"oldText": "nowhere", "newText": "x"}])
-    assert plain.message == "edit 1: oldText was not found in m.py (0 matches). Nothing was changed."
+    assert (
+        plain.message == "edit 1: oldText was not found in m.py (0 matches). Nothing was changed."
+    )
     assert src.read_text() == SOURCE
 
 
@@ -98,14 +104,23 @@ def test_range_edits_replace_characters_of_the_text_as_read(
     files: MeithHarness, ws: Path, src: Path
 ) -> None:
     start = SOURCE.index("b()")
-    got = patch(files, ws, [{"start": start, "end": start + 1, "newText": "beta"}, {"start": 0, "end": 0, "newText": "# top\n"}])
+    got = patch(
+        files,
+        ws,
+        [
+            {"start": start, "end": start + 1, "newText": "beta"},
+            {"start": 0, "end": 0, "newText": "# top\n"},
+        ],
+    )
     assert src.read_text() == "# top\n" + SOURCE.replace("def b", "def beta")
     assert got["applied"] == 2
     bad = patch_error(files, ws, [{"start": 5, "end": 10_000, "newText": ""}])
     assert "is not within m.py" in bad.message
 
 
-def test_dry_run_returns_the_diff_and_writes_nothing(files: MeithHarness, ws: Path, src: Path) -> None:
+def test_dry_run_returns_the_diff_and_writes_nothing(
+    files: MeithHarness, ws: Path, src: Path
+) -> None:
     got = patch(files, ws, [{"oldText": "def a", "newText": "def alpha"}], dryRun=True)
     assert got["dryRun"] is True
     assert "-def a():\n+def alpha():\n" in got["diff"]
@@ -124,11 +139,18 @@ def test_patching_a_missing_file_says_to_create_it(files: MeithHarness, ws: Path
     assert "does not exist" in err.message
 
 
-def test_a_stale_expected_sha256_refuses_the_patch(files: MeithHarness, ws: Path, src: Path) -> None:
+def test_a_stale_expected_sha256_refuses_the_patch(
+    files: MeithHarness, ws: Path, src: Path
+) -> None:
     err = fails(
         files,
         "workspace_apply_patch",
-        {"cwd": str(ws), "path": "m.py", "edits": [{"oldText": "def a", "newText": "x"}], "expectedSha256": "a" * 64},
+        {
+            "cwd": str(ws),
+            "path": "m.py",
+            "edits": [{"oldText": "def a", "newText": "x"}],
+            "expectedSha256": "a" * 64,
+        },
     )
     assert err.details["reason"] == "conflict"
     assert src.read_text() == SOURCE

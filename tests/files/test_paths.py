@@ -53,10 +53,15 @@ def test_paths_leading_out_of_the_workspace_are_refused(
 def test_a_dotdot_that_stays_inside_is_fine(files: MeithHarness, ws: Path) -> None:
     (ws / "sub").mkdir()
     (ws / "a.txt").write_text("a\n")
-    assert ok(files, "workspace_read_file", {"cwd": str(ws), "path": "sub/../a.txt"})["path"] == "a.txt"
+    assert (
+        ok(files, "workspace_read_file", {"cwd": str(ws), "path": "sub/../a.txt"})["path"]
+        == "a.txt"
+    )
 
 
-def test_listing_and_search_do_not_follow_links(files: MeithHarness, ws: Path, outside: Path) -> None:
+def test_listing_and_search_do_not_follow_links(
+    files: MeithHarness, ws: Path, outside: Path
+) -> None:
     (ws / "real.txt").write_text("needle\n")
     (ws / "dir-link").symlink_to(outside)
     (ws / "file-link").symlink_to(ws / "real.txt")
@@ -87,7 +92,12 @@ def test_git_metadata_is_never_written(files: MeithHarness, ws: Path, path: str)
     err = fails(
         files,
         "workspace_write_file",
-        {"cwd": str(ws), "path": path, "content": "[core]\n\thooksPath = /tmp\n", "createDirs": True},
+        {
+            "cwd": str(ws),
+            "path": path,
+            "content": "[core]\n\thooksPath = /tmp\n",
+            "createDirs": True,
+        },
     )
     assert err.code == ErrorCode.PERMISSION_DENIED
     assert err.details["reason"] == "git metadata"
@@ -99,7 +109,9 @@ def test_a_worktrees_gitdir_inside_the_workspace_is_never_written(
     files: MeithHarness, ws: Path
 ) -> None:
     # A work tree whose .git file names a git directory kept elsewhere in the workspace.
-    subprocess.run(["git", "init", "-q", "--separate-git-dir", str(ws / "meta"), str(ws / "tree")], check=True)
+    subprocess.run(
+        ["git", "init", "-q", "--separate-git-dir", str(ws / "meta"), str(ws / "tree")], check=True
+    )
     assert (ws / "tree" / ".git").is_file()
     err = fails(
         files,
@@ -113,7 +125,9 @@ def test_a_worktrees_gitdir_inside_the_workspace_is_never_written(
 def test_meith_home_is_never_written(files: MeithHarness, ws: Path) -> None:
     home = files.home.root
     grants = home / "grants.json"
-    err = fails(files, "workspace_write_file", {"cwd": str(home), "path": "grants.json", "content": "{}"})
+    err = fails(
+        files, "workspace_write_file", {"cwd": str(home), "path": "grants.json", "content": "{}"}
+    )
     assert err.code == ErrorCode.PERMISSION_DENIED
     assert err.details["reason"] == "meith home"
     assert not grants.exists() or grants.read_text() != "{}"

@@ -28,7 +28,11 @@ def test_undo_steps_back_through_each_change_then_removes_a_created_file(
 ) -> None:
     write(files, ws, "v1\n")
     write(files, ws, "v2\n")
-    ok(files, "workspace_apply_patch", {"cwd": str(ws), "path": "a.txt", "edits": [{"oldText": "v2", "newText": "v3"}]})
+    ok(
+        files,
+        "workspace_apply_patch",
+        {"cwd": str(ws), "path": "a.txt", "edits": [{"oldText": "v2", "newText": "v3"}]},
+    )
     assert undo(files, ws)["undoSteps"] == 2
     assert (ws / "a.txt").read_text() == "v2\n"
     got = undo(files, ws)

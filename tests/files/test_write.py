@@ -105,7 +105,12 @@ def test_concurrent_writers_with_the_same_expected_sha256_exactly_one_wins(
         start.wait()
         results[i] = files.call(
             "workspace_write_file",
-            {"cwd": str(ws), "path": "shared.txt", "content": f"writer {i}\n", "expectedSha256": base},
+            {
+                "cwd": str(ws),
+                "path": "shared.txt",
+                "content": f"writer {i}\n",
+                "expectedSha256": base,
+            },
             caller="internal",
         )
 

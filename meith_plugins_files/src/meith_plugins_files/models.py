@@ -18,6 +18,9 @@ MAX_SEARCH_LIMIT: Final = 5000
 #: Longest content written in one call (a frame carries 8 MiB of JSON at most).
 MAX_WRITE_CHARS: Final = 4 * 1024 * 1024
 
+#: Marks a field the audit trail records as its length only (file contents, diffs).
+SENSITIVE: Final = {"sensitive": True}
+
 Cwd = Field(
     default=None,
     description="Workspace directory the path is relative to (default: the caller's directory)",
@@ -65,7 +68,7 @@ class WriteResult(BaseModel):
     bytes: int
     sha256: str
     previousSha256: str | None
-    diff: str
+    diff: str = Field(json_schema_extra=SENSITIVE)
     diffTruncated: bool
     undoSteps: int = Field(description="Undo steps now kept for this file")
 
@@ -77,7 +80,11 @@ class RangeEdit(ToolArgs):
 
 
 class TextEdit(ToolArgs):
-    oldText: str = Field(min_length=1, description="Exact text to replace; must match once")
+    oldText: str = Field(
+        min_length=1,
+        description="Exact text to replace; must match once",
+        json_schema_extra=SENSITIVE,
+    )
     newText: str
     replaceAll: bool = Field(default=False, description="Replace every match instead")
 
@@ -99,7 +106,7 @@ class PatchResult(BaseModel):
     applied: int = Field(description="Text replacements made")
     sha256: str = Field(description="Of the new content (the current one when dryRun)")
     previousSha256: str
-    diff: str
+    diff: str = Field(json_schema_extra=SENSITIVE)
     diffTruncated: bool
     undoSteps: int
 
@@ -116,7 +123,7 @@ class UndoResult(BaseModel):
     path: str
     restored: Literal["previous", "deleted"]
     sha256: str | None
-    diff: str
+    diff: str = Field(json_schema_extra=SENSITIVE)
     diffTruncated: bool
     undoSteps: int = Field(description="Steps left for this file")
 
@@ -154,8 +161,8 @@ class SearchMatch(BaseModel):
     line: int
     column: int = Field(description="1-based, in characters")
     text: str
-    before: list[str] | None = None
-    after: list[str] | None = None
+    before: list[str] | None = Field(default=None, json_schema_extra=SENSITIVE)
+    after: list[str] | None = Field(default=None, json_schema_extra=SENSITIVE)
 
 
 class SearchResult(BaseModel):

@@ -150,7 +150,7 @@ class Run:
             limit=_STREAM_LIMIT,
         )
         assert self.proc.stderr is not None
-        self._stderr_task = asyncio.ensure_future(self.proc.stderr.read(64 * 1024))
+        self._stderr_task = asyncio.ensure_future(_read_capped(self.proc.stderr, 64 * 1024))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -200,6 +200,15 @@ class Run:
         if text:
             return ToolError(ErrorCode.TOOL_FAILED, f"ripgrep failed: {text[:2000]}")
         return None
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
+    # Until EOF (rg writes one message in several pieces), keeping the first `cap` bytes.
+    kept = b""
+    while chunk := await stream.read(1 << 16):
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return kept
 
 
 async def list_files(
