@@ -156,7 +156,7 @@ def test_check_passes_on_the_first_party_plugins(tmp_path: Path) -> None:
     done = meith("plugins", "check", "--json", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout
     reports = {r["plugin"]: r for r in json.loads(done.stdout)}
-    for pid in ("git", "process", "browser"):
+    for pid in ("git", "process", "browser", "files"):
         assert reports[pid]["ok"] is True
         # only the import-time warning may depend on the machine
         assert [

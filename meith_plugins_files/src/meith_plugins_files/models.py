@@ -29,7 +29,7 @@ Cwd = Field(
 
 class ReadFileArgs(ToolArgs):
     cwd: str | None = Cwd
-    path: str = Field(description="File to read, relative to cwd")
+    path: str = Field(description="File to read, relative to cwd (or absolute inside it)")
     offset: int = Field(default=1, ge=1, description="First line to return (1-based)")
     limit: int = Field(
         default=DEFAULT_READ_LINES, ge=1, le=1_000_000, description="Lines to return at most"
@@ -51,8 +51,11 @@ class ReadFileResult(BaseModel):
 
 class WriteFileArgs(ToolArgs):
     cwd: str | None = Cwd
-    path: str
-    content: str = Field(max_length=MAX_WRITE_CHARS)
+    path: str = Field(description="File to create or replace, relative to cwd")
+    content: str = Field(
+        max_length=MAX_WRITE_CHARS,
+        description="The file's whole new text (4 Mi characters at most)",
+    )
     expectedSha256: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
@@ -76,7 +79,7 @@ class WriteResult(BaseModel):
 class RangeEdit(ToolArgs):
     start: int = Field(ge=0, description="Character offset where the replaced text starts")
     end: int = Field(ge=0, description="Character offset where it ends (exclusive)")
-    newText: str
+    newText: str = Field(description="Text put in place of the range")
 
 
 class TextEdit(ToolArgs):
@@ -85,7 +88,7 @@ class TextEdit(ToolArgs):
         description="Exact text to replace; must match once",
         json_schema_extra=SENSITIVE,
     )
-    newText: str
+    newText: str = Field(description="Text put in place of each match")
     replaceAll: bool = Field(default=False, description="Replace every match instead")
 
 
@@ -94,9 +97,17 @@ Edit = TextEdit | RangeEdit
 
 class ApplyPatchArgs(ToolArgs):
     cwd: str | None = Cwd
-    path: str
-    edits: list[Edit] = Field(min_length=1, max_length=1000)
-    expectedSha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    path: str = Field(description="File to edit, relative to cwd")
+    edits: list[Edit] = Field(
+        min_length=1,
+        max_length=1000,
+        description="Edits located in the current text and applied together, or none at all",
+    )
+    expectedSha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="Refuse unless the file's current sha256 is this (from workspace_read_file)",
+    )
     dryRun: bool = Field(default=False, description="Return the diff without writing")
 
 
@@ -113,7 +124,7 @@ class PatchResult(BaseModel):
 
 class UndoArgs(ToolArgs):
     cwd: str | None = Cwd
-    path: str
+    path: str = Field(description="File whose last change through meith to undo")
     force: bool = Field(
         default=False, description="Undo even if the file changed since meith last wrote it"
     )
@@ -132,7 +143,12 @@ class ListFilesArgs(ToolArgs):
     cwd: str | None = Cwd
     path: str | None = Field(default=None, description="Subdirectory to list (default: cwd)")
     glob: str | None = Field(default=None, max_length=1000, description="e.g. '*.py', '!*.md'")
-    limit: int = Field(default=DEFAULT_LIST_LIMIT, ge=1, le=MAX_LIST_LIMIT)
+    limit: int = Field(
+        default=DEFAULT_LIST_LIMIT,
+        ge=1,
+        le=MAX_LIST_LIMIT,
+        description="Files returned at most (5,000 by default, 20,000 at most)",
+    )
     includeIgnored: bool = Field(
         default=False, description="Also list .gitignore'd files and the default-ignored dirs"
     )
@@ -147,13 +163,20 @@ class ListFilesResult(BaseModel):
 
 class SearchArgs(ToolArgs):
     cwd: str | None = Cwd
-    query: str = Field(min_length=1, max_length=1000)
+    query: str = Field(min_length=1, max_length=1000, description="Text (or pattern) to find")
     regex: bool = Field(default=False, description="query is a regular expression (Rust syntax)")
-    caseSensitive: bool = False
-    glob: str | None = Field(default=None, max_length=1000)
+    caseSensitive: bool = Field(default=False, description="Match letter case exactly")
+    glob: str | None = Field(
+        default=None, max_length=1000, description="Only files matching, e.g. '*.py' ('!' excludes)"
+    )
     path: str | None = Field(default=None, description="Subdirectory or file to search")
-    contextLines: int = Field(default=0, ge=0, le=10)
-    limit: int = Field(default=DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT)
+    contextLines: int = Field(default=0, ge=0, le=10, description="Lines shown around each hit")
+    limit: int = Field(
+        default=DEFAULT_SEARCH_LIMIT,
+        ge=1,
+        le=MAX_SEARCH_LIMIT,
+        description="Matching lines returned at most (500 by default, 5,000 at most)",
+    )
 
 
 class SearchMatch(BaseModel):
