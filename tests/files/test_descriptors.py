@@ -59,7 +59,9 @@ def test_input_schemas_are_self_contained(meith: MeithHarness) -> None:
 
 def test_reads_render_as_numbered_lines(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
-    got = ok(files, "workspace_read_file", {"cwd": str(ws), "path": "a.py", "offset": 2, "limit": 1})
+    got = ok(
+        files, "workspace_read_file", {"cwd": str(ws), "path": "a.py", "offset": 2, "limit": 1}
+    )
     text = render_text("workspace_read_file", got)
     assert text.splitlines()[1:] == ["2\ty = 2"]
     assert text.splitlines()[0].startswith("a.py lines 2-2 of 3 (utf-8, lf, sha256 ")
@@ -76,7 +78,11 @@ def test_search_hits_render_as_path_line_column_text(files: MeithHarness, ws: Pa
 
 def test_edits_render_as_their_diff(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("old\n")
-    got = ok(files, "workspace_apply_patch", {"cwd": str(ws), "path": "a.py", "edits": [{"oldText": "old", "newText": "new"}]})
+    got = ok(
+        files,
+        "workspace_apply_patch",
+        {"cwd": str(ws), "path": "a.py", "edits": [{"oldText": "old", "newText": "new"}]},
+    )
     text = render_text("workspace_apply_patch", got)
     assert text.splitlines()[1:] == ["--- a/a.py", "+++ b/a.py", "@@ -1 +1 @@", "-old", "+new"]
 
