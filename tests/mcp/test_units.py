@@ -12,14 +12,14 @@ import mcp_types as types
 import pytest
 
 from meith_core import CallerInfo, ErrorCode, ToolContext
-from meith_core._mcp import approval
-from meith_core._mcp.content import to_call_result
-from meith_core._mcp.http import is_loopback, parse_bind
-from meith_core._mcp.sessions import label_of
-from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
-from meith_core._permissions.asking import approval_timeout_s
-from meith_core._permissions.grants import Grant, StandingGrants, new_grant
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
+from meith_core.mcp import approval
+from meith_core.mcp.content import to_call_result
+from meith_core.mcp.http import is_loopback, parse_bind
+from meith_core.mcp.sessions import label_of
+from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
+from meith_core.policy.grants import Grant, StandingGrants, new_grant
+from meith_core.protocol.approval import approval_timeout_s
 from tests.core.support import NoArgs, make_tool
 
 
@@ -94,13 +94,17 @@ def test_results_become_structured_content_with_text_and_namespaced_meta() -> No
     )
     assert result.structured_content == {"a": 1}
     assert isinstance(result.content[0], types.TextContent)
-    assert '"a": 1' in result.content[0].text
+    assert result.content[0].text == '{"a":1}'  # compact: no indentation spent on a model
     assert result.meta == {
         "dev.meith/meta": {"truncated": True},
         "dev.meith/diagnostics": [{"level": "warn", "message": "w"}],
     }
     listed = to_call_result({"ok": True, "content": [1, 2]}, [], None)
     assert listed.structured_content == {"result": [1, 2]}
+    rendered = to_call_result({"ok": True, "content": {"a": 1}, "text": "a is 1"}, [], None)
+    assert isinstance(rendered.content[0], types.TextContent)
+    assert rendered.content[0].text == "a is 1"  # the tool's own text for a model
+    assert rendered.structured_content == {"a": 1}  # and the machine form beside it
     failed = to_call_result(
         {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
     )
