@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from meith_core._results import ErrorInfo
+from meith_core.protocol.results import ErrorInfo
 from meith_core.testing import MeithHarness
 
 

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from meith_core._mcp.tools import annotations_for
+from meith_core.mcp.tools import annotations_for
 from meith_core.testing import MeithHarness
-from meith_plugins_files.render import render_text
-from tests.files.conftest import ok
 
 pytestmark = pytest.mark.meith_plugin("files")
 
@@ -57,12 +55,19 @@ def test_input_schemas_are_self_contained(meith: MeithHarness) -> None:
         assert "$ref" not in repr(meith.tools()[name]["inputSchema"]), name
 
 
+def text_of(meith: MeithHarness, tool: str, args: dict) -> str:
+    result = meith.call(tool, args, caller="internal")
+    assert result.ok, result.error
+    assert isinstance(result.text, str)
+    assert "{" not in result.text.splitlines()[0]  # a view, not the JSON again
+    return result.text
+
+
 def test_reads_render_as_numbered_lines(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
-    got = ok(
+    text = text_of(
         files, "workspace_read_file", {"cwd": str(ws), "path": "a.py", "offset": 2, "limit": 1}
     )
-    text = render_text("workspace_read_file", got)
     assert text.splitlines()[1:] == ["2\ty = 2"]
     assert text.splitlines()[0].startswith("a.py lines 2-2 of 3 (utf-8, lf, sha256 ")
     assert text.splitlines()[0].endswith("; more follows: offset 3")
@@ -71,24 +76,29 @@ def test_reads_render_as_numbered_lines(files: MeithHarness, ws: Path) -> None:
 def test_search_hits_render_as_path_line_column_text(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("first\nthe needle\n")
     (ws / "odd\nname.py").write_text("needle\n")
-    got = ok(files, "workspace_search", {"cwd": str(ws), "query": "needle"})
-    lines = sorted(render_text("workspace_search", got).splitlines())
-    assert lines == ['"odd\\nname.py":1:1: needle', "a.py:2:5: the needle"]
+    text = text_of(files, "workspace_search", {"cwd": str(ws), "query": "needle"})
+    assert sorted(text.splitlines()) == ['"odd\\nname.py":1:1: needle', "a.py:2:5: the needle"]
+
+
+def test_search_context_renders_like_grep(files: MeithHarness, ws: Path) -> None:
+    (ws / "a.py").write_text("one\ntwo\nneedle\nfour\n")
+    text = text_of(
+        files, "workspace_search", {"cwd": str(ws), "query": "needle", "contextLines": 1}
+    )
+    assert text.splitlines() == ["a.py-2- two", "a.py:3:1: needle", "a.py-4- four"]
 
 
 def test_edits_render_as_their_diff(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("old\n")
-    got = ok(
+    text = text_of(
         files,
         "workspace_apply_patch",
         {"cwd": str(ws), "path": "a.py", "edits": [{"oldText": "old", "newText": "new"}]},
     )
-    text = render_text("workspace_apply_patch", got)
     assert text.splitlines()[1:] == ["--- a/a.py", "+++ b/a.py", "@@ -1 +1 @@", "-old", "+new"]
 
 
 def test_listings_render_one_path_a_line(files: MeithHarness, ws: Path) -> None:
     (ws / "b.txt").write_text("")
     (ws / "a.txt").write_text("")
-    got = ok(files, "workspace_list_files", {"cwd": str(ws)})
-    assert render_text("workspace_list_files", got) == "a.txt\nb.txt"
+    assert text_of(files, "workspace_list_files", {"cwd": str(ws)}) == "a.txt\nb.txt"

@@ -4,7 +4,6 @@ hits, diffs as diffs. The structured result stays the source of truth; this is i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 
@@ -71,20 +70,3 @@ def search(c: dict[str, Any]) -> str:
     if c["truncated"]:
         out.append(f"... limit of {c['count']} matches reached; narrow the query, path or glob")
     return "\n".join(out) if out else "no matches"
-
-
-#: Tool name -> renderer of its (successful) content.
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "workspace_read_file": read_file,
-    "workspace_write_file": write_file,
-    "workspace_apply_patch": apply_patch,
-    "workspace_undo": undo,
-    "workspace_list_files": list_files,
-    "workspace_search": search,
-}
-
-
-def render_text(tool_name: str, content: dict[str, Any]) -> str | None:
-    """The text view of a result of one of this plugin's tools, None for another tool."""
-    renderer = RENDERERS.get(tool_name)
-    return renderer(content) if renderer is not None else None

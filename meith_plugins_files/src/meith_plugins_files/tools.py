@@ -13,7 +13,7 @@ from meith_core import (
     ok_result,
     tool,
 )
-from meith_plugins_files import edits, ripgrep
+from meith_plugins_files import edits, render, ripgrep
 from meith_plugins_files.diffs import unified
 from meith_plugins_files.models import (
     ApplyPatchArgs,
@@ -311,20 +311,49 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         return ok_result(result.model_dump(mode="json", exclude_none=True))
 
     return [
-        tool(workspace_read_file, capabilities=READ, idempotent=True, output=ReadFileResult),
+        tool(
+            workspace_read_file,
+            capabilities=READ,
+            idempotent=True,
+            output=ReadFileResult,
+            render=render.read_file,
+        ),
         tool(
             workspace_write_file,
             capabilities=WRITES,
             grant_scope="enforced",
             idempotent=True,
             output=WriteResult,
+            render=render.write_file,
         ),
         tool(
-            workspace_apply_patch, capabilities=WRITES, grant_scope="enforced", output=PatchResult
+            workspace_apply_patch,
+            capabilities=WRITES,
+            grant_scope="enforced",
+            output=PatchResult,
+            render=render.apply_patch,
         ),
-        tool(workspace_undo, capabilities=WRITES, grant_scope="enforced", output=UndoResult),
-        tool(workspace_list_files, capabilities=READ, idempotent=True, output=ListFilesResult),
-        tool(workspace_search, capabilities=READ, idempotent=True, output=SearchResult),
+        tool(
+            workspace_undo,
+            capabilities=WRITES,
+            grant_scope="enforced",
+            output=UndoResult,
+            render=render.undo,
+        ),
+        tool(
+            workspace_list_files,
+            capabilities=READ,
+            idempotent=True,
+            output=ListFilesResult,
+            render=render.list_files,
+        ),
+        tool(
+            workspace_search,
+            capabilities=READ,
+            idempotent=True,
+            output=SearchResult,
+            render=render.search,
+        ),
     ]
 
 
