@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
     extras = [str(Path(e).resolve()) if Path(e).exists() else e for e in args.extra]
-    print("meith: installing meith-core and the git, process, browser and files plugins", file=sys.stderr)
+    print(
+        "meith: installing meith-core and the git, process, browser and files plugins",
+        file=sys.stderr,
+    )
     done = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--upgrade", *PACKAGES, *extras],
         check=False,

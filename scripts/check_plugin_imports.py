@@ -14,7 +14,9 @@ sys.path.insert(0, str(ROOT / "meith_core" / "src"))
 
 from meith_core.host.plugins.imports import scan  # noqa: E402 - after the path is set
 
-DEFAULT_DIRS = [ROOT / f"meith_plugins_{name}" / "src" for name in ("git", "process", "browser", "files")]
+DEFAULT_DIRS = [
+    ROOT / f"meith_plugins_{name}" / "src" for name in ("git", "process", "browser", "files")
+]
 
 
 def main(argv: list[str]) -> int:

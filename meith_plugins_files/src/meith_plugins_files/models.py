@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import JsonDict
 
 from meith_core import ToolArgs
 
@@ -19,7 +20,7 @@ MAX_SEARCH_LIMIT: Final = 5000
 MAX_WRITE_CHARS: Final = 4 * 1024 * 1024
 
 #: Marks a field the audit trail records as its length only (file contents, diffs).
-SENSITIVE: Final = {"sensitive": True}
+SENSITIVE: Final[JsonDict] = {"sensitive": True}
 
 Cwd = Field(
     default=None,
