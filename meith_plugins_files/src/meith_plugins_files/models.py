@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field
-from pydantic.json_schema import JsonDict
+from pydantic.config import JsonDict
 
 from meith_core import ToolArgs
 
