@@ -1,0 +1,246 @@
+"""The files plugin through `meith serve` against ripgrep and the bare round trip, same run.
+
+The tree is a copy of this Python's standard library source directory (without
+`site-packages` and `__pycache__`, so that `rg` and the tools walk the same files). Measured
+interleaved, medians of the repetitions, through a real `meith serve` (files plugin, and the
+benchmark-only `bench_echo` tool) over its Unix socket with the Python client:
+
+- search: `workspace_search` (literal and regex queries, limit 5,000) vs `rg --json` for the
+          same query, run as a subprocess from Python and its output read whole.
+- list:   `workspace_list_files` (limit 20,000) vs `rg --files`.
+- read:   `workspace_read_file` of a 1 MiB text file vs `bench_echo` (the bare round trip),
+          empty and carrying the same 1 MiB back.
+- patch:  `workspace_apply_patch` of one exact-text edit (undo step and atomic replace
+          included) vs the bare round trip.
+
+    python bench/bench_files.py [--quick] [--reps R]
+
+Writes bench/results/files.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _launch import ROOT, MeithServer  # bench/ is the script's directory: sys.path[0]
+from bench_core import write_plugin_distribution
+
+RESULTS = ROOT / "bench" / "results" / "files.json"
+#: The issue's targets: ripgrep ratios, and milliseconds above the bare round trip.
+TARGET_RATIO = 1.2
+TARGET_ABOVE_MS = 2.0
+QUERIES = {"literal": ("import threading", False), "regex": (r"def test_\w+_error", True)}
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def copy_stdlib(dest: Path, quick: bool) -> Path:
+    src = Path(sysconfig.get_paths()["stdlib"])
+    skip = shutil.ignore_patterns("__pycache__", "site-packages", "*.pyc")
+    tree = dest / "stdlib"
+    if quick:
+        # A slice of the tree: the top-level modules and two packages.
+        tree.mkdir()
+        for p in src.glob("*.py"):
+            shutil.copy2(p, tree / p.name)
+        for pkg in ("email", "asyncio"):
+            shutil.copytree(src / pkg, tree / pkg, ignore=skip, symlinks=True)
+    else:
+        shutil.copytree(src, tree, ignore=skip, symlinks=True)
+    return tree
+
+
+def one_mib_file(ws: Path, tree: Path) -> Path:
+    out = ws / "one_mib.py"
+    parts: list[bytes] = []
+    size = 0
+    for p in sorted(tree.rglob("*.py")):
+        data = p.read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        parts.append(data)
+        size += len(data)
+        if size >= 1024 * 1024:
+            break
+    out.write_bytes(b"".join(parts)[: 1024 * 1024].rsplit(b"\n", 1)[0] + b"\n")
+    return out
+
+
+def start(work: Path) -> MeithServer:
+    plugin_path = work / "pluginpath"
+    plugin_path.mkdir()
+    write_plugin_distribution(plugin_path)
+    pythonpath = os.pathsep.join([str(plugin_path), str(ROOT / "bench")])
+    server = MeithServer(
+        work / "meith-home",
+        plugins="files,bench",
+        env={"PYTHONPATH": pythonpath},
+        drop_env=("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"),
+    )
+    server.approve("files")
+    server.grant("writes-files")
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a slice of the tree, 5 repetitions")
+    parser.add_argument("--reps", type=int, default=21)
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.reps = 5
+
+    from meith_core.client import Client
+    from meith_plugins_files.ripgrep import locate
+
+    rg = locate()
+    if rg is None:
+        sys.exit("bench_files: no rg (install the ripgrep package)")
+    work = Path(tempfile.mkdtemp(prefix="meith-bench-files-"))
+    server = None
+    try:
+        tree = copy_stdlib(work, opts.quick)
+        ws = work / "ws"
+        ws.mkdir()
+        big = one_mib_file(ws, tree)
+        target = ws / "patched.py"
+        shutil.copy2(tree / "os.py", target)
+        server = start(work)
+        client = Client(server.socket, cwd=str(ws))
+        try:
+            figures = measure(client, rg, tree, ws, big, target, opts.reps)
+        finally:
+            client.close()
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    report(figures, opts, rg)
+
+
+def measure(
+    client: Any, rg: str, tree: Path, ws: Path, big: Path, target: Path, reps: int
+) -> dict[str, Any]:
+    def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        res: dict[str, Any] = client.call_raw(tool, args)
+        assert res["ok"], res
+        return res["content"]  # type: ignore[no-any-return]
+
+    def rg_run(*args: str) -> bytes:
+        done = subprocess.run([rg, *args], cwd=tree, capture_output=True, check=False)
+        assert done.returncode in (0, 1), done.stderr
+        return done.stdout
+
+    counts: dict[str, int] = {}
+    ops: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
+    for name, (query, regex) in QUERIES.items():
+        flags = () if regex else ("--fixed-strings",)
+        args = {"cwd": str(tree), "query": query, "regex": regex, "caseSensitive": True, "limit": 5000}
+        rg_lines = rg_run("--json", *flags, "--", query).count(b'"type":"match"')
+        counts[f"search_{name}"] = rg_lines
+        assert len(call("workspace_search", args)["matches"]) == rg_lines
+        ops[f"search_{name}"] = (
+            lambda q=query, f=flags: rg_run("--json", *f, "--", q),
+            lambda a=args: call("workspace_search", a),
+        )
+    listed = call("workspace_list_files", {"cwd": str(tree), "limit": 20_000})
+    assert not listed["truncated"]
+    counts["list"] = listed["count"]
+    assert counts["list"] == rg_run("--files").count(b"\n")
+    ops["list"] = (
+        lambda: rg_run("--files"),
+        lambda: call("workspace_list_files", {"cwd": str(tree), "limit": 20_000}),
+    )
+
+    payload = big.read_text()
+    read_args = {"cwd": str(ws), "path": big.name, "limit": 1_000_000}
+    assert call("workspace_read_file", read_args)["content"] == payload
+    edits = [
+        [{"oldText": "import abc\n", "newText": "import abc  # patched\n"}],
+        [{"oldText": "import abc  # patched\n", "newText": "import abc\n"}],
+    ]
+    flip = [0]
+
+    def patch() -> None:
+        call("workspace_apply_patch", {"cwd": str(ws), "path": target.name, "edits": edits[flip[0]]})
+        flip[0] ^= 1
+
+    per_call = {
+        "echo": lambda: call("bench_echo", {}),
+        "echo_1mib": lambda: call("bench_echo", {"text": payload}),
+        "read_1mib": lambda: call("workspace_read_file", read_args),
+        "patch": patch,
+    }
+    samples: dict[str, list[float]] = {k: [] for k in [*per_call, *(f"{k}_rg" for k in ops), *ops]}
+    for fn in [*per_call.values(), *(f for pair in ops.values() for f in pair)]:
+        fn()  # warm-up: caches, first imports, the server's first call
+    for _ in range(reps):
+        for name, (bare, tool) in ops.items():
+            samples[f"{name}_rg"].append(timed(bare))
+            samples[name].append(timed(tool))
+        for name, fn in per_call.items():
+            samples[name].append(timed(fn))
+    return {
+        "counts": counts,
+        "ms": {k: statistics.median(v) * 1000 for k, v in samples.items()},
+    }
+
+
+def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
+    ms, counts = figures["ms"], figures["counts"]
+    out: dict[str, Any] = {"reps": opts.reps, "quick": opts.quick, "rg": rg, "counts": counts}
+    print(f"\nmedian of {opts.reps} (ms); tree: {counts['list']} files")
+    print(f"{'':<32}{'rg':>10}{'meith':>10}{'ratio':>8}  target")
+    for name, label in (
+        ("search_literal", f"search literal ({counts['search_literal']} hits)"),
+        ("search_regex", f"search regex ({counts['search_regex']} hits)"),
+        ("list", "list_files vs rg --files"),
+    ):
+        ratio = ms[name] / ms[f"{name}_rg"]
+        print(f"{label:<32}{ms[name + '_rg']:>10.2f}{ms[name]:>10.2f}{ratio:>7.2f}x  <= {TARGET_RATIO}x")
+        out[name] = {
+            "rgMs": round(ms[f"{name}_rg"], 3),
+            "meithMs": round(ms[name], 3),
+            "ratio": round(ratio, 3),
+            "withinTarget": ratio <= TARGET_RATIO,
+        }
+    print(f"\n{'':<32}{'bare':>10}{'meith':>10}{'above':>8}  target")
+    for name, bare, label in (
+        ("read_1mib", "echo", "read 1 MiB vs empty echo"),
+        ("read_1mib", "echo_1mib", "read 1 MiB vs 1 MiB echo"),
+        ("patch", "echo", "apply_patch one edit"),
+    ):
+        above = ms[name] - ms[bare]
+        print(f"{label:<32}{ms[bare]:>10.2f}{ms[name]:>10.2f}{above:>8.2f}  <= {TARGET_ABOVE_MS} ms")
+        out[f"{name}_vs_{bare}"] = {
+            "bareMs": round(ms[bare], 3),
+            "meithMs": round(ms[name], 3),
+            "aboveMs": round(above, 3),
+            "withinTarget": above <= TARGET_ABOVE_MS,
+        }
+    out["loadAverage"] = os.getloadavg()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
