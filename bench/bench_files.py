@@ -153,7 +153,13 @@ def measure(
     ops: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
     for name, (query, regex) in QUERIES.items():
         flags = () if regex else ("--fixed-strings",)
-        args = {"cwd": str(tree), "query": query, "regex": regex, "caseSensitive": True, "limit": 5000}
+        args = {
+            "cwd": str(tree),
+            "query": query,
+            "regex": regex,
+            "caseSensitive": True,
+            "limit": 5000,
+        }
         rg_lines = rg_run("--json", *flags, "--", query).count(b'"type":"match"')
         counts[f"search_{name}"] = rg_lines
         assert len(call("workspace_search", args)["matches"]) == rg_lines
@@ -180,7 +186,9 @@ def measure(
     flip = [0]
 
     def patch() -> None:
-        call("workspace_apply_patch", {"cwd": str(ws), "path": target.name, "edits": edits[flip[0]]})
+        call(
+            "workspace_apply_patch", {"cwd": str(ws), "path": target.name, "edits": edits[flip[0]]}
+        )
         flip[0] ^= 1
 
     per_call = {
@@ -215,7 +223,9 @@ def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
         ("list", "list_files vs rg --files"),
     ):
         ratio = ms[name] / ms[f"{name}_rg"]
-        print(f"{label:<32}{ms[name + '_rg']:>10.2f}{ms[name]:>10.2f}{ratio:>7.2f}x  <= {TARGET_RATIO}x")
+        print(
+            f"{label:<32}{ms[name + '_rg']:>10.2f}{ms[name]:>10.2f}{ratio:>7.2f}x  <= {TARGET_RATIO}x"
+        )
         out[name] = {
             "rgMs": round(ms[f"{name}_rg"], 3),
             "meithMs": round(ms[name], 3),
@@ -229,7 +239,9 @@ def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
         ("patch", "echo", "apply_patch one edit"),
     ):
         above = ms[name] - ms[bare]
-        print(f"{label:<32}{ms[bare]:>10.2f}{ms[name]:>10.2f}{above:>8.2f}  <= {TARGET_ABOVE_MS} ms")
+        print(
+            f"{label:<32}{ms[bare]:>10.2f}{ms[name]:>10.2f}{above:>8.2f}  <= {TARGET_ABOVE_MS} ms"
+        )
         out[f"{name}_vs_{bare}"] = {
             "bareMs": round(ms[bare], 3),
             "meithMs": round(ms[name], 3),

@@ -4,6 +4,7 @@ hits, diffs as diffs. The structured result stays the source of truth; this is i
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import Any
 
 
@@ -13,11 +14,22 @@ def _name(path: str) -> str:
     return json.dumps(path, ensure_ascii=False) if not path.isprintable() else path
 
 
+def numbered(text: str, first: int) -> str:
+    """`text` with each line prefixed by its number and a tab (`cat -n`-like), done in C
+    (map/zip/join) so that numbering a 1 MiB read costs a few milliseconds, not tens."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return ""
+    width = len(str(first + len(lines) - 1))
+    numbers = map(str.rjust, map(str, range(first, first + len(lines))), repeat(width))
+    return "\n".join(map("\t".join, zip(numbers, lines, strict=True)))
+
+
 def read_file(c: dict[str, Any]) -> str:
-    lines = c["content"].splitlines()
     first = c["offset"]
-    width = len(str(first + max(len(lines) - 1, 0)))
-    body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(lines, first))
+    body = numbered(c["content"], first)
     last = first + c["lineCount"] - 1
     head = (
         f"{_name(c['path'])} lines {first}-{last} of {c['totalLines']} "
