@@ -3,9 +3,13 @@ with the plugin approved and the grant given through the CLI; undo across a rest
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import pytest
+
+from tests.readme import readme_block
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +77,22 @@ def test_read_search_edit_undo_through_meith_serve_and_the_cli(
     assert (ws / "src" / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
     records = [r for r in again.audit_records() if r["toolName"] == "workspace_undo"]
     assert [r["decision"] for r in records] == ["allow"]
+
+
+def test_the_readme_files_block_runs_as_written(meith_server, tmp_path: Path) -> None:
+    block = readme_block("meith plugins approve files", "sh")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    srv = meith_server(plugins="files")
+    outputs = []
+    for line in block.text.splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "meith"
+        done = srv.cli(*argv[1:], cwd=str(ws))
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    found = json.loads(outputs[-1])
+    assert found["matches"] == [
+        {"path": "src/cart.py", "line": 1, "column": 1, "text": "def total(items):"}
+    ]
