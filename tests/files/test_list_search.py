@@ -161,3 +161,9 @@ def test_search_honours_gitignore_and_glob(files: MeithHarness, ws: Path) -> Non
 def test_a_query_that_looks_like_an_option_is_searched_for(files: MeithHarness, ws: Path) -> None:
     tree(ws, {"a.txt": "--pre=sh\n"})
     assert search(files, ws, "--pre=sh")["count"] == 1
+
+
+def test_search_in_one_file_given_as_path(files: MeithHarness, ws: Path) -> None:
+    tree(ws, {"a/x.py": "hit\n", "a/y.py": "hit\n"})
+    got = search(files, ws, "hit", path="a/y.py")
+    assert [(m["path"], m["line"]) for m in got["matches"]] == [("a/y.py", 1)]

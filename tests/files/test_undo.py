@@ -103,3 +103,13 @@ def test_the_undo_store_is_private_under_meith_home(files: MeithHarness, ws: Pat
     assert {p.name for p in kept} >= {"index.json"}
     assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in kept)
     assert any(p.read_bytes() == b"secret-ish\n" for p in kept)
+
+
+def test_a_removed_undo_store_is_made_again(files: MeithHarness, ws: Path) -> None:
+    import shutil
+
+    write(files, ws, "v1\n")
+    shutil.rmtree(files.home.root / "state" / "files")
+    assert write(files, ws, "v2\n")["undoSteps"] == 1
+    undo(files, ws)
+    assert (ws / "a.txt").read_text() == "v1\n"

@@ -57,6 +57,13 @@ class Step:
 class UndoStore:
     def __init__(self, root: Path) -> None:
         self.root = root
+        #: Directories made and checked already (each once per runtime, not per change).
+        self._ensured: set[Path] = set()
+
+    def _ensure(self, directory: Path) -> None:
+        if directory not in self._ensured:
+            ensure_private_dir(directory)
+            self._ensured.add(directory)
 
     def _dir(self, path: Path) -> Path:
         return self.root / hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
@@ -81,9 +88,9 @@ class UndoStore:
         self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
     ) -> int:
         """Record a change; returns how many steps the file now has."""
-        ensure_private_dir(self.root)
+        self._ensure(self.root)
         directory = self._dir(path)
-        ensure_private_dir(directory)
+        self._ensure(directory)
         sha = None
         if before is not None:
             sha = hashlib.sha256(before).hexdigest()
