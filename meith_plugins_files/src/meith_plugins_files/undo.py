@@ -88,6 +88,16 @@ class UndoStore:
         self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
     ) -> int:
         """Record a change; returns how many steps the file now has."""
+        try:
+            return self._push(path, before, mode, after, tool)
+        except FileNotFoundError:
+            # The store was removed under a running runtime: make it again, once.
+            self._ensured.clear()
+            return self._push(path, before, mode, after, tool)
+
+    def _push(
+        self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
+    ) -> int:
         self._ensure(self.root)
         directory = self._dir(path)
         self._ensure(directory)
