@@ -181,3 +181,18 @@ def test_old_text_and_context_lines_are_redacted_in_the_audit_trail(
     trail = repr([r for r in files.audit() if r["toolName"].startswith("workspace_")])
     assert "OLD-PART" not in trail
     assert "CONTEXT-PART" not in trail
+
+
+def test_a_read_only_grant_from_the_python_api_widens_what_an_agent_reads(
+    files: MeithHarness, ws: Path, elsewhere: Path
+) -> None:
+    agent = files.grant(["read-only"], caller="agent", confine_to=elsewhere).with_cwd(str(ws))
+    got = ok(files, "workspace_search", {"cwd": str(elsewhere), "query": "private"}, caller=agent)
+    assert [m["path"] for m in got["matches"]] == ["notes.txt"]
+    err = fails(
+        files,
+        "workspace_write_file",
+        {"cwd": str(elsewhere), "path": "n.txt", "content": "x"},
+        caller=agent,
+    )
+    assert err.code == ErrorCode.PERMISSION_DENIED  # reading is not writing

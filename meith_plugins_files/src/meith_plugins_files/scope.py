@@ -128,9 +128,9 @@ def check_readable(ctx: ToolContext, path: Path) -> None:
     raise ToolError(
         ErrorCode.PERMISSION_DENIED,
         f"{path} is outside what this {kind.value} session may read: its workspace is "
-        f"{workspace or '(none)'}. Open the session for another directory "
-        "(meith mcp --cwd DIR) or grant the session that directory "
-        "(meith grants add --caller agent --capability read-only --cwd DIR).",
+        f"{workspace or '(none)'}. Open the session for that directory (meith mcp --cwd DIR), "
+        "or give it a grant there (a grant confined to DIR covers reads in DIR too: meith "
+        "grants add --caller agent --capability writes-files --cwd DIR).",
         {"reason": "outside readable scope", "path": str(path), "workspace": workspace},
     )
 
