@@ -167,3 +167,54 @@ def test_search_in_one_file_given_as_path(files: MeithHarness, ws: Path) -> None
     tree(ws, {"a/x.py": "hit\n", "a/y.py": "hit\n"})
     got = search(files, ws, "hit", path="a/y.py")
     assert [(m["path"], m["line"]) for m in got["matches"]] == [("a/y.py", 1)]
+
+
+def test_a_fifo_named_as_the_search_path_is_refused(files: MeithHarness, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    err = fails(files, "workspace_search", {"cwd": str(ws), "query": "x", "path": "pipe"})
+    assert err.details == {"reason": "not searchable"}
+
+
+@pytest.mark.anyio
+async def test_rg_is_killed_when_the_search_is_cancelled(ws: Path) -> None:
+    import anyio
+
+    from meith_plugins_files import ripgrep
+
+    os.mkfifo(ws / "pipe")  # rg blocks reading it: the call can only end by cancellation
+    rg = ripgrep.locate()
+    assert rg is not None
+    argv = ripgrep.search_argv(
+        rg, ripgrep.Walk(), "./pipe", query="x", regex=False, case_sensitive=False, context=0
+    )
+    runs: list[ripgrep.Run] = []
+    real_enter = ripgrep.Run.__aenter__
+
+    async def spy(self: ripgrep.Run) -> ripgrep.Run:
+        runs.append(self)
+        return await real_enter(self)
+
+    ripgrep.Run.__aenter__ = spy  # type: ignore[method-assign]
+    try:
+        with anyio.move_on_after(0.5):
+            await ripgrep.search(rg, str(ws), argv, 10, 0, lambda p: True)
+    finally:
+        ripgrep.Run.__aenter__ = real_enter  # type: ignore[method-assign]
+    (run,) = runs
+    assert run.proc is not None
+    assert run.proc.returncode is not None  # killed and reaped, not left behind
+
+
+def test_a_ripgrep_config_in_the_environment_is_ignored(
+    files: MeithHarness, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "pre-ran"
+    script = tmp_path / "pre.sh"
+    script.write_text(f'#!/bin/sh\ntouch {marker}\ncat "$1"\n')
+    script.chmod(0o755)
+    config = tmp_path / "rgrc"
+    config.write_text(f"--pre={script}\n")
+    monkeypatch.setenv("RIPGREP_CONFIG_PATH", str(config))
+    tree(ws, {"a.txt": "hit\n"})
+    assert search(files, ws, "hit")["count"] == 1
+    assert not marker.exists()  # --pre would run a program per file

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
 from meith_core import ErrorCode, ToolError
 
 #: Directories skipped unless `includeIgnored`: the original's list, and Python's caches.
@@ -157,13 +159,16 @@ class Run:
         proc = self.proc
         if proc is None:
             return
-        if proc.returncode is None:
-            if exc[0] is not None or self.stopped_early:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-            await proc.wait()
-        if self._stderr_task is not None:
-            self.stderr = await self._stderr_task
+        # Shielded: a cancelled call (its deadline, the caller) still kills and reaps rg, so
+        # no process outlives the call. SIGKILL makes the wait short.
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                if exc[0] is not None or self.stopped_early:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                await proc.wait()
+            if self._stderr_task is not None:
+                self.stderr = await self._stderr_task
 
     async def lines(self) -> AsyncIterator[bytes]:
         assert self.proc is not None

@@ -277,6 +277,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         root = workspace_root(ctx, args.cwd)
         target = resolve(root, args.path)
         check_readable(ctx, target.path)
+        if not (target.path.is_dir() or target.path.is_file()):
+            # A FIFO or device named outright would be read by rg until the deadline.
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"{target.display} is not a directory or a regular file",
+                {"reason": "not searchable"},
+            )
         rg = p.rg()
         walk = ripgrep.Walk(False, args.glob, tuple(secret_excludes(ctx, root)))
         argv = ripgrep.search_argv(
