@@ -83,7 +83,10 @@ def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path)
 def test_check_of_an_unknown_plugin_id_fails_naming_the_installed_ones(tmp_path: Path) -> None:
     done = meith("plugins", "check", "nosuchplugin", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 1
-    assert "no installed plugin 'nosuchplugin' (installed: browser, files, git, process)" in done.stdout
+    assert (
+        "no installed plugin 'nosuchplugin' (installed: browser, files, git, process)"
+        in done.stdout
+    )
 
 
 @pytest.mark.slow

@@ -162,3 +162,14 @@ def test_a_binary_file_is_not_overwritten_as_text(files: MeithHarness, ws: Path)
     err = fails(files, "workspace_write_file", {"cwd": str(ws), "path": "b.bin", "content": "x"})
     assert "binary" in err.message
     assert (ws / "b.bin").read_bytes() == b"\0\1\2"
+
+
+def test_a_path_through_a_file_says_why_it_cannot_be_written(files: MeithHarness, ws: Path) -> None:
+    (ws / "a").write_text("a file\n")
+    err = fails(
+        files,
+        "workspace_write_file",
+        {"cwd": str(ws), "path": "a/b/c.txt", "content": "x", "createDirs": True},
+    )
+    assert err.message == "cannot open a/b/c.txt: Not a directory"
+    assert (ws / "a").read_text() == "a file\n"

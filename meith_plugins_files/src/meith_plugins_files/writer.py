@@ -93,7 +93,14 @@ def replace_file(target: Target, data: bytes, mode: int | None, *, create_dirs: 
                 "(pass createDirs: true to create it)",
                 {"reason": "no parent directory"},
             )
-        os.makedirs(parent, exist_ok=True)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as exc:
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"cannot create directory {os.path.relpath(parent, target.root)}: "
+                f"{exc.strerror or exc}",
+            ) from None
     wanted = NEW_FILE_MODE & ~_umask() if mode is None else mode
     try:
         written = write_file_beneath(target.root, target.relative, data, mode=wanted)
