@@ -197,7 +197,7 @@ async def test_rg_is_killed_when_the_search_is_cancelled(ws: Path) -> None:
     ripgrep.Run.__aenter__ = spy  # type: ignore[method-assign]
     try:
         with anyio.move_on_after(0.5):
-            await ripgrep.search(rg, str(ws), argv, 10, 0, lambda p: True)
+            await ripgrep.search(rg, str(ws), argv, 10, 0)
     finally:
         ripgrep.Run.__aenter__ = real_enter  # type: ignore[method-assign]
     (run,) = runs

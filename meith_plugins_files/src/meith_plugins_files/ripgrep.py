@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -217,7 +217,7 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
 
 
 async def list_files(
-    rg: str, cwd: str, walk: Walk, path: str, limit: int, keep: Callable[[str], bool]
+    rg: str, cwd: str, walk: Walk, path: str, limit: int
 ) -> tuple[list[str], bool]:
     """Up to `limit` paths (relative to `cwd`) and whether more were left out."""
     out: list[str] = []
@@ -229,7 +229,7 @@ async def list_files(
             rest = parts.pop()
             for raw in parts:
                 name = _relative(raw)
-                if name is None or not keep(name):
+                if name is None:
                     continue
                 if len(out) >= limit:
                     truncated = True
@@ -274,7 +274,7 @@ def _strip(line: str) -> str:
 
 
 async def search(
-    rg: str, cwd: str, argv: list[str], limit: int, context: int, keep: Callable[[str], bool]
+    rg: str, cwd: str, argv: list[str], limit: int, context: int
 ) -> tuple[list[Hit], bool]:
     """Up to `limit` matching lines and whether more were left out."""
     hits: list[Hit] = []
@@ -304,8 +304,6 @@ async def search(
                     continue
                 if path.startswith("./"):
                     path = path[2:]
-                if not keep(path):
-                    continue
                 if len(hits) >= limit:
                     truncated = True
                     run.stop()

@@ -265,7 +265,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         rg = p.rg()
         walk = ripgrep.Walk(args.includeIgnored, args.glob, tuple(secret_excludes(ctx, root)))
         files, truncated = await ripgrep.list_files(
-            rg, str(root), walk, _rg_path(target), args.limit, _keep
+            rg, str(root), walk, _rg_path(target), args.limit
         )
         files.sort()
         return ListFilesResult(root=str(root), files=files, count=len(files), truncated=truncated)
@@ -295,9 +295,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             case_sensitive=args.caseSensitive,
             context=args.contextLines,
         )
-        hits, truncated = await ripgrep.search(
-            rg, str(root), argv, args.limit, args.contextLines, _keep
-        )
+        hits, truncated = await ripgrep.search(rg, str(root), argv, args.limit, args.contextLines)
         result = SearchResult(
             root=str(root),
             matches=[
@@ -362,10 +360,6 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             render=render.search,
         ),
     ]
-
-
-def _keep(path: str) -> bool:
-    return True
 
 
 def _rg_path(target: Target) -> str:
