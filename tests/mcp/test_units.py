@@ -232,13 +232,12 @@ async def test_an_agent_name_grant_matches_that_agent_only(runtime: Runtime) -> 
     assert (await runtime.call("write", caller=cli)).error is not None
 
 
-def test_the_readme_mcp_snippets_are_valid_json() -> None:
+def test_the_mcp_page_snippets_are_valid_json() -> None:
     import json
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Use meith from an MCP client", 1)[1].split("\n## ", 1)[0]
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, flags=re.S)]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, flags=re.S)]
     assert blocks[0]["mcpServers"]["meith"] == {"command": "meith", "args": ["mcp"]}
     assert blocks[1]["mcpServers"]["meith"]["url"].endswith("/mcp")
 
