@@ -23,6 +23,7 @@ Writes bench/results/files.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -131,6 +132,7 @@ def main() -> None:
             figures = measure(client, rg, tree, ws, big, target, opts.reps)
         finally:
             client.close()
+        figures["inProcess"] = asyncio.run(in_process(work, ws, big, target, opts.reps))
     finally:
         if server is not None:
             server.stop()
@@ -231,6 +233,53 @@ def measure(
     }
 
 
+def _patched(target: Path) -> int:
+    """Which of the two alternating edits applies now (1 once the first one was made)."""
+    return int("import abc  # patched\n" in target.read_text())
+
+
+async def in_process(work: Path, ws: Path, big: Path, target: Path, reps: int) -> dict[str, float]:
+    """The breakdown: the same read and patch in-process (no socket), and the patch with
+    fsync stubbed out, which shows what durable writes cost on this disk (the workspace file
+    and the undo index are each flushed before the call answers)."""
+    from unittest import mock
+
+    from meith_core import MeithHome, Runtime
+    from meith_plugins_files.plugin import Plugin
+
+    home = MeithHome(work / "inprocess-home").ensure()
+    runtime = Runtime(home, load_plugins=False, cwd=str(ws))
+    await runtime.start()
+    runtime.load_plugin("files", Plugin)
+    runtime.approve_plugin("files")
+    edits = [
+        [{"oldText": "import abc\n", "newText": "import abc  # patched\n"}],
+        [{"oldText": "import abc  # patched\n", "newText": "import abc\n"}],
+    ]
+
+    async def timed_call(tool: str, args: dict[str, Any]) -> float:
+        t0 = time.perf_counter()
+        res = await runtime.call(tool, args)
+        elapsed = time.perf_counter() - t0
+        assert res.ok, res.error
+        return elapsed
+
+    read_args = {"path": big.name, "limit": 1_000_000}
+    samples: dict[str, list[float]] = {"read_1mib": [], "patch": [], "patch_no_fsync": []}
+    try:
+        await timed_call("workspace_read_file", read_args)
+        for _ in range(reps * 2):
+            samples["read_1mib"].append(await timed_call("workspace_read_file", read_args))
+            patch = {"path": target.name, "edits": edits[_patched(target)]}
+            samples["patch"].append(await timed_call("workspace_apply_patch", patch))
+            with mock.patch("os.fsync"):
+                patch = {"path": target.name, "edits": edits[_patched(target)]}
+                samples["patch_no_fsync"].append(await timed_call("workspace_apply_patch", patch))
+    finally:
+        await runtime.aclose()
+    return {k: statistics.median(v) * 1000 for k, v in samples.items()}
+
+
 def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
     ms, counts = figures["ms"], figures["counts"]
     out: dict[str, Any] = {"reps": opts.reps, "quick": opts.quick, "rg": rg, "counts": counts}
@@ -269,6 +318,12 @@ def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
             "aboveMs": round(above, 3),
             "withinTarget": above <= TARGET_ABOVE_MS,
         }
+    inproc = figures["inProcess"]
+    print(
+        f"\nin-process (no socket): read 1 MiB {inproc['read_1mib']:.2f} ms, apply_patch "
+        f"{inproc['patch']:.2f} ms, apply_patch with fsync stubbed {inproc['patch_no_fsync']:.2f} ms"
+    )
+    out["inProcess"] = {k: round(v, 3) for k, v in inproc.items()}
     out["loadAverage"] = os.getloadavg()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")

@@ -100,9 +100,9 @@ def test_the_undo_store_is_private_under_meith_home(files: MeithHarness, ws: Pat
     store = files.home.root / "state" / "files" / "undo"
     assert stat.S_IMODE(os.stat(store).st_mode) == 0o700
     kept = [p for p in store.rglob("*") if p.is_file()]
-    assert {p.name for p in kept} >= {"index.json"}
+    assert [p.suffix for p in kept] == [".step"]
     assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in kept)
-    assert any(p.read_bytes() == b"secret-ish\n" for p in kept)
+    assert kept[0].read_bytes().endswith(b"}\nsecret-ish\n")  # a header line, then the content
 
 
 def test_a_removed_undo_store_is_made_again(files: MeithHarness, ws: Path) -> None:
@@ -113,3 +113,13 @@ def test_a_removed_undo_store_is_made_again(files: MeithHarness, ws: Path) -> No
     assert write(files, ws, "v2\n")["undoSteps"] == 1
     undo(files, ws)
     assert (ws / "a.txt").read_text() == "v1\n"
+
+
+def test_a_corrupt_step_is_refused_rather_than_restored(files: MeithHarness, ws: Path) -> None:
+    (ws / "a.txt").write_text("original\n")
+    write(files, ws, "changed\n")
+    (step,) = (files.home.root / "state" / "files" / "undo").rglob("*.step")
+    step.write_bytes(step.read_bytes().replace(b"original", b"tampered"))
+    err = fails(files, "workspace_undo", {"cwd": str(ws), "path": "a.txt"})
+    assert "does not match its hash" in err.message
+    assert (ws / "a.txt").read_text() == "changed\n"

@@ -163,7 +163,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     previousSha256=actual,
                     diff=diff,
                     diffTruncated=cut,
-                    undoSteps=len(p.store(ctx).steps(target.path)),
+                    undoSteps=p.store(ctx).count(target.path),
                 )
             try:
                 data = encode(text, old.encoding)
@@ -199,14 +199,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         kept across restarts). Refuses when the file changed since, unless `force`."""
         target = target_for_write(ctx, args.cwd, args.path)
         with p.locks.of(target.path):
-            steps = p.store(ctx).steps(target.path)
-            if not steps:
+            store = p.store(ctx)
+            step = store.last(target.path)
+            if step is None:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
                     f"no undo step for {target.display}: meith has not changed it",
                     {"reason": "nothing to undo"},
                 )
-            step = steps[-1]
             cur = read_current(target)
             actual = sha256_hex(cur.data) if cur.data is not None else None
             if actual != step.after and not args.force:
@@ -224,7 +224,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             now_text = _text_or_none(cur.data)
             if step.before is None:
                 delete_file(target)
-                left = p.store(ctx).pop(target.path)
+                left = store.pop(target.path, step)
                 diff, cut = unified(now_text, None, target.display)
                 return UndoResult(
                     path=target.display,
@@ -235,16 +235,17 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     undoSteps=left,
                 )
             try:
-                data = p.store(ctx).blob(target.path, step.before)
-            except OSError:
+                data = store.content(target.path, step)
+            except (OSError, ValueError) as exc:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
-                    f"the saved version of {target.display} is missing from the undo store",
+                    f"the saved version of {target.display} cannot be read from the undo "
+                    f"store: {exc}",
                 ) from None
             replace_file(
                 target, data, step.mode if step.mode is not None else cur.mode, create_dirs=True
             )
-            left = p.store(ctx).pop(target.path)
+            left = store.pop(target.path, step)
             diff, cut = unified(now_text, _text_or_none(data), target.display)
             return UndoResult(
                 path=target.display,
@@ -400,16 +401,16 @@ def _commit(
             previousSha256=old_sha,
             diff="",
             diffTruncated=False,
-            undoSteps=len(store.steps(target.path)),
+            undoSteps=store.count(target.path),
         )
     diff, cut = unified(old.text if old is not None else None, text, target.display)
     # The step first: a change meith made always has its undo step. A failed write takes
     # the step back.
-    steps = store.push(target.path, cur.data, cur.mode, new_sha, tool_name)
+    step, steps = store.push(target.path, cur.data, cur.mode, new_sha, tool_name)
     try:
         replace_file(target, data, cur.mode, create_dirs=create_dirs)
     except BaseException:
-        store.pop(target.path)
+        store.pop(target.path, step)
         raise
     return WriteResult(
         path=target.display,

@@ -2,56 +2,53 @@
 
 Kept under the plugin's private directory in MEITH_HOME (`state/files/undo/`, 0700, files
 0600) so they survive a runtime restart: one directory per file (named by a hash of its
-path) holding `index.json` and the earlier contents by their sha256. At most `MAX_STEPS` a
-file; the oldest go first. Callers hold the file's lock (see `locks.py`) around every use.
+path), one file per step (`000000000001.step`: a JSON header line, then the content before
+the change). A change writes one new file and replaces none, so keeping its undo step costs
+one durable write. At most `MAX_STEPS` a file; the oldest go first. Callers hold the file's
+lock (see `locks.py`) around every use.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from meith_core import PRIVATE_FILE_MODE, ensure_private_dir, read_json, write_file_beneath
-from meith_core import write_json_atomic as _write_json
+from meith_core import PRIVATE_FILE_MODE, ensure_private_dir, write_file_beneath
 
 MAX_STEPS: Final = 50
-_INDEX: Final = "index.json"
+_SUFFIX: Final = ".step"
+#: Longest header line read back (a path and a few hashes).
+_MAX_HEADER: Final = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One change: the content before it (None: the change created the file), its mode, and
-    the sha256 of the content it left."""
+    """One change: the sha256 of the content before it (None: the change created the
+    file), the file's mode then, and the sha256 of the content the change left."""
 
     before: str | None
     mode: int | None
     after: str
     tool: str
     ts: int
+    name: str = ""  # the step's file
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def header(self, path: Path) -> bytes:
+        data: dict[str, Any] = {
+            "path": os.fsdecode(path),
             "before": self.before,
             "mode": self.mode,
             "after": self.after,
             "tool": self.tool,
             "ts": self.ts,
         }
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Step:
-        return cls(
-            before=raw["before"] if isinstance(raw.get("before"), str) else None,
-            mode=raw["mode"] if isinstance(raw.get("mode"), int) else None,
-            after=str(raw["after"]),
-            tool=str(raw.get("tool") or ""),
-            ts=int(raw.get("ts") or 0),
-        )
+        return json.dumps(data, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 class UndoStore:
@@ -68,26 +65,56 @@ class UndoStore:
     def _dir(self, path: Path) -> Path:
         return self.root / hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
 
-    def steps(self, path: Path) -> list[Step]:
-        data = read_json(self._dir(path) / _INDEX)
-        if not isinstance(data, dict) or data.get("path") != os.fsdecode(path):
+    def _names(self, path: Path) -> list[str]:
+        try:
+            names = os.listdir(self._dir(path))
+        except OSError:
             return []
-        out = []
-        for raw in data.get("steps") or []:
-            try:
-                out.append(Step.from_json(raw))
-            except (KeyError, TypeError, ValueError):
-                continue
-        return out
+        return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
 
-    def blob(self, path: Path, sha: str) -> bytes:
-        with open(self._dir(path) / sha, "rb") as fh:
-            return fh.read()
+    def count(self, path: Path) -> int:
+        return len(self._names(path))
+
+    def last(self, path: Path) -> Step | None:
+        """The newest step, or None (a step that cannot be read is dropped)."""
+        for name in reversed(self._names(path)):
+            step = self._read_header(path, name)
+            if step is not None:
+                return step
+            with contextlib.suppress(OSError):
+                os.unlink(self._dir(path) / name)
+        return None
+
+    def _read_header(self, path: Path, name: str) -> Step | None:
+        try:
+            with open(self._dir(path) / name, "rb") as fh:
+                raw = json.loads(fh.readline(_MAX_HEADER))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(raw, dict) or raw.get("path") != os.fsdecode(path):
+            return None
+        return Step(
+            before=raw["before"] if isinstance(raw.get("before"), str) else None,
+            mode=raw["mode"] if isinstance(raw.get("mode"), int) else None,
+            after=str(raw.get("after")),
+            tool=str(raw.get("tool") or ""),
+            ts=int(raw.get("ts") or 0),
+            name=name,
+        )
+
+    def content(self, path: Path, step: Step) -> bytes:
+        """The content before `step` (OSError or ValueError when it cannot be read whole)."""
+        with open(self._dir(path) / step.name, "rb") as fh:
+            fh.readline(_MAX_HEADER)
+            data = fh.read()
+        if step.before is not None and hashlib.sha256(data).hexdigest() != step.before:
+            raise ValueError("the saved version does not match its hash")
+        return data
 
     def push(
         self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
-    ) -> int:
-        """Record a change; returns how many steps the file now has."""
+    ) -> tuple[Step, int]:
+        """Record a change; returns the step and how many steps the file now has."""
         try:
             return self._push(path, before, mode, after, tool)
         except FileNotFoundError:
@@ -97,35 +124,26 @@ class UndoStore:
 
     def _push(
         self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
-    ) -> int:
+    ) -> tuple[Step, int]:
         self._ensure(self.root)
         directory = self._dir(path)
         self._ensure(directory)
-        sha = None
-        if before is not None:
-            sha = hashlib.sha256(before).hexdigest()
-            if not (directory / sha).exists():
-                write_file_beneath(directory, sha, before, mode=PRIVATE_FILE_MODE)
-        step = Step(sha, mode, after, tool, int(time.time() * 1000))
-        steps = [*self.steps(path), step][-MAX_STEPS:]
-        self._save(path, steps)
-        return len(steps)
-
-    def pop(self, path: Path) -> int:
-        """Forget the newest step (it was undone); returns how many are left."""
-        steps = self.steps(path)[:-1]
-        self._save(path, steps)
-        return len(steps)
-
-    def _save(self, path: Path, steps: list[Step]) -> None:
-        directory = self._dir(path)
-        _write_json(
-            directory / _INDEX,
-            {"path": os.fsdecode(path), "steps": [s.to_json() for s in steps]},
+        names = self._names(path)
+        seq = int(names[-1].removesuffix(_SUFFIX)) + 1 if names else 1
+        sha = hashlib.sha256(before).hexdigest() if before is not None else None
+        name = f"{seq:012d}{_SUFFIX}"
+        step = Step(sha, mode, after, tool, int(time.time() * 1000), name)
+        write_file_beneath(
+            directory, name, step.header(path) + (before or b""), mode=PRIVATE_FILE_MODE
         )
-        keep = {s.before for s in steps if s.before is not None} | {_INDEX}
-        with contextlib.suppress(OSError):
-            for name in os.listdir(directory):
-                if name not in keep and not name.startswith("."):
-                    with contextlib.suppress(OSError):
-                        os.unlink(directory / name)
+        names.append(name)
+        for old in names[:-MAX_STEPS]:
+            with contextlib.suppress(OSError):
+                os.unlink(directory / old)
+        return step, min(len(names), MAX_STEPS)
+
+    def pop(self, path: Path, step: Step) -> int:
+        """Forget `step` (it was undone, or its change failed); returns how many are left."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._dir(path) / step.name)
+        return self.count(path)
