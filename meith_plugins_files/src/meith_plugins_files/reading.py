@@ -101,6 +101,21 @@ def _whole(target: Target, fd: int, offset: int, limit: int) -> Window:
     except BinaryFile as exc:
         raise _binary(target, str(exc)) from None
     text = decoded.text
+    ending = line_ending(text)
+    if offset == 1 and len(data) <= MAX_READ_BYTES:
+        # The whole file fits in one read (the common case): counted, not split and joined.
+        total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        if limit >= total:
+            return Window(
+                content=text,
+                line_count=total,
+                total_lines=total,
+                truncated=False,
+                sha256=hashlib.sha256(data).hexdigest(),
+                size=len(data),
+                encoding=decoded.encoding,
+                line_ending=ending,
+            )
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -126,7 +141,7 @@ def _whole(target: Target, fd: int, offset: int, limit: int) -> Window:
         sha256=hashlib.sha256(data).hexdigest(),
         size=len(data),
         encoding=decoded.encoding,
-        line_ending=line_ending(text),
+        line_ending=ending,
     )
 
 
