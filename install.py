@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install meith and its three plugins into a private virtual environment, one command.
+"""Install meith and its four plugins into a private virtual environment, one command.
 
     python3 install.py                 # ~/.local/share/meith/venv, `meith` linked in ~/.local/bin
     python3 install.py --prefix DIR    # the venv in DIR instead
@@ -8,7 +8,7 @@
 
 Stock Debian and Ubuntu Pythons refuse `pip install` outside a virtual environment (PEP 668):
 this script makes one, installs the packages from this checkout into it (`meith-core` with its
-MCP extra, the git, process and browser plugins), and links the `meith` command where the
+MCP extra, the git, process, browser and files plugins), and links the `meith` command where the
 shell finds it. Running it again upgrades in place. `--dev` makes `.venv` in the clone instead,
 with every package editable and the dev tools (nox, uv, pytest, ruff, mypy) in it. Standard
 library only; it needs Python 3.11.2 or newer with the `venv` module's `ensurepip` (on Debian
@@ -32,6 +32,7 @@ PACKAGES = [
     str(HERE / "meith_plugins_git"),
     str(HERE / "meith_plugins_process"),
     str(HERE / "meith_plugins_browser"),
+    str(HERE / "meith_plugins_files"),
 ]
 #: The oldest Python meith supports (Debian 12's own); CI runs the tests on it.
 OLDEST = (3, 11, 2)
@@ -184,7 +185,7 @@ def install(prefix: Path, bin_dir: Path, extras: list[str]) -> int:
         _say(f"installing {', '.join(extras)} into {prefix}")
         packages = extras
     else:
-        _say("installing meith-core and the git, process and browser plugins")
+        _say("installing meith-core and the git, process, browser and files plugins")
         packages = [*PACKAGES, *extras]
     if _pip(python, "--upgrade", *packages) != 0:
         return _error("pip could not install the packages (see above)")

@@ -48,6 +48,7 @@ PACKAGES = [
     "./meith_plugins_git",
     "./meith_plugins_process",
     "./meith_plugins_browser",
+    "./meith_plugins_files",
 ]
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
@@ -65,7 +66,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on meith_core and the three plugins (configuration in pyproject.toml)."""
+    """mypy --strict on meith_core and the four plugins (configuration in pyproject.toml)."""
     session.install(*PACKAGES, "mypy>=1.10", "types-psutil", "pytest>=8")
     session.run("mypy", "--strict")
 

@@ -1,6 +1,6 @@
 """Fail when a first-party plugin imports a private module of meith_core (`nox -s lint`).
 
-Arguments are directories to scan (default: the three first-party plugins' sources). The
+Arguments are directories to scan (default: the four first-party plugins' sources). The
 scanner is the one `meith plugins check` uses; it needs only the standard library.
 """
 
@@ -14,7 +14,9 @@ sys.path.insert(0, str(ROOT / "meith_core" / "src"))
 
 from meith_core.host.plugins.imports import scan  # noqa: E402 - after the path is set
 
-DEFAULT_DIRS = [ROOT / f"meith_plugins_{name}" / "src" for name in ("git", "process", "browser")]
+DEFAULT_DIRS = [
+    ROOT / f"meith_plugins_{name}" / "src" for name in ("git", "process", "browser", "files")
+]
 
 
 def main(argv: list[str]) -> int:

@@ -34,6 +34,7 @@ EXTRA_PAGES = {
     "meith_plugins_git/README.md": "tools/git.md",
     "meith_plugins_process/README.md": "tools/process.md",
     "meith_plugins_browser/README.md": "tools/browser.md",
+    "meith_plugins_files/README.md": "tools/files.md",
     "CHANGELOG.md": "changelog.md",
 }
 

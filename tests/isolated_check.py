@@ -21,8 +21,14 @@ from pathlib import Path
 def main() -> int:
     names = {ep.name for ep in entry_points(group="meith.plugins")}
     assert "git" in names, names
-    assert not names & {"process", "browser"}, f"unexpected plugins installed: {names}"
-    for module in ("meith_plugins_process", "meith_plugins_browser", "playwright", "psutil"):
+    assert not names & {"process", "browser", "files"}, f"unexpected plugins installed: {names}"
+    for module in (
+        "meith_plugins_process",
+        "meith_plugins_browser",
+        "meith_plugins_files",
+        "playwright",
+        "psutil",
+    ):
         try:
             __import__(module)
         except ImportError:

@@ -83,7 +83,10 @@ def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path)
 def test_check_of_an_unknown_plugin_id_fails_naming_the_installed_ones(tmp_path: Path) -> None:
     done = meith("plugins", "check", "nosuchplugin", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 1
-    assert "no installed plugin 'nosuchplugin' (installed: browser, git, process)" in done.stdout
+    assert (
+        "no installed plugin 'nosuchplugin' (installed: browser, files, git, process)"
+        in done.stdout
+    )
 
 
 @pytest.mark.slow
@@ -174,7 +177,7 @@ def test_check_passes_on_the_first_party_plugins(tmp_path: Path) -> None:
     done = meith("plugins", "check", "--json", env={"MEITH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout
     reports = {r["plugin"]: r for r in json.loads(done.stdout)}
-    for pid in ("git", "process", "browser"):
+    for pid in ("git", "process", "browser", "files"):
         assert reports[pid]["ok"] is True
         # only the import-time warning may depend on the machine
         assert [

@@ -12,6 +12,7 @@ DISTRIBUTIONS = [
     "meith_plugins_git",
     "meith_plugins_process",
     "meith_plugins_browser",
+    "meith_plugins_files",
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from meith_core import MeithHome, Runtime
 
-FIRST_PARTY = {"core", "git", "process", "browser"}
+FIRST_PARTY = {"core", "git", "process", "browser", "files"}
 
 
 def _undescribed(schema: Any, where: str) -> Iterator[str]:

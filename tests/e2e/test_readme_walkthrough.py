@@ -167,7 +167,7 @@ def _install_the_example_plugin_while_it_runs(
         doc_block("docs/plugins.md", "class Plugin:", "python").text
     )
     added = _ok(f"python3 {ROOT / 'install.py'} ./{project.name}", tmp_path, env)
-    assert "meith-core and the git, process and browser plugins" not in added, added
+    assert "meith-core and the git, process, browser and files plugins" not in added, added
     assert "installed meith-plugins-hello 0.1.0: plugin hello" in added, added
 
     listed = _ok("meith plugins", repo, env)

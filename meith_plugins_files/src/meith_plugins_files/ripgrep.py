@@ -1,0 +1,333 @@
+"""ripgrep: finding the binary, the one argv builder, and running it as a bounded stream.
+
+`rg` comes from the `ripgrep` wheel (installed beside this interpreter's scripts) or, failing
+that, from PATH. It runs with `--no-config` and a fixed environment (a `RIPGREP_CONFIG_PATH`
+could otherwise add `--pre`, which runs a program per file), never follows links, and reads
+caller text only as the value of `--regexp` and paths only after `--`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from meith_core import ErrorCode, ToolError
+
+#: Directories skipped unless `includeIgnored`: the original's list, and Python's caches.
+DEFAULT_IGNORED_DIRS: Final = (
+    "node_modules",
+    ".next",
+    "dist",
+    "out",
+    ".turbo",
+    ".cache",
+    "coverage",
+    "__pycache__",
+    ".venv",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+)
+#: Files larger than this are not searched.
+MAX_SEARCH_FILE: Final = "1M"
+#: Longest line text kept in a search hit.
+MAX_HIT_CHARS: Final = 500
+_STREAM_LIMIT: Final = 64 * 1024 * 1024
+_ENV_KEYS: Final = ("HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL")
+
+
+class RipgrepMissing(RuntimeError):
+    pass
+
+
+def locate() -> str | None:
+    """The `rg` of the ripgrep wheel beside this interpreter, else one on PATH."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "rg",
+        Path(sys.executable).parent / "rg",
+    ]
+    with contextlib.suppress(KeyError):
+        candidates.append(Path(sysconfig.get_path("scripts", f"{os.name}_user")) / "rg")
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("rg")
+
+
+def version(rg: str) -> str:
+    done = subprocess.run(
+        [rg, "--version"], capture_output=True, text=True, timeout=10, check=False
+    )
+    return (done.stdout.splitlines() or ["?"])[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """What a listing or search walks: which files it skips."""
+
+    include_ignored: bool = False
+    glob: str | None = None
+    excludes: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        out = ["--no-config", "--hidden", "--no-require-git", "--no-messages"]
+        out += ["--glob", "!.git"]
+        if self.include_ignored:
+            out.append("--no-ignore")
+        else:
+            for name in DEFAULT_IGNORED_DIRS:
+                out += ["--glob", f"!{name}/"]
+        for rel in self.excludes:
+            out += ["--glob", "!/" + rel]
+        if self.glob:
+            out += ["--glob", self.glob]
+        return out
+
+
+def files_argv(rg: str, walk: Walk, path: str) -> list[str]:
+    return [rg, "--files", "--null", *walk.args(), "--", path]
+
+
+def search_argv(
+    rg: str,
+    walk: Walk,
+    path: str,
+    *,
+    query: str,
+    regex: bool,
+    case_sensitive: bool,
+    context: int,
+) -> list[str]:
+    argv = [rg, "--json", *walk.args(), "--max-filesize", MAX_SEARCH_FILE]
+    # Rust's regex engine runs in linear time; these bound what a pattern may compile to.
+    argv += ["--regex-size-limit", "16M", "--dfa-size-limit", "16M"]
+    if not regex:
+        argv.append("--fixed-strings")
+    argv.append("--case-sensitive" if case_sensitive else "--ignore-case")
+    if context:
+        argv += ["--context", str(context)]
+    return [*argv, "--regexp", query, "--", path]
+
+
+def _env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _ENV_KEYS if k in os.environ}
+    env["PATH"] = os.defpath
+    return env
+
+
+@dataclass
+class Run:
+    """A running rg whose stdout is read as a stream and which is killed when done with."""
+
+    argv: list[str]
+    cwd: str
+    proc: asyncio.subprocess.Process | None = None
+    stderr: bytes = b""
+    stopped_early: bool = False
+    _stderr_task: asyncio.Task[bytes] | None = field(default=None, repr=False)
+
+    async def __aenter__(self) -> Run:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            cwd=self.cwd,
+            env=_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=_STREAM_LIMIT,
+        )
+        assert self.proc.stderr is not None
+        self._stderr_task = asyncio.ensure_future(_read_capped(self.proc.stderr, 64 * 1024))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        # Shielded: a cancelled call (its deadline, the caller) still kills and reaps rg, so
+        # no process outlives the call. SIGKILL makes the wait short.
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                if exc[0] is not None or self.stopped_early:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                await proc.wait()
+            if self._stderr_task is not None:
+                self.stderr = await self._stderr_task
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+        while line := await stdout.readline():
+            yield line
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+        while chunk := await stdout.read(1 << 16):
+            yield chunk
+
+    def stop(self) -> None:
+        self.stopped_early = True
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def failure(self) -> ToolError | None:
+        """An error when rg failed (exit 2 with nothing useful found, or a bad pattern)."""
+        assert self.proc is not None
+        text = self.stderr.decode("utf-8", "replace").strip()
+        if self.stopped_early or self.proc.returncode in (0, 1):
+            return None
+        if "regex parse error" in text or "error parsing regex" in text or "size limit" in text:
+            return ToolError(
+                ErrorCode.VALIDATION_ERROR,
+                f"query is not a valid regular expression: {text[:2000]}",
+                {"reason": "bad pattern"},
+            )
+        if text:
+            return ToolError(ErrorCode.TOOL_FAILED, f"ripgrep failed: {text[:2000]}")
+        return None
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
+    # Until EOF (rg writes one message in several pieces), keeping the first `cap` bytes.
+    kept = b""
+    while chunk := await stream.read(1 << 16):
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return kept
+
+
+async def list_files(
+    rg: str, cwd: str, walk: Walk, path: str, limit: int
+) -> tuple[list[str], bool]:
+    """Up to `limit` paths (relative to `cwd`) and whether more were left out."""
+    out: list[str] = []
+    truncated = False
+    async with Run(files_argv(rg, walk, path), cwd) as run:
+        rest = b""
+        async for chunk in run.chunks():
+            parts = (rest + chunk).split(b"\0")
+            rest = parts.pop()
+            for raw in parts:
+                name = _relative(raw)
+                if name is None:
+                    continue
+                if len(out) >= limit:
+                    truncated = True
+                    break
+                out.append(name)
+            if truncated:
+                run.stop()
+                break
+    if not truncated and (error := run.failure()) is not None:
+        raise error
+    return out, truncated
+
+
+def _relative(raw: bytes) -> str | None:
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # not representable in JSON text; such names are skipped
+    return name[2:] if name.startswith("./") else name
+
+
+def _text(value: dict[str, Any]) -> str | None:
+    if "text" in value:
+        return str(value["text"])
+    raw = value.get("bytes")
+    return base64.b64decode(raw).decode("utf-8", "replace") if isinstance(raw, str) else None
+
+
+@dataclass
+class Hit:
+    path: str
+    line: int
+    column: int
+    text: str
+    before: list[str] | None = None
+    after: list[str] | None = None
+
+
+def _strip(line: str) -> str:
+    line = line.rstrip("\r\n")
+    return line if len(line) <= MAX_HIT_CHARS else line[:MAX_HIT_CHARS] + "…"
+
+
+async def search(
+    rg: str, cwd: str, argv: list[str], limit: int, context: int
+) -> tuple[list[Hit], bool]:
+    """Up to `limit` matching lines and whether more were left out."""
+    hits: list[Hit] = []
+    truncated = False
+    # Per file: line number -> text of every line seen (matches and context), for context.
+    seen: dict[int, str] = {}
+    file_hits: list[Hit] = []
+
+    def close_file() -> None:
+        if context:
+            for hit in file_hits:
+                hit.before = _around(seen, range(hit.line - context, hit.line))
+                hit.after = _around(seen, range(hit.line + 1, hit.line + context + 1))
+        seen.clear()
+        file_hits.clear()
+
+    async with Run(argv, cwd) as run:
+        loads = json.loads
+        async for raw in run.lines():
+            event = loads(raw)
+            kind = event.get("type")
+            if kind == "match":
+                data = event["data"]
+                path = _text(data["path"])
+                text = _text(data["lines"])
+                if path is None or text is None:
+                    continue
+                if path.startswith("./"):
+                    path = path[2:]
+                if len(hits) >= limit:
+                    truncated = True
+                    run.stop()
+                    break
+                subs = data.get("submatches") or []
+                start = subs[0]["start"] if subs else 0
+                column = len(text.encode("utf-8")[:start].decode("utf-8", "replace")) + 1
+                hit = Hit(path, int(data["line_number"]), column, _strip(text))
+                hits.append(hit)
+                if context:
+                    seen[hit.line] = hit.text
+                    file_hits.append(hit)
+            elif kind == "context" and context:
+                data = event["data"]
+                text = _text(data["lines"])
+                if text is not None and data.get("line_number"):
+                    seen[int(data["line_number"])] = _strip(text)
+            elif kind == "end":
+                close_file()
+        close_file()
+    if not truncated and (error := run.failure()) is not None:
+        raise error
+    return hits, truncated
+
+
+def _around(seen: dict[int, str], lines: Iterable[int]) -> list[str]:
+    return [seen[n] for n in lines if n in seen]

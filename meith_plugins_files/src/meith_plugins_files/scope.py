@@ -1,0 +1,213 @@
+"""Where a call may read and write: the workspace root, read scoping, protected paths.
+
+Containment itself is the core's one check (`resolve_within`, `is_within`); this module
+decides which root a call is contained in and which callers may read what. Everything a read
+tool reads passes `check_readable`, everything a write tool writes passes `check_writable`:
+one function each, so the policy has one place to change.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from meith_core import (
+    CallerKind,
+    ErrorCode,
+    PathEscapeError,
+    ToolContext,
+    ToolError,
+    is_within,
+    resolve_within,
+)
+
+#: Paths agents and plugins never read, whatever their workspace or grants: the default list
+#: of the confinement policy's secret paths (relative to the user's home directory).
+DEFAULT_SECRET_PATHS: Final = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".meith",
+)
+
+#: Capabilities whose grant, confined to a directory, makes that directory readable too.
+_COVERING_CAPABILITIES: Final = ("read-only", "writes-files", "starts-process")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A path resolved inside a workspace root: `relative` is plain (`a/b/c`, no `..`)."""
+
+    root: Path
+    path: Path
+
+    @property
+    def relative(self) -> str:
+        return os.path.relpath(self.path, self.root)
+
+    @property
+    def display(self) -> str:
+        rel = self.relative
+        return "." if rel == "." else rel
+
+
+def workspace_root(ctx: ToolContext, cwd: str | None) -> Path:
+    """The directory a call's paths are contained in: its `cwd` argument (relative to the
+    caller's directory), else the caller's directory; resolved, and an existing directory."""
+    base = ctx.cwd
+    text = os.path.expanduser(cwd) if cwd else base
+    if "\0" in text:
+        raise ToolError(ErrorCode.VALIDATION_ERROR, "cwd contains a NUL byte")
+    root = Path(os.path.realpath(os.path.join(base, text)))
+    if not root.is_dir():
+        raise ToolError(
+            ErrorCode.VALIDATION_ERROR,
+            f"cwd {root} is not a directory",
+            {"reason": "cwd not a directory", "cwd": str(root)},
+        )
+    return root
+
+
+def resolve(root: Path, path: str | None) -> Target:
+    """`path` (relative to `root`, or absolute inside it) resolved and contained in `root`."""
+    try:
+        return Target(root, resolve_within(root, path or "."))
+    except PathEscapeError as exc:
+        raise ToolError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{path!r} is outside the workspace {root}: {exc}",
+            {"reason": "path outside workspace", "path": path, "cwd": str(root)},
+        ) from None
+
+
+def secret_paths(ctx: ToolContext) -> list[str]:
+    home = os.path.expanduser("~")
+    paths = [os.path.join(home, p) for p in DEFAULT_SECRET_PATHS]
+    paths.append(str(ctx.home.root))
+    return paths
+
+
+def check_readable(ctx: ToolContext, path: Path) -> None:
+    """Refuse a read the caller may not make (PERMISSION_DENIED, saying what is readable).
+
+    The local user (`cli`) and trusted in-process callers read what the user can. `agent`
+    and `plugin` callers read inside their session's workspace and the directories their
+    grants cover, and never a secret path.
+    """
+    kind = ctx.caller.caller
+    if ctx.caller.trusted or kind is CallerKind.CLI:
+        return
+    for secret in secret_paths(ctx):
+        if is_within(path, secret):
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{path} is a secret path: {kind.value} callers never read it",
+                {"reason": "secret path", "path": str(path)},
+            )
+    workspace = ctx.caller.cwd
+    if workspace and is_within(path, workspace):
+        return
+    probe = str(path if path.is_dir() else path.parent)
+    if any(ctx.held_grant(cap, cwd=probe) is not None for cap in _COVERING_CAPABILITIES):
+        return
+    raise ToolError(
+        ErrorCode.PERMISSION_DENIED,
+        f"{path} is outside what this {kind.value} session may read: its workspace is "
+        f"{workspace or '(none)'}. Open the session for that directory (meith mcp --cwd DIR), "
+        "or give it a grant there (a grant confined to DIR covers reads in DIR too: meith "
+        "grants add --caller agent --capability writes-files --cwd DIR).",
+        {"reason": "outside readable scope", "path": str(path), "workspace": workspace},
+    )
+
+
+def secret_excludes(ctx: ToolContext, root: Path) -> list[str]:
+    """The secret paths beneath `root`, relative to it: what listing and searching skip for
+    callers that may not read them."""
+    if ctx.caller.trusted or ctx.caller.caller is CallerKind.CLI:
+        return []
+    out = []
+    for secret in secret_paths(ctx):
+        real = os.path.realpath(secret)
+        if real != str(root) and is_within(real, root):
+            out.append(os.path.relpath(real, root))
+    return out
+
+
+def check_writable(ctx: ToolContext, target: Target) -> None:
+    """Refuse a write outside the grant's directory, into git's metadata or into MEITH_HOME."""
+    path = target.path
+    if ctx.grant_scope is not None and not is_within(path, ctx.grant_scope):
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path} is outside the directory this grant is limited to ({ctx.grant_scope})",
+            {"reason": "outside grant scope", "grantScope": ctx.grant_scope},
+        )
+    if is_within(path, ctx.home.root):
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path} is inside MEITH_HOME ({ctx.home.root}), which no tool writes",
+            {"reason": "meith home", "path": str(path)},
+        )
+    gitdir = git_metadata_containing(target)
+    if gitdir is not None:
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path} is inside git's metadata ({gitdir}); change a repository with the git tools",
+            {"reason": "git metadata", "path": str(path), "gitdir": gitdir},
+        )
+
+
+def git_metadata_containing(target: Target) -> str | None:
+    """The git directory `target` lies in, if any: a `.git` component, the gitdir a `.git`
+    file of a worktree or submodule names, or a directory laid out as a git directory."""
+    parts = target.relative.split(os.sep)
+    for i, part in enumerate(parts):
+        if part.casefold() == ".git":
+            return str(target.root.joinpath(*parts[: i + 1]))
+    directory = target.path if target.path.is_dir() else target.path.parent
+    while True:
+        named = _gitdir_named_by(directory / ".git")
+        if named is not None and is_within(target.path, named):
+            return named
+        if _looks_like_gitdir(directory):
+            return str(directory)
+        if directory == target.root or directory == directory.parent:
+            return None
+        directory = directory.parent
+
+
+def _gitdir_named_by(dotgit: Path) -> str | None:
+    try:
+        if not dotgit.is_file():
+            return None
+        with open(dotgit, encoding="utf-8", errors="replace") as fh:
+            first = fh.read(4096).splitlines()[0] if dotgit.stat().st_size else ""
+    except (OSError, IndexError):
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    named = first[len("gitdir:") :].strip()
+    return os.path.realpath(os.path.join(dotgit.parent, named))
+
+
+def _looks_like_gitdir(directory: Path) -> bool:
+    return (
+        (directory / "HEAD").is_file()
+        and (directory / "objects").is_dir()
+        and (directory / "refs").is_dir()
+    )

@@ -1,0 +1,425 @@
+"""The six workspace tools, bound to one plugin instance (its undo store, locks and rg)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from meith_core import (
+    ErrorCode,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    ok_result,
+    tool,
+)
+from meith_plugins_files import edits, render, ripgrep
+from meith_plugins_files.diffs import unified
+from meith_plugins_files.models import (
+    ApplyPatchArgs,
+    ListFilesArgs,
+    ListFilesResult,
+    PatchResult,
+    ReadFileArgs,
+    ReadFileResult,
+    SearchArgs,
+    SearchMatch,
+    SearchResult,
+    UndoArgs,
+    UndoResult,
+    WriteFileArgs,
+    WriteResult,
+)
+from meith_plugins_files.reading import read_window
+from meith_plugins_files.scope import (
+    Target,
+    check_readable,
+    check_writable,
+    resolve,
+    secret_excludes,
+    workspace_root,
+)
+from meith_plugins_files.textio import BinaryFile, Decoded, decode, encode, line_ending, sha256_hex
+from meith_plugins_files.undo import UndoStore
+from meith_plugins_files.writer import Current, delete_file, read_current, replace_file
+
+if TYPE_CHECKING:
+    from meith_plugins_files.plugin import Plugin
+
+READ: Final = ["read-only"]
+WRITES: Final = ["writes-files"]
+
+
+def _conflict(target: Target, expected: str, actual: str | None) -> ToolError:
+    now = "does not exist" if actual is None else f"has sha256 {actual}"
+    return ToolError(
+        ErrorCode.TOOL_FAILED,
+        f"{target.display} changed: expected sha256 {expected} but it {now}. Read it again "
+        "and redo the change on its current content.",
+        {"reason": "conflict", "expectedSha256": expected, "actualSha256": actual},
+    )
+
+
+def _decoded(target: Target, data: bytes) -> Decoded:
+    try:
+        return decode(data)
+    except BinaryFile as exc:
+        raise ToolError(
+            ErrorCode.TOOL_FAILED,
+            f"{target.display} is a binary file ({exc}); it is not edited as text",
+            {"reason": "binary"},
+        ) from None
+
+
+def build_tools(p: Plugin) -> list[ToolDefinition]:
+    def target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> Target:
+        target = resolve(workspace_root(ctx, cwd), path)
+        check_writable(ctx, target)
+        return target
+
+    def workspace_read_file(ctx: ToolContext, args: ReadFileArgs) -> ReadFileResult:
+        """Read a text file by lines (1-based `offset`, `limit` lines; 2 MiB at most per read).
+
+        Returns the lines with `totalLines`, `truncated`, the encoding and the file's `sha256`
+        (pass it as `expectedSha256` when writing). Binary files are refused."""
+        target = resolve(workspace_root(ctx, args.cwd), args.path)
+        check_readable(ctx, target.path)
+        w = read_window(target, args.offset, args.limit)
+        return ReadFileResult(
+            path=target.display,
+            content=w.content,
+            offset=args.offset,
+            lineCount=w.line_count,
+            totalLines=w.total_lines,
+            truncated=w.truncated,
+            sha256=w.sha256,
+            size=w.size,
+            encoding=w.encoding,
+            lineEnding=w.line_ending,
+        )
+
+    def workspace_write_file(ctx: ToolContext, args: WriteFileArgs) -> WriteResult:
+        """Create or replace a file atomically (its mode kept); keeps an undo step.
+
+        With `expectedSha256` it refuses when the file is no longer that version. An existing
+        file keeps its encoding. Returns the unified diff."""
+        target = target_for_write(ctx, args.cwd, args.path)
+        with p.locks.of(target.path):
+            cur = read_current(target)
+            actual = sha256_hex(cur.data) if cur.data is not None else None
+            if args.expectedSha256 is not None and args.expectedSha256 != actual:
+                raise _conflict(target, args.expectedSha256, actual)
+            old = _decoded(target, cur.data) if cur.data is not None else None
+            enc = old.encoding if old is not None else "utf-8"
+            try:
+                data = encode(args.content, enc)
+            except UnicodeEncodeError as exc:
+                raise ToolError(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"content cannot be written in the file's encoding {enc}: {exc.reason}",
+                ) from None
+            return _commit(
+                p.store(ctx),
+                target,
+                cur,
+                old,
+                args.content,
+                data,
+                create_dirs=args.createDirs,
+                tool_name="workspace_write_file",
+            )
+
+    def workspace_apply_patch(ctx: ToolContext, args: ApplyPatchArgs) -> PatchResult:
+        """Edit one file, all or nothing, and return the unified diff.
+
+        Each edit is an exact text `{oldText, newText, replaceAll?}` (oldText must match once,
+        or every match with replaceAll) or a range `{start, end, newText}` in characters of
+        the text as read. An edit that matches nowhere or more than once fails the whole
+        patch and says how many matches and where. `dryRun` returns the diff only."""
+        target = target_for_write(ctx, args.cwd, args.path)
+        with p.locks.of(target.path):
+            cur = read_current(target)
+            if cur.data is None:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"{target.display} does not exist (create it with workspace_write_file)",
+                    {"reason": "not found"},
+                )
+            actual = sha256_hex(cur.data)
+            if args.expectedSha256 is not None and args.expectedSha256 != actual:
+                raise _conflict(target, args.expectedSha256, actual)
+            old = _decoded(target, cur.data)
+            spans = edits.locate(
+                old.text, args.edits, target.display, crlf=line_ending(old.text) == "crlf"
+            )
+            text = edits.apply(old.text, spans)
+            if args.dryRun:
+                diff, cut = unified(old.text, text, target.display)
+                return PatchResult(
+                    path=target.display,
+                    dryRun=True,
+                    applied=len(spans),
+                    sha256=actual,
+                    previousSha256=actual,
+                    diff=diff,
+                    diffTruncated=cut,
+                    undoSteps=p.store(ctx).count(target.path),
+                )
+            try:
+                data = encode(text, old.encoding)
+            except UnicodeEncodeError as exc:
+                raise ToolError(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"the new text cannot be written in the file's encoding {old.encoding}: "
+                    f"{exc.reason}",
+                ) from None
+            done = _commit(
+                p.store(ctx),
+                target,
+                cur,
+                old,
+                text,
+                data,
+                create_dirs=False,
+                tool_name="workspace_apply_patch",
+            )
+            return PatchResult(
+                path=done.path,
+                dryRun=False,
+                applied=len(spans),
+                sha256=done.sha256,
+                previousSha256=actual,
+                diff=done.diff,
+                diffTruncated=done.diffTruncated,
+                undoSteps=done.undoSteps,
+            )
+
+    def workspace_undo(ctx: ToolContext, args: UndoArgs) -> UndoResult:
+        """Restore the version of a file before meith's last change to it (50 steps a file,
+        kept across restarts). Refuses when the file changed since, unless `force`."""
+        target = target_for_write(ctx, args.cwd, args.path)
+        with p.locks.of(target.path):
+            store = p.store(ctx)
+            step = store.last(target.path)
+            if step is None:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"no undo step for {target.display}: meith has not changed it",
+                    {"reason": "nothing to undo"},
+                )
+            cur = read_current(target)
+            actual = sha256_hex(cur.data) if cur.data is not None else None
+            if actual != step.after and not args.force:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"{target.display} changed since meith's last change to it (expected sha256 "
+                    f"{step.after}, found {actual or 'no file'}); undoing would lose that "
+                    "change. Pass force: true to undo anyway.",
+                    {
+                        "reason": "changed since",
+                        "expectedSha256": step.after,
+                        "actualSha256": actual,
+                    },
+                )
+            now_text = _text_or_none(cur.data)
+            if step.before is None:
+                delete_file(target)
+                left = store.pop(target.path, step)
+                diff, cut = unified(now_text, None, target.display)
+                return UndoResult(
+                    path=target.display,
+                    restored="deleted",
+                    sha256=None,
+                    diff=diff,
+                    diffTruncated=cut,
+                    undoSteps=left,
+                )
+            try:
+                data = store.content(target.path, step)
+            except (OSError, ValueError) as exc:
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"the saved version of {target.display} cannot be read from the undo "
+                    f"store: {exc}",
+                ) from None
+            replace_file(
+                target, data, step.mode if step.mode is not None else cur.mode, create_dirs=True
+            )
+            left = store.pop(target.path, step)
+            diff, cut = unified(now_text, _text_or_none(data), target.display)
+            return UndoResult(
+                path=target.display,
+                restored="previous",
+                sha256=step.before,
+                diff=diff,
+                diffTruncated=cut,
+                undoSteps=left,
+            )
+
+    async def workspace_list_files(ctx: ToolContext, args: ListFilesArgs) -> ListFilesResult:
+        """List files under a directory, sorted: honours .gitignore and skips node_modules,
+        .git, build and cache directories (unless `includeIgnored`); never follows links.
+        5,000 by default, 20,000 at most."""
+        root = workspace_root(ctx, args.cwd)
+        target = resolve(root, args.path)
+        check_readable(ctx, target.path)
+        rg = p.rg()
+        walk = ripgrep.Walk(args.includeIgnored, args.glob, tuple(secret_excludes(ctx, root)))
+        files, truncated = await ripgrep.list_files(
+            rg, str(root), walk, _rg_path(target), args.limit
+        )
+        files.sort()
+        return ListFilesResult(root=str(root), files=files, count=len(files), truncated=truncated)
+
+    async def workspace_search(ctx: ToolContext, args: SearchArgs) -> ToolResult:
+        """Search file contents with ripgrep: literal text by default, `regex` for a regular
+        expression; .gitignore-aware, files over 1 MiB skipped. Each hit has path, line,
+        column and text (`contextLines` around it). 500 hits by default, 5,000 at most."""
+        root = workspace_root(ctx, args.cwd)
+        target = resolve(root, args.path)
+        check_readable(ctx, target.path)
+        if not (target.path.is_dir() or target.path.is_file()):
+            # A FIFO or device named outright would be read by rg until the deadline.
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                f"{target.display} is not a directory or a regular file",
+                {"reason": "not searchable"},
+            )
+        rg = p.rg()
+        walk = ripgrep.Walk(False, args.glob, tuple(secret_excludes(ctx, root)))
+        argv = ripgrep.search_argv(
+            rg,
+            walk,
+            _rg_path(target),
+            query=args.query,
+            regex=args.regex,
+            case_sensitive=args.caseSensitive,
+            context=args.contextLines,
+        )
+        hits, truncated = await ripgrep.search(rg, str(root), argv, args.limit, args.contextLines)
+        result = SearchResult(
+            root=str(root),
+            matches=[
+                SearchMatch(
+                    path=h.path,
+                    line=h.line,
+                    column=h.column,
+                    text=h.text,
+                    before=h.before,
+                    after=h.after,
+                )
+                for h in hits
+            ],
+            count=len(hits),
+            truncated=truncated,
+        )
+        # Hits without context carry no empty before/after keys: compact for a model.
+        return ok_result(result.model_dump(mode="json", exclude_none=True))
+
+    return [
+        tool(
+            workspace_read_file,
+            capabilities=READ,
+            idempotent=True,
+            output=ReadFileResult,
+            render=render.read_file,
+        ),
+        tool(
+            workspace_write_file,
+            capabilities=WRITES,
+            grant_scope="enforced",
+            idempotent=True,
+            output=WriteResult,
+            render=render.write_file,
+        ),
+        tool(
+            workspace_apply_patch,
+            capabilities=WRITES,
+            grant_scope="enforced",
+            output=PatchResult,
+            render=render.apply_patch,
+        ),
+        tool(
+            workspace_undo,
+            capabilities=WRITES,
+            grant_scope="enforced",
+            output=UndoResult,
+            render=render.undo,
+        ),
+        tool(
+            workspace_list_files,
+            capabilities=READ,
+            idempotent=True,
+            output=ListFilesResult,
+            render=render.list_files,
+        ),
+        tool(
+            workspace_search,
+            capabilities=READ,
+            idempotent=True,
+            output=SearchResult,
+            render=render.search,
+        ),
+    ]
+
+
+def _rg_path(target: Target) -> str:
+    rel = target.relative
+    return "." if rel == "." else "./" + rel
+
+
+def _text_or_none(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return decode(data).text
+    except BinaryFile:
+        return ""
+
+
+def _commit(
+    store: UndoStore,
+    target: Target,
+    cur: Current,
+    old: Decoded | None,
+    text: str,
+    data: bytes,
+    *,
+    create_dirs: bool,
+    tool_name: str,
+) -> WriteResult:
+    """Replace the file with `data` (unless it already is), keep an undo step, diff it."""
+    new_sha = sha256_hex(data)
+    old_sha = sha256_hex(cur.data) if cur.data is not None else None
+    if cur.data == data:
+        return WriteResult(
+            path=target.display,
+            created=False,
+            changed=False,
+            bytes=len(data),
+            sha256=new_sha,
+            previousSha256=old_sha,
+            diff="",
+            diffTruncated=False,
+            undoSteps=store.count(target.path),
+        )
+    diff, cut = unified(old.text if old is not None else None, text, target.display)
+    # The step first: a change meith made always has its undo step. A failed write takes
+    # the step back.
+    step, steps = store.push(target.path, cur.data, cur.mode, new_sha, tool_name)
+    try:
+        replace_file(target, data, cur.mode, create_dirs=create_dirs)
+    except BaseException:
+        store.pop(target.path, step)
+        raise
+    return WriteResult(
+        path=target.display,
+        created=cur.data is None,
+        changed=True,
+        bytes=len(data),
+        sha256=new_sha,
+        previousSha256=old_sha,
+        diff=diff,
+        diffTruncated=cut,
+        undoSteps=steps,
+    )

@@ -1,0 +1,98 @@
+"""The loop end to end: a real `meith serve` with the files plugin, driven by `meith call`,
+with the plugin approved and the grant given through the CLI; undo across a restart."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.readme import readme_block
+
+pytestmark = pytest.mark.slow
+
+
+def ok(srv, tool: str, args: dict) -> dict:
+    envelope = srv.call(tool, args)
+    assert envelope["ok"], (tool, envelope)
+    return envelope["content"]
+
+
+def test_read_search_edit_undo_through_meith_serve_and_the_cli(
+    meith_server, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    cwd = str(ws)
+    home = tmp_path / "home"
+    srv = meith_server(home=home, plugins="files")
+
+    denied = srv.call("workspace_write_file", {"cwd": cwd, "path": "x.txt", "content": "x"})
+    assert denied["error"]["code"] == "PERMISSION_DENIED"
+    assert denied["error"]["details"]["gate"] == "provider"
+    srv.approve("files")
+    denied = srv.call("workspace_write_file", {"cwd": cwd, "path": "x.txt", "content": "x"})
+    assert denied["error"]["details"]["gate"] == "caller"
+    srv.grant("writes-files", cwd=cwd)
+
+    hits = ok(srv, "workspace_search", {"cwd": cwd, "query": "a - b"})
+    assert hits["matches"] == [
+        {"path": "src/calc.py", "line": 2, "column": 12, "text": "    return a - b"}
+    ]
+    read = ok(srv, "workspace_read_file", {"cwd": cwd, "path": "src/calc.py"})
+    assert read["totalLines"] == 2
+    dry = ok(
+        srv,
+        "workspace_apply_patch",
+        {
+            "cwd": cwd,
+            "path": "src/calc.py",
+            "edits": [{"oldText": "a - b", "newText": "a + b"}],
+            "dryRun": True,
+        },
+    )
+    assert "+    return a + b\n" in dry["diff"]
+    assert (ws / "src" / "calc.py").read_text().endswith("a - b\n")
+    done = ok(
+        srv,
+        "workspace_apply_patch",
+        {
+            "cwd": cwd,
+            "path": "src/calc.py",
+            "edits": [{"oldText": "a - b", "newText": "a + b"}],
+            "expectedSha256": read["sha256"],
+        },
+    )
+    assert done["undoSteps"] == 1
+    assert (ws / "src" / "calc.py").read_text().endswith("a + b\n")
+    assert ok(srv, "workspace_list_files", {"cwd": cwd})["files"] == ["src/calc.py"]
+
+    srv.stop()
+    again = meith_server(home=home, plugins="files")
+    undone = ok(again, "workspace_undo", {"cwd": cwd, "path": "src/calc.py"})
+    assert undone["undoSteps"] == 0
+    assert (ws / "src" / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+    records = [r for r in again.audit_records() if r["toolName"] == "workspace_undo"]
+    assert [r["decision"] for r in records] == ["allow"]
+
+
+def test_the_readme_files_block_runs_as_written(meith_server, tmp_path: Path) -> None:
+    block = readme_block("meith plugins approve files", "sh")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    srv = meith_server(plugins="files")
+    outputs = []
+    for line in block.text.splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "meith"
+        done = srv.cli(*argv[1:], cwd=str(ws))
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    found = json.loads(outputs[-1])
+    assert found["matches"] == [
+        {"path": "src/cart.py", "line": 1, "column": 1, "text": "def total(items):"}
+    ]

@@ -1,0 +1,68 @@
+"""An agent through `meith mcp` (the MCP SDK's own client, stdio) against a real `meith serve`
+with the files plugin: search, read, edit, undo — the text it reads, the hints it is given,
+and the wall around its workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import stdio_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def test_an_agent_searches_reads_edits_and_undoes_over_mcp(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    ws = (tmp_path / "ws").resolve()
+    (ws / "src").mkdir(parents=True)
+    source = "def total(items):\n    return sum(items)\n"
+    (ws / "src" / "cart.py").write_text(source)
+    (tmp_path / "private.txt").write_text("not yours\n")
+    srv = meith_server(plugins="files")
+    srv.approve("files")
+    srv.grant("writes-files", caller="agent", cwd=str(ws))
+    async with stdio_client(srv, "--cwd", str(ws)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["workspace_read_file"].annotations.read_only_hint is True
+        assert tools["workspace_undo"].annotations.idempotent_hint is False
+        assert tools["workspace_apply_patch"].annotations.read_only_hint is False
+
+        found = await client.call_tool("workspace_search", {"query": "sum(items)"})
+        assert _text(found) == "src/cart.py:2:12:     return sum(items)"
+        read = await client.call_tool("workspace_read_file", {"path": "src/cart.py"})
+        sha = read.structured_content["sha256"]
+        assert _text(read).splitlines()[1:] == ["1\tdef total(items):", "2\t    return sum(items)"]
+        edit = await client.call_tool(
+            "workspace_apply_patch",
+            {
+                "path": "src/cart.py",
+                "expectedSha256": sha,
+                "edits": [{"oldText": "sum(items)", "newText": "sum(i.price for i in items)"}],
+            },
+        )
+        assert edit.is_error is False, _text(edit)
+        assert "+    return sum(i.price for i in items)" in _text(edit)
+        assert "i.price" in (ws / "src" / "cart.py").read_text()
+        undone = await client.call_tool("workspace_undo", {"path": "src/cart.py"})
+        assert undone.is_error is False, _text(undone)
+        assert (ws / "src" / "cart.py").read_text() == source
+
+        outside = await client.call_tool(
+            "workspace_read_file", {"cwd": str(tmp_path), "path": "private.txt"}
+        )
+        assert outside.is_error is True
+        assert _text(outside).startswith("PERMISSION_DENIED: ")
+        assert f"its workspace is {ws}" in _text(outside)

@@ -1,0 +1,153 @@
+"""Hostile trees: `..`, absolute paths and symbolic links that lead out, names with line
+breaks, git metadata, a worktree's gitdir and MEITH_HOME, none of which a write reaches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from meith_core import ErrorCode
+from meith_core.testing import MeithHarness
+from tests.files.conftest import fails, ok
+
+pytestmark = pytest.mark.meith_plugin("files")
+
+TOOLS_ON_A_PATH = [
+    ("workspace_read_file", {}),
+    ("workspace_write_file", {"content": "x"}),
+    ("workspace_apply_patch", {"edits": [{"oldText": "s", "newText": "x"}]}),
+    ("workspace_undo", {}),
+]
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("s\n")
+    return out
+
+
+@pytest.mark.parametrize(("tool", "extra"), TOOLS_ON_A_PATH)
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "file-link", "dir-link"])
+def test_paths_leading_out_of_the_workspace_are_refused(
+    files: MeithHarness, ws: Path, outside: Path, tool: str, extra: dict, how: str
+) -> None:
+    (ws / "file-link").symlink_to(outside / "secret.txt")
+    (ws / "dir-link").symlink_to(outside)
+    path = {
+        "dotdot": "../outside/secret.txt",
+        "absolute": str(outside / "secret.txt"),
+        "file-link": "file-link",
+        "dir-link": "dir-link/secret.txt",
+    }[how]
+    err = fails(files, tool, {"cwd": str(ws), "path": path, **extra})
+    assert err.code == ErrorCode.VALIDATION_ERROR
+    assert err.details["reason"] == "path outside workspace"
+    assert (outside / "secret.txt").read_text() == "s\n"
+
+
+def test_a_dotdot_that_stays_inside_is_fine(files: MeithHarness, ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "a.txt").write_text("a\n")
+    assert (
+        ok(files, "workspace_read_file", {"cwd": str(ws), "path": "sub/../a.txt"})["path"]
+        == "a.txt"
+    )
+
+
+def test_listing_and_search_do_not_follow_links(
+    files: MeithHarness, ws: Path, outside: Path
+) -> None:
+    (ws / "real.txt").write_text("needle\n")
+    (ws / "dir-link").symlink_to(outside)
+    (ws / "file-link").symlink_to(ws / "real.txt")
+    (outside / "secret.txt").write_text("needle\n")
+    listed = ok(files, "workspace_list_files", {"cwd": str(ws)})
+    assert listed["files"] == ["real.txt"]
+    found = ok(files, "workspace_search", {"cwd": str(ws), "query": "needle"})
+    assert [m["path"] for m in found["matches"]] == ["real.txt"]
+
+
+def test_names_with_line_breaks_are_read_written_listed_and_searched(
+    files: MeithHarness, ws: Path
+) -> None:
+    name = "two\nlines.txt"
+    ok(files, "workspace_write_file", {"cwd": str(ws), "path": name, "content": "needle\n"})
+    assert (ws / name).read_text() == "needle\n"
+    assert ok(files, "workspace_read_file", {"cwd": str(ws), "path": name})["content"] == "needle\n"
+    assert ok(files, "workspace_list_files", {"cwd": str(ws)})["files"] == [name]
+    found = ok(files, "workspace_search", {"cwd": str(ws), "query": "needle"})
+    assert [m["path"] for m in found["matches"]] == [name]
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "sub/.GIT/HEAD"])
+def test_git_metadata_is_never_written(files: MeithHarness, ws: Path, path: str) -> None:
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "sub").mkdir()
+    before = (ws / ".git" / "config").read_bytes()
+    err = fails(
+        files,
+        "workspace_write_file",
+        {
+            "cwd": str(ws),
+            "path": path,
+            "content": "[core]\n\thooksPath = /tmp\n",
+            "createDirs": True,
+        },
+    )
+    assert err.code == ErrorCode.PERMISSION_DENIED
+    assert err.details["reason"] == "git metadata"
+    assert (ws / ".git" / "config").read_bytes() == before
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_worktrees_gitdir_inside_the_workspace_is_never_written(
+    files: MeithHarness, ws: Path
+) -> None:
+    # A work tree whose .git file names a git directory kept elsewhere in the workspace.
+    subprocess.run(
+        ["git", "init", "-q", "--separate-git-dir", str(ws / "meta"), str(ws / "tree")], check=True
+    )
+    assert (ws / "tree" / ".git").is_file()
+    err = fails(
+        files,
+        "workspace_write_file",
+        {"cwd": str(ws), "path": "meta/config", "content": "x"},
+    )
+    assert err.details["reason"] == "git metadata"
+    ok(files, "workspace_write_file", {"cwd": str(ws), "path": "tree/ok.txt", "content": "x"})
+
+
+def test_meith_home_is_never_written(files: MeithHarness, ws: Path) -> None:
+    home = files.home.root
+    grants = home / "grants.json"
+    err = fails(
+        files, "workspace_write_file", {"cwd": str(home), "path": "grants.json", "content": "{}"}
+    )
+    assert err.code == ErrorCode.PERMISSION_DENIED
+    assert err.details["reason"] == "meith home"
+    assert not grants.exists() or grants.read_text() != "{}"
+
+
+def test_a_symlink_planted_in_a_parent_after_resolution_is_not_followed(
+    files: MeithHarness, ws: Path, outside: Path
+) -> None:
+    # The core's write_file_beneath opens each directory without following links: a write to
+    # sub/x.txt where sub is (now) a link out is refused rather than landing outside.
+    from meith_plugins_files.scope import Target
+    from meith_plugins_files.writer import replace_file
+
+    (ws / "sub").symlink_to(outside)
+    with pytest.raises(Exception, match="symbolic link"):
+        replace_file(Target(ws, ws / "sub" / "x.txt"), b"x", None, create_dirs=False)
+    assert not (outside / "x.txt").exists()
+
+
+def test_a_cwd_that_is_not_a_directory_is_a_validation_error(files: MeithHarness, ws: Path) -> None:
+    err = fails(files, "workspace_list_files", {"cwd": str(ws / "nope")})
+    assert err.code == ErrorCode.VALIDATION_ERROR
+    assert os.path.basename(err.details["cwd"]) == "nope"
