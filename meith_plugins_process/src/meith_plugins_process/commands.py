@@ -41,6 +41,8 @@ TIMEOUT_GRACE_S: Final = 2.0
 LEFTOVER_GRACE_S: Final = 1.0
 #: How long, once its processes are gone, output still in the pipes may take to arrive.
 DRAIN_S: Final = 1.0
+#: A command still running this long after its start goes into the crash record.
+RECORD_AFTER_S: Final = 0.05
 #: A progress event this often while it runs (clients that reset their timeout on progress).
 PROGRESS_S: Final = 5.0
 #: The tool's deadline: the longest `timeoutMs`, then the grace, then a margin. The call's own
@@ -209,15 +211,34 @@ def _find_program(argv: list[str], cwd: str, env: Mapping[str, str]) -> None:
         )
 
 
+class _Running:
+    """A command of the runner while it runs: what ending it needs."""
+
+    __slots__ = ("create_time", "id", "pid", "run")
+
+    def __init__(self, run_id: str, pid: int, run: _Run) -> None:
+        self.id = run_id
+        self.pid = pid
+        self.run = run
+        self.create_time: float | None = None
+
+    def target(self, sig: signal.Signals = signal.SIGTERM) -> Target:
+        """The killer's target. While the leader has not been reaped its pid is still ours;
+        once it has, only the marker can tell the command's processes from a reused pid."""
+        if self.run.returncode is not None:
+            return Target(self.id, None, None, sig)
+        return Target(self.id, self.pid, self.create_time, sig)
+
+
 class CommandRunner:
     """The commands running now, so that runtime shutdown ends them too."""
 
     def __init__(self, supervisor: Supervisor) -> None:
         self.sup = supervisor
-        self.running: dict[str, Target] = {}
+        self.running: dict[str, _Running] = {}
 
     def targets(self) -> list[Target]:
-        return list(self.running.values())
+        return [r.target() for r in self.running.values()]
 
     async def run(
         self,
@@ -237,6 +258,10 @@ class CommandRunner:
         finally:
             if confined is not None:
                 confined.cleanup()
+
+    def _record(self, running: _Running, display: str) -> None:
+        if running.id in self.running:
+            running.create_time = self.sup.track(running.id, "command", running.pid, display)
 
     async def _run(
         self,
@@ -280,13 +305,14 @@ class CommandRunner:
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
-        pid = transport.get_pid()
+        running = _Running(run_id, transport.get_pid(), run)
+        self.running[run_id] = running
+        # Into the crash record only if it is still running a moment later: most commands an
+        # agent runs are over sooner, and the record costs two synced writes.
+        record = loop.call_later(RECORD_AFTER_S, self._record, running, display)
         ended = False
         outcome = "cancelled"
         try:
-            created = self.sup.track(run_id, "command", pid, display)
-            target = Target(run_id, pid, created)
-            self.running[run_id] = target
             if args.stdin is not None:
                 pipe = transport.get_pipe_transport(0)
                 if isinstance(pipe, asyncio.WriteTransport):
@@ -294,7 +320,7 @@ class CommandRunner:
                     pipe.write_eof()
             outcome = await self._wait(ctx, run, started, args.timeoutMs / 1000)
             if outcome == "cancelled":
-                await self.sup.terminate([_with_sig(target, signal.SIGKILL)], grace_s=0)
+                await self.sup.terminate([running.target(signal.SIGKILL)], grace_s=0)
                 ended = True
                 raise ToolError(
                     ErrorCode.CANCELLED,
@@ -302,7 +328,7 @@ class CommandRunner:
                     "ended",
                 )
             if outcome == "timeout":
-                await self.sup.terminate([target], grace_s=TIMEOUT_GRACE_S)
+                await self.sup.terminate([running.target()], grace_s=TIMEOUT_GRACE_S)
                 ended = True
                 diagnostics.append(
                     {
@@ -317,8 +343,8 @@ class CommandRunner:
                 # Exited. Its pipes close with it unless something it started holds them.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(run.pipes_closed.wait(), EXIT_LINGER_S)
-                if run.open_pipes or _group_alive(pid):
-                    left = await self.sup.terminate([target], grace_s=LEFTOVER_GRACE_S)
+                if run.open_pipes or _group_alive(running.pid):
+                    left = await self.sup.terminate([running.target()], grace_s=LEFTOVER_GRACE_S)
                     if left[0].found:
                         diagnostics.append(
                             {
@@ -331,12 +357,12 @@ class CommandRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.pipes_closed.wait(), DRAIN_S)
         finally:
+            record.cancel()
             # However the call ends (cancelled from outside included): none of it is left.
             if not ended:
-                target = self.running.get(run_id, Target(run_id, pid, None))
                 with contextlib.suppress(Exception):
-                    await self.sup.terminate([_with_sig(target, signal.SIGKILL)], grace_s=0)
-            self.running.pop(run_id, None)
+                    await self.sup.terminate([running.target(signal.SIGKILL)], grace_s=0)
+            del self.running[run_id]
             self.sup.untrack(run_id)
             transport.close()
         run.report_skipped()
@@ -386,7 +412,3 @@ class CommandRunner:
         finally:
             remove()
             waiter.cancel()
-
-
-def _with_sig(target: Target, sig: signal.Signals) -> Target:
-    return Target(target.id, target.pid, target.create_time, sig)
