@@ -23,11 +23,13 @@ TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check over the whole tree; plugins import only meith_core."""
-    session.install("ruff>=0.6")
+    """ruff check and ruff format --check over the whole tree; plugins import only meith_core;
+    meith_core's layers import only downwards (import-linter, `[tool.importlinter]`)."""
+    session.install("ruff>=0.6", "import-linter>=2.1", "./meith_core[mcp]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("python", "scripts/check_plugin_imports.py")
+    session.run("lint-imports")
 
 
 @nox.session

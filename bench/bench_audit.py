@@ -27,9 +27,9 @@ from typing import Any
 
 from _timing import us_per_item
 
-from meith_core._audit.log import AuditLog
-from meith_core._audit.redact import summarize_call
-from meith_core._protocol.framing import dumps_bytes
+from meith_core.audit.log import AuditLog
+from meith_core.audit.redact import summarize_call
+from meith_core.protocol.framing import dumps_bytes
 
 
 def record(i: int) -> dict[str, Any]:

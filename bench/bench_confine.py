@@ -1,5 +1,5 @@
 """What Landlock confinement adds to starting a process: `true` spawned directly and through
-the exec wrapper (`meith_core._confine_exec`) with Landlock only and with the mount namespace
+the exec wrapper (`meith_core.policy.confine_exec`) with Landlock only and with the mount namespace
 too, and a bare `python -I -S` start for comparison (the wrapper's floor), interleaved round-robin, minimum and median of
 the wall time per spawn (a spawn waits on the kernel, so the CPU clock would miss most of it).
 

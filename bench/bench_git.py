@@ -162,8 +162,8 @@ async def measure(
     opts: argparse.Namespace,
     before_client: Any = None,
 ) -> dict[str, Any]:
-    from meith_core._home import MeithHome
-    from meith_core._runtime.host import Runtime
+    from meith_core.base.home import MeithHome
+    from meith_core.host.runtime import Runtime
     from meith_plugins_git.plugin import Plugin
 
     home = MeithHome(Path(tempfile.mkdtemp(prefix="meith-bench-home-"))).ensure()

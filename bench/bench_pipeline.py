@@ -1,7 +1,7 @@
 """Where a trivial call's server CPU goes, without sockets: meith's own Python work per call.
 
 A runtime with the benchmark plugin (`bench_echo`) runs in this process. One connection is fed
-`tool_call` frames directly (`Connection.data_received`) through an in-memory transport, so a
+`tool_call` frames directly (`SocketConnection.data_received`) through an in-memory transport, so a
 call is everything the server does for it except the socket syscalls and the event loop's
 `select`: framing and frame validation, the pipeline (argument validation, permission gate,
 deadline, normalisation), the audit record (redaction of the summaries, then sealing and
@@ -37,13 +37,13 @@ from typing import Any
 from _core_plugin import BenchPlugin  # bench/ is the script's directory: sys.path[0]
 from _timing import us_per_item
 
-from meith_core._audit.log import AuditLog
-from meith_core._audit.redact import summarize_call
-from meith_core._home import MeithHome
-from meith_core._runtime.host import Runtime
-from meith_core._runtime.socket_connection import Connection
-from meith_core._runtime.socket_server import SocketServer
-from meith_core._runtime.socketbind import bind_socket
+from meith_core.audit.log import AuditLog
+from meith_core.audit.redact import summarize_call
+from meith_core.base.home import MeithHome
+from meith_core.host.runtime import Runtime
+from meith_core.serve.socket_connection import SocketConnection
+from meith_core.serve.socket_server import SocketServer
+from meith_core.serve.socketbind import bind_socket
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "pipeline.json"
 ARGS = {"text": "hello"}
@@ -106,7 +106,7 @@ async def measure(calls: int, reps: int, tmp: Path) -> dict[str, Any]:
     server = SocketServer(runtime, bound)
     ours, theirs = socket.socketpair(socket.AF_UNIX)
     try:
-        conn = Connection(server)
+        conn = SocketConnection(server)
         transport = MemoryTransport(ours)
         conn.connection_made(transport)
         conn.data_received(b'{"type":"hello","protocol":1,"clientInfo":{"name":"bench"}}\n')

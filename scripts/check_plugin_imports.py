@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "meith_core" / "src"))
 
-from meith_core._plugins.imports import scan  # noqa: E402 - after the path is set
+from meith_core.host.plugins.imports import scan  # noqa: E402 - after the path is set
 
 DEFAULT_DIRS = [ROOT / f"meith_plugins_{name}" / "src" for name in ("git", "process", "browser")]
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from meith_core import Runtime
-from meith_core._settings import SettingsError
+from meith_core.host.settings import SettingsError
 from meith_plugins_browser.executable import ENV_VAR, INSTALL_HINT
 from meith_plugins_browser.plugin import Plugin
 from meith_plugins_browser.settings import BrowserSettings

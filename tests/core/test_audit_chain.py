@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from meith_core import ErrorCode
-from meith_core._audit import segments
-from meith_core._audit.chain import check_line, seal
-from meith_core._audit.log import AuditLog
-from meith_core._audit.segments import Limits
-from meith_core._audit.verify import verify
-from meith_core._home import MeithHome
-from meith_core._runtime.host import Runtime
-from meith_core._settings import SettingsError, SettingsStore
+from meith_core.audit import segments
+from meith_core.audit.chain import check_line, seal
+from meith_core.audit.log import AuditLog
+from meith_core.audit.segments import Limits
+from meith_core.audit.verify import verify
+from meith_core.base.home import MeithHome
+from meith_core.host.runtime import Runtime
+from meith_core.host.settings import SettingsError, SettingsStore
 from tests.harness import MEITH, base_env
 
 SMALL = Limits(max_bytes=segments.MIN_SEGMENT_BYTES * 4)  # 64 KiB segments, 256 KiB in all
@@ -314,8 +314,8 @@ def test_two_writers_in_one_process_extend_one_chain(tmp_path: Path) -> None:
 _WRITER = """
 import sys
 from pathlib import Path
-from meith_core._audit.log import AuditLog
-from meith_core._audit.segments import Limits
+from meith_core.audit.log import AuditLog
+from meith_core.audit.segments import Limits
 log = AuditLog(Path(sys.argv[1]), limits=Limits(max_bytes=64 * 1024 * 16))
 for i in range(int(sys.argv[3])):
     assert log.write({"writer": sys.argv[2], "seq": i, "pad": "y" * 300})

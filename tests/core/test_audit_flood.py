@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from meith_core import ErrorCode, ToolContext
-from meith_core._audit.coalesce import BURST, BURST_ALL_SESSIONS, Coalescer
-from meith_core._audit.log import AuditLog
-from meith_core._runtime.host import Runtime
+from meith_core.audit.coalesce import BURST, BURST_ALL_SESSIONS, Coalescer
+from meith_core.audit.log import AuditLog
+from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
 
 FLOOD = 41_000  # what emptied the trail of every earlier record before
@@ -155,7 +155,7 @@ def test_a_window_closes_with_the_next_record_after_it(tmp_path: Any) -> None:
 
 
 def test_open_windows_are_bounded_and_an_evicted_one_is_still_counted() -> None:
-    from meith_core._audit import coalesce
+    from meith_core.audit import coalesce
 
     c = Coalescer(burst=1, burst_all_sessions=10**9)  # only the per-session windows count
     sessions = coalesce.MAX_WINDOWS - 1  # and one window spans them all

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from meith_core import ErrorCode, ToolContext
-from meith_core._cli.audit import collect
-from meith_core._runtime.host import Runtime
+from meith_core.cli.audit import collect
+from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
 from tests.harness import MEITH, base_env
 
@@ -64,8 +64,8 @@ import asyncio, os, sys
 from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from meith_core import tool
-from meith_core._home import MeithHome
-from meith_core._runtime.host import Runtime
+from meith_core.base.home import MeithHome
+from meith_core.host.runtime import Runtime
 
 class NoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from meith_core._caller import CallerInfo, CallerKind
-from meith_core._runtime.child_tokens import LOCAL_USER, TOKEN_ENV, ChildBinding, ChildTokens
-from meith_core._runtime.connection import ServerConnection
+from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
+from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
+from meith_core.protocol.connection import Connection
 from tests.core.test_connection_rules import call, conn, feed, only_error, sent, started
 
 pytestmark = pytest.mark.anyio
@@ -134,7 +134,7 @@ def test_the_local_users_token_claims_as_the_user_does_in_a_session_of_its_own()
     token = tokens.mint(LOCAL_USER)
     sessions = set()
     for sid, claim in (("socket:one", "cli"), ("socket:two", "agent")):
-        c = ServerConnection(
+        c = Connection(
             sid,
             runtime_cwd="/",
             server_version="9.9",

@@ -8,14 +8,10 @@ from typing import Any
 
 import pytest
 
-from meith_core._caller import CallerInfo, CallerKind
-from meith_core._capabilities import Capability
-from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
-from meith_core._protocol.framing import encode_frame
-from meith_core._runtime import connection_approvals
-from meith_core._runtime.connection import ServerConnection
-from meith_core._runtime.connection_actions import (
+from meith_core.protocol import approval_desk as connection_approvals
+from meith_core.protocol.actions import (
     ApprovalAnswered,
+    CancelCall,
     Identity,
     IdentityFixed,
     Send,
@@ -23,16 +19,21 @@ from meith_core._runtime.connection_actions import (
     SendTools,
     StartCall,
 )
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.caller import CallerInfo, CallerKind
+from meith_core.protocol.capabilities import Capability
+from meith_core.protocol.connection import Connection
+from meith_core.protocol.framing import encode_frame
 
 SID = "socket:test"
 CWD = "/runtime/cwd"
 
 
-def conn(**kwargs: Any) -> ServerConnection:
-    return ServerConnection(SID, runtime_cwd=CWD, server_version="9.9", **kwargs)
+def conn(**kwargs: Any) -> Connection:
+    return Connection(SID, runtime_cwd=CWD, server_version="9.9", **kwargs)
 
 
-def feed(c: ServerConnection, *frames: dict[str, Any] | bytes, now: float = 0.0) -> list[Any]:
+def feed(c: Connection, *frames: dict[str, Any] | bytes, now: float = 0.0) -> list[Any]:
     data = b"".join(f if isinstance(f, bytes) else encode_frame(f) for f in frames)
     return c.receive_data(data, now)
 
@@ -134,20 +135,20 @@ def test_the_in_flight_limit() -> None:
 
 def test_cancel_reaches_only_this_connections_own_calls() -> None:
     c, other = conn(), conn()
-    (mine,) = started(feed(c, call("r")))
-    (theirs,) = started(feed(other, call("x")))
-    assert feed(c, {"type": "cancel_tool_call", "requestId": "x"}) == []  # ignored
-    assert not theirs.token.is_set()
-    assert feed(c, {"type": "cancel_tool_call", "requestId": "r"}) == []
-    assert mine.token.is_set()
-    assert mine.token.reason == "cancelled by the client"
+    started(feed(c, call("r")))
+    started(feed(other, call("x")))
+    assert feed(c, {"type": "cancel_tool_call", "requestId": "x"}) == []  # not ours: ignored
+    assert feed(c, {"type": "cancel_tool_call", "requestId": "r"}) == [
+        CancelCall("r", "cancelled by the client")
+    ]
+    c.call_finished("r", 0.0)
+    assert feed(c, {"type": "cancel_tool_call", "requestId": "r"}) == []  # finished: ignored
 
 
 def test_close_cancels_the_calls_and_stops_reading() -> None:
     c = conn()
-    (start,) = started(feed(c, call("r")))
-    c.close("client disconnected")
-    assert start.token.is_set()
+    started(feed(c, call("r")))
+    assert c.close("client disconnected") == [CancelCall("r", "client disconnected")]
     assert c.closed
     assert feed(c, call("s")) == []
 
@@ -263,7 +264,7 @@ def request(rid: str = "r") -> ApprovalRequest:
     )
 
 
-def answering(label: str | None = "bot") -> ServerConnection:
+def answering(label: str | None = "bot") -> Connection:
     c = conn()
     info: dict[str, Any] = {"caller": "agent", "approvals": True}
     if label:
@@ -355,7 +356,10 @@ def test_timeouts_and_closing_are_denials_naming_the_connection() -> None:
     assert late.answered_by == "the calling agent connection: no answer within 60s"
     ask = c.approvals.ask(request())
     assert ask is not None
-    assert list(c.close()) == [ask.approval_id]
+    assert c.approvals.pending == 1
+    c.close()
+    assert c.approvals.pending == 0  # forgotten: a late answer is ignored
+    assert feed(c, answer(ask.approval_id)) == []
     assert c.approvals.closed_before_answer().answer is ApprovalAnswer.DENY
 
 

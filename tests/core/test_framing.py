@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from meith_core._protocol import (
+from meith_core.protocol import (
     DEFAULT_TOOL_TIMEOUT_MS,
     MAX_FRAME_BYTES,
     MAX_JSON_DEPTH,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meith_core._protocol.framing import Frame, FrameError, NdjsonFramer
+from meith_core.protocol.framing import Frame, FrameError, NdjsonFramer
 
 
 def test_lenient_framer_decodes_what_the_strict_one_refuses_for_hostility_only() -> None:

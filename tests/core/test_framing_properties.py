@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meith_core._protocol import Frame, FrameError, NdjsonFramer, encode_frame
+from meith_core.protocol import Frame, FrameError, NdjsonFramer, encode_frame
 
 # Property tests: hundreds of generated streams each.
 pytestmark = pytest.mark.slow

@@ -20,9 +20,9 @@ from meith_core import (
     ToolContext,
     hookimpl,
 )
-from meith_core._cancel import CancelToken
-from meith_core._permissions.grants import StandingGrants, new_grant
-from meith_core._runtime.host import Runtime
+from meith_core.base.cancel import CancelToken
+from meith_core.host.runtime import Runtime
+from meith_core.policy.grants import StandingGrants, new_grant
 from tests.core.support import NoArgs, TextArgs, make_tool
 
 
@@ -449,7 +449,7 @@ def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: P
     grant = StandingGrants(path).add(new_grant("cli", ["writes-files"], uses=3))
     code = (
         "import sys; from pathlib import Path;"
-        "from meith_core._permissions.grants import StandingGrants;"
+        "from meith_core.policy.grants import StandingGrants;"
         "print(StandingGrants(Path(sys.argv[1])).consume_use(sys.argv[2]))"
     )
     procs = [

@@ -7,9 +7,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from meith_core._errors import ErrorCode
-from meith_core._events import ArtifactEvent, EventKind, LogEvent, PartialTextEvent, ProgressEvent
-from meith_core._protocol.messages import (
+from meith_core.protocol.errors import ErrorCode
+from meith_core.protocol.events import (
+    ArtifactEvent,
+    EventKind,
+    LogEvent,
+    PartialTextEvent,
+    ProgressEvent,
+)
+from meith_core.protocol.messages import (
     CancelToolCall,
     ErrorMessage,
     ListTools,
@@ -20,7 +26,7 @@ from meith_core._protocol.messages import (
     client_message_adapter,
     server_message_adapter,
 )
-from meith_core._results import ToolResult
+from meith_core.protocol.results import ToolResult
 
 
 def client(data: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
 
@@ -432,7 +432,7 @@ async def test_tools_without_a_privileged_capability_are_allowed_for_every_calle
 async def test_the_memory_of_revoked_sessions_is_bounded(
     files: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import meith_core._permissions.session_grants as session_grants
+    import meith_core.policy.session_grants as session_grants
 
     monkeypatch.setattr(session_grants, "MAX_REMEMBERED_REVOKED", 3)
     sessions = [files.open_session("cli") for _ in range(5)]

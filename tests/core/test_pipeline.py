@@ -20,10 +20,10 @@ from meith_core import (
     error_result,
     ok_result,
 )
-from meith_core._caller import CallerInfo
-from meith_core._pipeline import MAX_NESTED_CALLS
-from meith_core._protocol import dumps_bytes
-from meith_core._runtime.host import Runtime
+from meith_core.call.pipeline import MAX_NESTED_CALLS
+from meith_core.host.runtime import Runtime
+from meith_core.protocol import dumps_bytes
+from meith_core.protocol.caller import CallerInfo
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
 

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-import meith_core._tooldef
+import meith_core.call.tooldef
 from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, ToolContext
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, Sink, make_tool, records_for, settle, wait_until
 
 
@@ -199,8 +199,8 @@ async def test_the_default_timeout_applies_when_neither_names_one(
 ) -> None:
     # The real default is 30 s; shrink the module constant the definition reads (the
     # precedence logic under test is unchanged).
-    assert meith_core._tooldef.DEFAULT_TOOL_TIMEOUT_MS == 30_000
-    monkeypatch.setattr(meith_core._tooldef, "DEFAULT_TOOL_TIMEOUT_MS", 45)
+    assert meith_core.call.tooldef.DEFAULT_TOOL_TIMEOUT_MS == 30_000
+    monkeypatch.setattr(meith_core.call.tooldef, "DEFAULT_TOOL_TIMEOUT_MS", 45)
     runtime.register(make_tool(_sleeper, name="sleeper"))
     result = await runtime.call("sleeper")
     assert result.error.message == 'Tool "sleeper" timed out after 45ms'

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from meith_core import ErrorCode
-from meith_core._home import MeithHome
-from meith_core._plugins.hookspecs import ENTRY_POINT_GROUP
-from meith_core._plugins.manager import PluginManager
-from meith_core._runtime.host import Runtime
-from meith_core._settings import SettingsError
+from meith_core.base.home import MeithHome
+from meith_core.host.plugins.hookspecs import ENTRY_POINT_GROUP
+from meith_core.host.plugins.manager import PluginManager
+from meith_core.host.runtime import Runtime
+from meith_core.host.settings import SettingsError
 
 GOOD = {"fixture_good", "fixture_module"}
 BROKEN = {
@@ -194,7 +194,7 @@ def test_discovery_in_a_fresh_process_honours_the_environment(
 ) -> None:
     script = (
         "import json\n"
-        "from meith_core._plugins.manager import PluginManager\n"
+        "from meith_core.host.plugins.manager import PluginManager\n"
         "m = PluginManager()\n"
         "m.discover(lambda tools, pid: None)\n"
         "print(json.dumps({p: [r.status, r.reason] for p, r in m.records.items()}))\n"

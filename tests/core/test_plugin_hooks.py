@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 import meith_core
 from meith_core import ApprovalAnswer, PluginHost, ToolArgs, ToolContext, hookimpl, tool
-from meith_core._home import MeithHome
-from meith_core._runtime import host as host_module
-from meith_core._runtime.host import Runtime
+from meith_core.base.home import MeithHome
+from meith_core.host import runtime as host_module
+from meith_core.host.runtime import Runtime
 
 
 class _NoArgs(ToolArgs):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core._plugins.scaffold import ScaffoldError, scaffold
+from meith_core.host.plugins.scaffold import ScaffoldError, scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "fixtures" / "meith_check_fixtures"
@@ -21,7 +21,7 @@ def meith(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from meith_core._cli import run; run()", *args],
+        [sys.executable, "-c", "from meith_core.cli import run; run()", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -63,7 +63,7 @@ def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path)
             "does not load: HookOptionError: hook 'meith_startup' is declared with "
             "hookwrapper/wrapper, which meith does not support"
         ],
-        "private_import": ["meith_check_private.py:8: imports meith_core._ids"],
+        "private_import": ["meith_check_private.py:8: imports meith_core.base.ids"],
         "import_error": [
             "does not load: import failed: ModuleNotFoundError: No module named "
             "'meith_check_fixtures.nowhere'"

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from meith_core import ToolContext, ToolDefinition, hookimpl, tool
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
 
 
 class _NoArgs(BaseModel):

@@ -25,7 +25,7 @@ def test_the_first_party_plugins_import_only_the_public_api() -> None:
 
 def test_the_checker_names_every_private_import(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text(
-        "from meith_core._ids import new_id\nimport meith_core._home\nfrom meith_core import _x\n"
+        "from meith_core.base.ids import new_id\nimport meith_core.base.home\nfrom meith_core import _x\n"
         "from meith_core import ToolArgs\n"
     )
     done = subprocess.run(
@@ -33,8 +33,8 @@ def test_the_checker_names_every_private_import(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert [line.split(": imports ")[1].split(";")[0] for line in done.stdout.splitlines()] == [
-        "meith_core._ids",
-        "meith_core._home",
+        "meith_core.base.ids",
+        "meith_core.base.home",
         "meith_core._x",
     ]
 

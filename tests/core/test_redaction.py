@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from meith_core._audit.redact import (
+from meith_core.audit.redact import (
     MAX_ARRAY_ITEMS,
     MAX_DEPTH,
     MAX_STRING_CHARS,

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from meith_core import ErrorCode, ToolContext, ToolError, tool
-from meith_core._audit.redact import summarize
-from meith_core._runtime.host import Runtime
+from meith_core.audit.redact import summarize
+from meith_core.host.runtime import Runtime
 
 Form = Callable[[str], Any]
 

@@ -10,8 +10,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, ToolContext
-from meith_core._events import ToolEvent
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
+from meith_core.protocol.events import ToolEvent
 from tests.core.support import NoArgs, Sink, make_tool, settle, wait_until
 
 _event_adapter: TypeAdapter[Any] = TypeAdapter(ToolEvent)

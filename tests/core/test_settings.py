@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from meith_core import ToolContext
-from meith_core._runtime.host import Runtime
-from meith_core._settings import MAX_SETTINGS_BYTES, SettingsError, SettingsStore
+from meith_core.host.runtime import Runtime
+from meith_core.host.settings import MAX_SETTINGS_BYTES, SettingsError, SettingsStore
 from tests.core.support import NoArgs, make_tool
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from meith_core._tasks import TaskSet, start_task
+from meith_core.call.tasks import TaskSet, start_task
 
 pytestmark = pytest.mark.anyio
 

@@ -17,10 +17,10 @@ from meith_core import (
     ToolDefinitionError,
     tool,
 )
-from meith_core._catalogue import DuplicateToolError
-from meith_core._protocol import DEFAULT_TOOL_TIMEOUT_MS
-from meith_core._runtime.host import Runtime
-from meith_core._schema import SchemaError
+from meith_core.call.catalogue import DuplicateToolError
+from meith_core.call.schema import SchemaError
+from meith_core.host.runtime import Runtime
+from meith_core.protocol import DEFAULT_TOOL_TIMEOUT_MS
 
 
 class Args(BaseModel):

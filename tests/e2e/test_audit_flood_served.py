@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from meith_core._audit.coalesce import BURST_ALL_SESSIONS
-from meith_core._audit.log import AuditLog
+from meith_core.audit.coalesce import BURST_ALL_SESSIONS
+from meith_core.audit.log import AuditLog
 
 FLOOD = 41_000  # what pushed every earlier record out of the old trail (20,000 kept, twice)
 BATCH = 500

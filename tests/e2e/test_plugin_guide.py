@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from meith_core import ToolContext
-from meith_core._plugins import hookspecs
-from meith_core._plugins.check import PluginReport, check_hooks, check_tool
-from meith_core._plugins.scaffold import scaffold
-from meith_core._tooldef import ToolDefinition
+from meith_core.call.tooldef import ToolDefinition
+from meith_core.host.plugins import hookspecs
+from meith_core.host.plugins.check import PluginReport, check_hooks, check_tool
+from meith_core.host.plugins.scaffold import scaffold
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugin-guide.md"
 README = GUIDE.parents[1] / "README.md"

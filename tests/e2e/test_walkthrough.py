@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from meith_core._instances import is_pid_alive
+from meith_core.base.instances import is_pid_alive
 
 
 def test_walkthrough_denied_then_granted_then_audited(meith_server) -> None:

@@ -183,7 +183,7 @@ async def test_commit_with_a_missing_or_incomplete_profile_fails_clearly(git_rt,
 
 
 async def test_the_git_settings_section_is_declared_and_validated(git_rt):
-    from meith_core._settings import SettingsError
+    from meith_core.host.settings import SettingsError
 
     assert "git" in git_rt.settings.sections
     with pytest.raises(SettingsError):

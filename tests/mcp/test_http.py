@@ -230,7 +230,7 @@ async def test_2026_http_sessions_are_bounded_and_the_least_recently_used_ends(
     longest (its runtime session ends too), and that name comes back as a new session."""
     import json
 
-    from meith_core._mcp.sessions import MAX_NAMED_SESSIONS
+    from meith_core.mcp.sessions import MAX_NAMED_SESSIONS
 
     srv = agent_server()
     bridge = http_bridge(srv)

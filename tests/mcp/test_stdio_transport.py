@@ -1,7 +1,7 @@
 """The bridge's stdio transport, spoken to in raw JSON-RPC lines by a real `meith mcp`.
 
 On pipes (what MCP clients give a server) the bridge reads and writes from the event loop
-(`meith_core._mcp.stdio`); on anything else the SDK's own transport serves. Both must behave
+(`meith_core.mcp.stdio`); on anything else the SDK's own transport serves. Both must behave
 the same: hostile lines answered, not fatal; the stream stays pure JSON-RPC.
 """
 
@@ -152,7 +152,7 @@ _ECHO_CHILD = """
 import os
 import anyio
 from mcp.shared.message import SessionMessage
-from meith_core._mcp.stdio import stdio_streams
+from meith_core.mcp.stdio import stdio_streams
 
 async def main():
     async with stdio_streams() as (read, write):

@@ -12,14 +12,14 @@ import mcp_types as types
 import pytest
 
 from meith_core import CallerInfo, ErrorCode, ToolContext
-from meith_core._mcp import approval
-from meith_core._mcp.content import to_call_result
-from meith_core._mcp.http import is_loopback, parse_bind
-from meith_core._mcp.sessions import label_of
-from meith_core._mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
-from meith_core._permissions.asking import approval_timeout_s
-from meith_core._permissions.grants import Grant, StandingGrants, new_grant
-from meith_core._runtime.host import Runtime
+from meith_core.host.runtime import Runtime
+from meith_core.mcp import approval
+from meith_core.mcp.content import to_call_result
+from meith_core.mcp.http import is_loopback, parse_bind
+from meith_core.mcp.sessions import label_of
+from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
+from meith_core.policy.grants import Grant, StandingGrants, new_grant
+from meith_core.protocol.approval import approval_timeout_s
 from tests.core.support import NoArgs, make_tool
 
 

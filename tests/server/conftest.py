@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from meith_core._home import MeithHome
-from meith_core._protocol.framing import Frame, FrameError, NdjsonFramer, encode_frame
-from meith_core._runtime.host import Runtime
-from meith_core._runtime.socket_server import SocketServer
-from meith_core._runtime.socketbind import bind_socket
+from meith_core.base.home import MeithHome
+from meith_core.host.runtime import Runtime
+from meith_core.protocol.framing import Frame, FrameError, NdjsonFramer, encode_frame
+from meith_core.serve.socket_server import SocketServer
+from meith_core.serve.socketbind import bind_socket
 from tests.server.probe_plugin import ProbePlugin, install_probe
 
 

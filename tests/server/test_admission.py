@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from meith_core._instances import peer_credentials, peer_descends_from
-from meith_core._runtime.orphans import OrphanReaper, adopt_orphans, release_orphans
+from meith_core.base.peers import peer_credentials, peer_descends_from
+from meith_core.serve.orphans import OrphanReaper, adopt_orphans, release_orphans
 from tests.harness import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from meith_core._permissions.grants import new_grant
-from meith_core._runtime import connection_approvals
 from meith_core.client.aio import AsyncClient
+from meith_core.policy.grants import new_grant
+from meith_core.protocol import approval_desk as connection_approvals
 
 pytestmark = pytest.mark.anyio
 

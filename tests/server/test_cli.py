@@ -203,7 +203,7 @@ def test_tool_help_shows_a_filled_in_cwd_as_optional(shared) -> None:
 
 
 def test_summaries_are_cut_at_a_boundary_with_an_ellipsis() -> None:
-    from meith_core._cli.call import summarise
+    from meith_core.cli.call import summarise
 
     text = "Start a dev server in a directory. Its output is kept and streamed to attached readers."
     assert summarise(text, 200) == text
@@ -282,14 +282,14 @@ def test_every_command_has_help_with_an_example() -> None:
 def test_the_client_path_imports_no_plugin_playwright_or_server_module(argv) -> None:
     code = (
         "import sys\n"
-        "from meith_core._cli import run\n"
+        "from meith_core.cli import run\n"
         f"sys.argv = ['meith', *{argv!r}]\n"
         "try:\n"
         "    run()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core._runtime', 'meith_core._pipeline', 'meith_core._permissions', "
-        "'meith_core._plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
+        "heavy = ('meith_plugins', 'playwright', 'psutil', 'meith_core.serve', 'meith_core.call.pipeline', 'meith_core.policy', "
+        "'meith_core.host.plugins', 'structlog', 'pydantic', 'pluggy', 'anyio', 'asyncio')\n"
         "print(sorted({m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

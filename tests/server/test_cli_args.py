@@ -1,10 +1,10 @@
-"""The argument rules of `meith call` (see the module docstring of meith_core._cli.args)."""
+"""The argument rules of `meith call` (see the module docstring of meith_core.cli.args)."""
 
 from __future__ import annotations
 
 import pytest
 
-from meith_core._cli.args import UsageError, coerce, parse_call_line, parse_timeout
+from meith_core.cli.args import UsageError, coerce, parse_call_line, parse_timeout
 
 
 def test_flag_value_forms_and_bare_flags() -> None:

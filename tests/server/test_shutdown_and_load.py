@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from meith_core._instances import is_pid_alive
+from meith_core.base.instances import is_pid_alive
 from tests.harness import MEITH, wait_until
 from tests.server.conftest import RawConnection
 

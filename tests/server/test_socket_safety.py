@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core._instances import is_pid_alive
+from meith_core.base.instances import is_pid_alive
 from tests.harness import MEITH, base_env
 
 # Every test starts a real `meith serve` (or several).

@@ -14,49 +14,49 @@ from meith_core._version import __version__
 
 _EXPORTS: dict[str, str] = {
     # declaring tools
-    "tool": "meith_core._tooldef",
-    "ToolArgs": "meith_core._tooldef",
-    "ToolDefinition": "meith_core._tooldef",
-    "ToolDefinitionError": "meith_core._tooldef",
-    "NO_TIMEOUT": "meith_core._tooldef",
-    "Capability": "meith_core._capabilities",
-    "hookimpl": "meith_core._plugins.hookspecs",
-    "PluginHost": "meith_core._plugins.pluginhost",
-    "PLUGIN_API": "meith_core._plugins.api",
+    "tool": "meith_core.call.tooldef",
+    "ToolArgs": "meith_core.call.tooldef",
+    "ToolDefinition": "meith_core.call.tooldef",
+    "ToolDefinitionError": "meith_core.call.tooldef",
+    "NO_TIMEOUT": "meith_core.call.tooldef",
+    "Capability": "meith_core.protocol.capabilities",
+    "hookimpl": "meith_core.host.plugins.hookspecs",
+    "PluginHost": "meith_core.host.plugins.pluginhost",
+    "PLUGIN_API": "meith_core.host.plugins.api",
     # running
-    "ToolContext": "meith_core._context",
-    "CallerInfo": "meith_core._caller",
-    "CallerKind": "meith_core._caller",
-    "CancelToken": "meith_core._cancel",
+    "ToolContext": "meith_core.call.context",
+    "CallerInfo": "meith_core.protocol.caller",
+    "CallerKind": "meith_core.protocol.caller",
+    "CancelToken": "meith_core.base.cancel",
     # results and errors
-    "ToolResult": "meith_core._results",
-    "Diagnostic": "meith_core._results",
-    "ok_result": "meith_core._results",
-    "error_result": "meith_core._results",
-    "ToolError": "meith_core._errors",
-    "ErrorCode": "meith_core._errors",
-    "EventKind": "meith_core._events",
+    "ToolResult": "meith_core.protocol.results",
+    "Diagnostic": "meith_core.protocol.results",
+    "ok_result": "meith_core.protocol.results",
+    "error_result": "meith_core.protocol.results",
+    "ToolError": "meith_core.protocol.errors",
+    "ErrorCode": "meith_core.protocol.errors",
+    "EventKind": "meith_core.protocol.events",
     # paths: the one containment check
-    "resolve_within": "meith_core._paths",
-    "is_within": "meith_core._paths",
-    "PathEscapeError": "meith_core._paths",
+    "resolve_within": "meith_core.base.paths",
+    "is_within": "meith_core.base.paths",
+    "PathEscapeError": "meith_core.base.paths",
     # private files under MEITH_HOME: 0700 directories, 0600 files written atomically
-    "new_id": "meith_core._ids",
-    "ensure_private_dir": "meith_core._home",
-    "write_json_atomic": "meith_core._home",
-    "read_json": "meith_core._home",
-    "PRIVATE_FILE_MODE": "meith_core._home",
-    "write_file_beneath": "meith_core._paths",
+    "new_id": "meith_core.base.ids",
+    "ensure_private_dir": "meith_core.base.home",
+    "write_json_atomic": "meith_core.base.home",
+    "read_json": "meith_core.base.home",
+    "PRIVATE_FILE_MODE": "meith_core.base.home",
+    "write_file_beneath": "meith_core.base.paths",
     # settings
-    "SettingsSection": "meith_core._settings",
+    "SettingsSection": "meith_core.host.settings",
     # kernel confinement of started processes (Landlock)
-    "Confinement": "meith_core._confinement",
-    "landlock_status": "meith_core._confinement",
+    "Confinement": "meith_core.policy.confinement",
+    "landlock_status": "meith_core.policy.confinement",
     # hosting in-process
-    "Runtime": "meith_core._runtime.host",
-    "MeithHome": "meith_core._home",
-    "ApprovalAnswer": "meith_core._permissions.asking",
-    "ApprovalRequest": "meith_core._permissions.asking",
+    "Runtime": "meith_core.host.runtime",
+    "MeithHome": "meith_core.base.home",
+    "ApprovalAnswer": "meith_core.protocol.approval",
+    "ApprovalRequest": "meith_core.protocol.approval",
 }
 
 __all__ = [
@@ -114,33 +114,33 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from meith_core._caller import CallerInfo, CallerKind
-    from meith_core._cancel import CancelToken
-    from meith_core._capabilities import Capability
-    from meith_core._confinement import Confinement, landlock_status
-    from meith_core._context import ToolContext
-    from meith_core._errors import ErrorCode, ToolError
-    from meith_core._events import EventKind
-    from meith_core._home import (
+    from meith_core.base.cancel import CancelToken
+    from meith_core.base.home import (
         PRIVATE_FILE_MODE,
         MeithHome,
         ensure_private_dir,
         read_json,
         write_json_atomic,
     )
-    from meith_core._ids import new_id
-    from meith_core._paths import PathEscapeError, is_within, resolve_within, write_file_beneath
-    from meith_core._permissions.asking import ApprovalAnswer, ApprovalRequest
-    from meith_core._plugins.api import PLUGIN_API
-    from meith_core._plugins.hookspecs import hookimpl
-    from meith_core._plugins.pluginhost import PluginHost
-    from meith_core._results import Diagnostic, ToolResult, error_result, ok_result
-    from meith_core._runtime.host import Runtime
-    from meith_core._settings import SettingsSection
-    from meith_core._tooldef import (
+    from meith_core.base.ids import new_id
+    from meith_core.base.paths import PathEscapeError, is_within, resolve_within, write_file_beneath
+    from meith_core.call.context import ToolContext
+    from meith_core.call.tooldef import (
         NO_TIMEOUT,
         ToolArgs,
         ToolDefinition,
         ToolDefinitionError,
         tool,
     )
+    from meith_core.host.plugins.api import PLUGIN_API
+    from meith_core.host.plugins.hookspecs import hookimpl
+    from meith_core.host.plugins.pluginhost import PluginHost
+    from meith_core.host.runtime import Runtime
+    from meith_core.host.settings import SettingsSection
+    from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+    from meith_core.protocol.caller import CallerInfo, CallerKind
+    from meith_core.protocol.capabilities import Capability
+    from meith_core.protocol.errors import ErrorCode, ToolError
+    from meith_core.protocol.events import EventKind
+    from meith_core.protocol.results import Diagnostic, ToolResult, error_result, ok_result

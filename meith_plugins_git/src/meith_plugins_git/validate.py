@@ -23,7 +23,7 @@ def _invalid(message: str, **details: object) -> ToolError:
 def repo_path(repo: Repo, value: str) -> str:
     """A caller's path (relative to the work tree root, or absolute) as a root-relative path.
 
-    Containment is decided on resolved paths, component by component (`meith_core._paths`):
+    Containment is decided on resolved paths, component by component (`meith_core.base.paths`):
     every directory on the way is resolved, so `..` and symbolic links that lead out are
     refused. The last component is not followed when it is a symbolic link: git stages,
     restores and removes the link itself, never what it points to.

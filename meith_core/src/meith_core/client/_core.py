@@ -7,16 +7,11 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from meith_core._home import MeithHome
-from meith_core._ids import new_id
-from meith_core._instances import (
-    Target,
-    TargetError,
-    connect_error_message,
-    peer_credentials,
-    resolve_target,
-)
-from meith_core._protocol.constants import PROTOCOL_VERSION
+from meith_core.base.home import MeithHome
+from meith_core.base.ids import new_id
+from meith_core.base.instances import Target, TargetError, connect_error_message, resolve_target
+from meith_core.base.peers import peer_credentials
+from meith_core.protocol.constants import PROTOCOL_VERSION
 
 EventCallback = Callable[[dict[str, Any]], None]
 

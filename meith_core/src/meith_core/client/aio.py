@@ -24,9 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from meith_core._home import MeithHome
-from meith_core._protocol.framing import Frame, NdjsonFramer, encode_frame
-from meith_core._tasks import TaskSet
+from meith_core.base.home import MeithHome
+from meith_core.call.tasks import TaskSet
 from meith_core.client._core import (
     ConnectError,
     EventCallback,
@@ -43,9 +42,10 @@ from meith_core.client._core import (
     ping_frame,
     tool_call_frame,
 )
+from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
 
 if TYPE_CHECKING:
-    from meith_core._results import ToolResult
+    from meith_core.protocol.results import ToolResult
 
 _END = object()
 
@@ -81,7 +81,7 @@ class CallStream:
         kind, payload = item
         if kind == "event":
             return payload  # type: ignore[no-any-return]
-        from meith_core._results import ToolResult
+        from meith_core.protocol.results import ToolResult
 
         self.result = ToolResult.model_validate(payload)
         raise StopAsyncIteration

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from meith_core._home import MeithHome
-from meith_core._protocol.framing import Frame, NdjsonFramer, encode_frame
+from meith_core.base.home import MeithHome
 from meith_core.client._core import (
     ConnectError,
     EventCallback,
@@ -33,9 +32,10 @@ from meith_core.client._core import (
     open_socket,
     tool_call_frame,
 )
+from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
 
 if TYPE_CHECKING:
-    from meith_core._results import ToolResult
+    from meith_core.protocol.results import ToolResult
 
 #: After Ctrl-C, how long to wait for the runtime's CANCELLED answer.
 INTERRUPT_GRACE_S = 1.0
@@ -231,7 +231,7 @@ class Client:
         on_event: EventCallback | None = None,
     ) -> ToolResult:
         """`call_raw`, validated into a ToolResult."""
-        from meith_core._results import ToolResult
+        from meith_core.protocol.results import ToolResult
 
         return ToolResult.model_validate(
             self.call_raw(name, arguments, timeout_ms=timeout_ms, on_event=on_event)

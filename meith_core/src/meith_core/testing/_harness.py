@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from meith_core._caller import CallerInfo, CallerKind
-from meith_core._home import MeithHome
-from meith_core._plugins.manager import PluginRecord
-from meith_core._results import ToolResult
-from meith_core._runtime.host import Runtime
+from meith_core.base.home import MeithHome
+from meith_core.host.plugins.manager import PluginRecord
+from meith_core.host.runtime import Runtime
+from meith_core.protocol.caller import CallerInfo, CallerKind
+from meith_core.protocol.results import ToolResult
 
 T = TypeVar("T")
 #: Who a harness call acts as: a kind (a fresh session of it) or a session from `grant`.

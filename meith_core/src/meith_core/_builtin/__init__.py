@@ -1,1 +1,0 @@
-"""The `core` plugin: built-in tools that ship inside meith_core."""

@@ -1,1 +1,0 @@
-"""Permissions: grants, plugin approvals and the two-gate PermissionService."""

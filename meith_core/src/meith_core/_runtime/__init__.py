@@ -1,1 +1,0 @@
-"""The runtime: the in-process host, and (with `meith serve`) the socket server."""

@@ -1,0 +1,93 @@
+"""The records of one call, built in one place: its intent (before a privileged call runs) and
+its outcome, each a pure function of the call and (for the outcome) its result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from meith_core.audit.call_view import AuditedCall
+from meith_core.audit.redact import sensitive_fields_of, summarize, summarize_call
+from meith_core.protocol.errors import ErrorCode
+from meith_core.protocol.results import ToolResult
+
+#: Why a call that never reached the permission service was not run.
+_NOT_RUN: dict[ErrorCode | None, str] = {
+    ErrorCode.RUNTIME_SHUTTING_DOWN: "not run: runtime shutting down",
+    ErrorCode.UNKNOWN_TOOL: "not run: unknown tool",
+    ErrorCode.VALIDATION_ERROR: "not run: invalid arguments",
+}
+
+
+def audit_entry(
+    call: AuditedCall, result: ToolResult, *, entry_id: str, ts: int, duration_ms: float
+) -> dict[str, Any]:
+    """The audit record (see `audit/log.py` for how it is written); summaries are redacted."""
+    code = result.error_code
+    tool = call.tool
+    caller = call.caller
+    name = call.name
+    sensitive = sensitive_fields_of(tool.definition) if tool else frozenset[str]()
+    args_summary, result_summary = summarize_call(call.arguments, result.to_wire(), sensitive)
+    entry: dict[str, Any] = {
+        "id": entry_id,
+        "ts": ts,
+        "requestId": call.request_id,
+        "caller": caller.caller.value,
+        "sessionId": caller.session_id,
+        "toolName": name[:200] if isinstance(name, str) else repr(name)[:200],
+        "plugin": tool.plugin_id if tool else None,
+        "capabilities": [c.value for c in tool.definition.capabilities] if tool else [],
+        "decision": "deny" if code is ErrorCode.PERMISSION_DENIED else "allow",
+        "reason": (
+            call.decision.reason if call.decision is not None else _NOT_RUN.get(code, "not run")
+        ),
+        "outcome": code.value if code is not None else "ok",
+        "cwd": call.cwd,
+        "spaceId": caller.space_id,
+        "tabId": caller.tab_id,
+        "argsSummary": args_summary,
+        "resultSummary": result_summary,
+        "durationMs": duration_ms,
+    }
+    _add_identity(entry, call)
+    return entry
+
+
+def intent_entry(call: AuditedCall, *, entry_id: str, ts: int, pid: int) -> dict[str, Any]:
+    """The `intent` record of an authorised privileged call, written before it runs."""
+    tool, decision = call.tool, call.decision
+    assert tool is not None
+    assert decision is not None
+    defn = tool.definition
+    caller = call.caller
+    record: dict[str, Any] = {
+        "id": entry_id,
+        "ts": ts,
+        "kind": "intent",
+        "requestId": call.request_id,
+        "caller": caller.caller.value,
+        "sessionId": caller.session_id,
+        "toolName": defn.name,
+        "plugin": tool.plugin_id,
+        "capabilities": [c.value for c in defn.capabilities],
+        "decision": "allow",
+        "reason": decision.reason,
+        "outcome": "started",
+        "cwd": call.cwd,
+        "argsSummary": summarize(call.arguments, sensitive_fields_of(defn)),
+        "pid": pid,
+    }
+    _add_identity(record, call)
+    return record
+
+
+def _add_identity(record: dict[str, Any], call: AuditedCall) -> None:
+    """The optional identity fields, present only when set."""
+    caller = call.caller
+    for key, value in (
+        ("claimedCaller", caller.claimed_caller),
+        ("label", caller.label),
+        ("pluginId", caller.plugin_id),
+    ):
+        if value is not None:
+            record[key] = value

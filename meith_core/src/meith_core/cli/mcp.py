@@ -1,0 +1,200 @@
+"""`meith mcp` (the MCP bridge), `meith mcp token` and `meith sessions`.
+
+The bridge's implementation (and the MCP SDK) is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from meith_core.cli.options import InstanceOpt, JsonOpt, SocketOpt
+
+mcp_app = typer.Typer(
+    help="Serve meith's tools to MCP clients (stdio by default, or streamable HTTP).",
+    no_args_is_help=False,
+    rich_markup_mode=None,
+)
+
+_EPILOG = (
+    "\b\nExamples:\n"
+    "  meith mcp\n"
+    "  meith mcp --plugins git,process --read-only\n"
+    "  meith mcp --tools 'git_*,get_browser_*'\n"
+    "  meith mcp --http 8765\n"
+    "  meith mcp token"
+)
+
+
+@mcp_app.callback(invoke_without_command=True, epilog=_EPILOG)
+def mcp(
+    ctx: typer.Context,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", help="Serve streamable HTTP at [HOST:]PORT/mcp instead of stdio."),
+    ] = None,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="Allow --http on a non-loopback address.")
+    ] = False,
+    no_start: Annotated[
+        bool, typer.Option("--no-start", help="Fail instead of starting a runtime when none runs.")
+    ] = False,
+    socket: SocketOpt = None,
+    instance: InstanceOpt = None,
+    plugins: Annotated[
+        str | None, typer.Option("--plugins", help="Only these plugins' tools (comma-separated).")
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Only tools matching these globs (comma-separated)."),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="No privileged tool is listed or callable.")
+    ] = False,
+    cwd: Annotated[
+        str | None, typer.Option("--cwd", help="Working directory for calls (default: here).")
+    ] = None,
+) -> None:
+    """Bridge MCP clients to the running runtime (starting one when none runs)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    raise typer.Exit(
+        run_mcp(http, allow_remote, not no_start, socket, instance, plugins, tools, read_only, cwd)
+    )
+
+
+@mcp_app.command("token")
+def mcp_token() -> None:
+    """Print the bearer token `meith mcp --http` requires (created on first use, mode 0600)."""
+    from meith_core.base.home import MeithHome
+    from meith_core.mcp.http import load_or_create_token
+
+    sys.stdout.write(load_or_create_token(MeithHome.from_env()) + "\n")
+
+
+def run_mcp(
+    http: str | None,
+    allow_remote: bool,
+    start: bool,
+    socket_path: str | None,
+    instance: str | None,
+    plugins: str | None,
+    tools: str | None,
+    read_only: bool,
+    cwd: str | None,
+) -> int:
+    import anyio
+
+    from meith_core.base.home import MeithHome
+    from meith_core.base.instances import TargetError
+    from meith_core.cli.output import EXIT_UNREACHABLE, EXIT_USAGE, fail
+
+    try:
+        from meith_core.mcp.autostart import StartError, find_or_start
+        from meith_core.mcp.http import is_loopback, load_or_create_token, parse_bind
+        from meith_core.mcp.serve import run_http, run_stdio
+        from meith_core.mcp.sessions import BridgeConfig, log
+        from meith_core.mcp.tools import Selection
+    except ImportError as exc:
+        return fail(
+            f"meith mcp needs the MCP SDK ({exc.name} is missing): pip install 'meith-core[mcp]'",
+            EXIT_USAGE,
+        )
+
+    home = MeithHome.from_env()
+    bind: tuple[str, int] | None = None
+    if http is not None:
+        try:
+            bind = parse_bind(http)
+        except ValueError as exc:
+            return fail(str(exc), EXIT_USAGE)
+        if not is_loopback(bind[0]) and not allow_remote:
+            return fail(
+                f"--http {http}: {bind[0]} is not a loopback address; anyone who can reach it "
+                "could try the token. Pass --allow-remote to bind it anyway.",
+                EXIT_USAGE,
+            )
+    workdir = os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd()
+    if not os.path.isdir(workdir):
+        return fail(f"--cwd {workdir}: no such directory", EXIT_USAGE)
+    try:
+        path, started = find_or_start(home, socket_path, instance, start=start)
+    except (TargetError, StartError) as exc:
+        return fail(str(exc), EXIT_UNREACHABLE)
+    if started:
+        log(f"started a meith runtime in the background at {path} (logs: {home.logs_path})")
+    config = BridgeConfig(
+        socket_path=path,
+        cwd=workdir,
+        selection=Selection.parse(plugins, tools, read_only),
+        artifacts_dir=home.artifacts_dir,
+        cwd_fixed=cwd is not None,
+    )
+    try:
+        if bind is None:
+            anyio.run(run_stdio, config, backend="asyncio")
+        else:
+            token = load_or_create_token(home)
+            anyio.run(run_http, config, bind[0], bind[1], token, backend="asyncio")
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        return fail(f"meith mcp: {exc}", EXIT_UNREACHABLE)
+    return 0
+
+
+def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -> int:
+    from meith_core.cli.output import EXIT_OK, EXIT_UNREACHABLE, fail, pretty, table
+    from meith_core.client import Client, TransportError
+
+    try:
+        with Client(socket_path, instance=instance) as client:
+            listed = client.list_sessions(timeout=10.0)
+    except (TransportError, TimeoutError) as exc:
+        return fail(f"cannot list the runtime's sessions: {exc}", EXIT_UNREACHABLE)
+    sessions = [s for s in listed if isinstance(s, dict)]
+    if as_json:
+        sys.stdout.write(pretty(sessions) + "\n")
+        return EXIT_OK
+    rows = []
+    for s in sessions:
+        grants = s.get("grants") or []
+        rows.append(
+            [
+                str(s.get("sessionId") or "-"),
+                str(s.get("caller") or "-"),
+                str(s.get("label") or "-"),
+                str(s.get("since") or "-")[:19].replace("T", " "),
+                str(s.get("calls", 0)),
+                ", ".join(_grant_text(g) for g in grants) or "-",
+            ]
+        )
+    if not rows:
+        sys.stdout.write("No live sessions.\n")
+        return EXIT_OK
+    table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "GRANTS"])
+    return EXIT_OK
+
+
+def _grant_text(grant: Any) -> str:
+    if not isinstance(grant, dict):
+        return str(grant)
+    caps = "+".join(str(c) for c in grant.get("capabilities") or [])
+    return f"{caps}{'@' + str(grant['tool']) if grant.get('tool') else ''}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add `mcp` and `sessions` to the main app."""
+    app.add_typer(mcp_app, name="mcp")
+
+    @app.command(epilog="\b\nExamples:\n  meith sessions\n  meith sessions --json")
+    def sessions(
+        json_output: JsonOpt = False,
+        socket: SocketOpt = None,
+        instance: InstanceOpt = None,
+    ) -> None:
+        """List the runtime's live sessions: id, caller, label, since, calls, session grants."""
+        raise typer.Exit(run_sessions(json_output, socket, instance))

@@ -1,0 +1,215 @@
+"""The `core` plugin: runtime health, instances, plugins, settings and the audit trail.
+
+It ships inside meith_core and is approved implicitly (it is part of the host), but its tools
+go through the same pipeline as every other tool.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import time
+from typing import Any, Literal
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from meith_core._version import __version__
+from meith_core.base.instances import live_instances
+from meith_core.call.context import ToolContext
+from meith_core.call.tooldef import ToolDefinition, tool
+from meith_core.host.plugins.hookspecs import hookimpl
+from meith_core.host.plugins.listing import describe_plugins, plugin_health
+from meith_core.host.runtime import Runtime
+from meith_core.host.settings import PolicySettingError, SettingsError
+from meith_core.policy.confinement import landlock_status
+from meith_core.protocol.constants import PROTOCOL_VERSION
+from meith_core.protocol.errors import ErrorCode, ToolError
+
+
+class _NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SetSettingsArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    settings: dict[str, Any] = Field(
+        description="Top-level keys to replace (shallow merge); a key set to null is removed"
+    )
+
+
+class AuditLogArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=1000, description="Newest entries to return")
+    toolName: str | None = Field(default=None, description="Only calls of this tool")
+    caller: str | None = Field(
+        default=None, description="Only this caller kind (cli, agent, plugin, ...)"
+    )
+    decision: Literal["allow", "deny"] | None = Field(
+        default=None, description="Only calls with this decision"
+    )
+    sessionId: str | None = Field(default=None, description="Only calls of this session")
+    since: int | None = Field(
+        default=None, description="Only entries at or after this epoch-ms timestamp"
+    )
+
+
+class CorePlugin:
+    # Part of the host, so it is handed the Runtime itself; other plugins get a PluginHost.
+    def __init__(self, runtime: Runtime | None = None) -> None:
+        self.runtime = runtime
+        self.started = time.time()
+
+    def _rt(self) -> Runtime:
+        if self.runtime is None:
+            raise ToolError(ErrorCode.TOOL_FAILED, "the core plugin is not attached to a runtime")
+        return self.runtime
+
+    @hookimpl
+    def meith_tools(self) -> list[ToolDefinition]:
+        return [
+            tool(self.app_health, capabilities=["read-only"], idempotent=True, input=_NoArgs),
+            tool(
+                self.app_list_instances, capabilities=["read-only"], idempotent=True, input=_NoArgs
+            ),
+            tool(self.list_plugins, capabilities=["read-only"], idempotent=True, input=_NoArgs),
+            tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
+            tool(self.get_app_settings, capabilities=["read-only"], idempotent=True, input=_NoArgs),
+            tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
+            tool(
+                self.get_audit_log, capabilities=["read-only"], idempotent=True, input=AuditLogArgs
+            ),
+        ]
+
+    async def app_health(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
+        """Health of the runtime: socket, plugins, the audit writer, confinement, and the
+        checks plugins add (status `warn`: advice that leaves the overall status ok)."""
+        rt = self._rt()
+        checks: list[dict[str, Any]] = []
+        server = rt.server
+        if server is not None:
+            st = server.status()
+            checks.append(
+                {"name": "socket", "status": "ok" if st["listening"] else "error", "details": st}
+            )
+        else:
+            checks.append({"name": "socket", "status": "ok", "details": {"inProcess": True}})
+        failed = {r.id: r.reason for r in rt.plugins.records.values() if r.status == "failed"}
+        loaded = [r.id for r in rt.plugins.records.values() if r.status == "loaded"]
+        checks.append(
+            {
+                "name": "plugins",
+                "status": "degraded" if failed else "ok",
+                "details": {"loaded": loaded, "failed": failed, "tools": len(rt.catalogue)},
+            }
+        )
+        audit = rt.audit.status()
+        problem = rt.audit.preflight()
+        checks.append(
+            {
+                "name": "audit",
+                "status": "ok" if problem is None and audit["ok"] else "error",
+                "details": {**audit, "problem": problem},
+            }
+        )
+        landlock = landlock_status()
+        checks.append(
+            {
+                # Whether a directory-confined grant confines what processes do, or only
+                # where they start.
+                "name": "confinement",
+                "status": "ok" if landlock.available else "degraded",
+                "details": landlock.to_dict(),
+            }
+        )
+        # Plugins' own checks (`meith_health`); `warn` is advice and leaves the status ok.
+        contributed = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        for plugin_id, plugin_checks in contributed.items():
+            for check in plugin_checks:
+                checks.append({**check, "name": f"{plugin_id}.{check['name']}"})
+        worst = "ok"
+        for check in checks:
+            if check["status"] == "error":
+                worst = "error"
+            elif check["status"] == "degraded" and worst == "ok":
+                worst = "degraded"
+        return {
+            "status": "ok" if worst == "ok" else "degraded",
+            "checkedAt": time.time_ns() // 1_000_000,
+            "version": __version__,
+            "protocolVersion": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "uptimeS": round(time.time() - self.started, 3),
+            "home": str(rt.home.root),
+            "checks": checks,
+        }
+
+    async def app_list_instances(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Live meith runtimes of this MEITH_HOME, newest first."""
+        return [r.to_json() for r in live_instances(self._rt().home)]
+
+    async def list_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Every plugin this runtime has loaded or tried to: status, tools, requested and
+        approved capabilities (plugins installed since it started are loaded first)."""
+        rt = self._rt()
+        rt.load_new_plugins()
+        await rt.wait_late_startups()
+        health = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
+        listing = describe_plugins(rt.plugins.records.values(), rt.permissions.approvals, health)
+        for entry in listing:
+            # Upgraded on disk since it was loaded: this runtime runs the old code until it
+            # restarts (and the approval, pinned to the version, is then void).
+            installed = _installed_version(entry["distribution"])
+            if installed is not None and installed != entry["version"]:
+                entry["installedVersion"] = installed
+        return listing
+
+    async def reload_plugins(self, ctx: ToolContext, args: _NoArgs) -> list[dict[str, Any]]:
+        """Load plugins installed since the runtime started, and retry those that failed to
+        load; returns them (an upgraded or removed plugin needs a restart)."""
+        rt = self._rt()
+        new = rt.load_new_plugins(force=True)
+        await rt.wait_late_startups()
+        return describe_plugins(new, rt.permissions.approvals)
+
+    async def get_app_settings(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
+        """The user settings in $MEITH_HOME/settings.json."""
+        return {"settings": self._rt().settings.load()}
+
+    async def set_app_settings(self, ctx: ToolContext, args: SetSettingsArgs) -> dict[str, Any]:
+        """Shallow-merge settings into $MEITH_HOME/settings.json (sections are validated).
+        Security policy settings are changed only with `meith settings set`."""
+        try:
+            # Only the embedding program (a trusted in-process caller) speaks for the local
+            # user here; a socket caller never changes the trust root.
+            merged = self._rt().settings.merge(args.settings, allow_policy=ctx.caller.trusted)
+        except PolicySettingError as exc:
+            raise ToolError(ErrorCode.PERMISSION_DENIED, str(exc)) from None
+        except SettingsError as exc:
+            raise ToolError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+        return {"settings": merged}
+
+    async def get_audit_log(self, ctx: ToolContext, args: AuditLogArgs) -> dict[str, Any]:
+        """The newest audit entries, optionally filtered."""
+
+        def keep(record: dict[str, Any]) -> bool:
+            return (
+                (args.toolName is None or record.get("toolName") == args.toolName)
+                and (args.caller is None or record.get("caller") == args.caller)
+                and (args.decision is None or record.get("decision") == args.decision)
+                and (args.sessionId is None or record.get("sessionId") == args.sessionId)
+                and (args.since is None or int(record.get("ts") or 0) >= args.since)
+            )
+
+        return {"entries": self._rt().audit.tail(args.limit, keep)}
+
+
+def _installed_version(distribution: str | None) -> str | None:
+    if not distribution:
+        return None
+    try:
+        return importlib.metadata.version(distribution)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None

@@ -1,0 +1,76 @@
+"""The plugin listing shared by `meith plugins --json` and the `list_plugins` tool, and the
+health checks plugins contribute (`meith_health`) to it and to `app_health`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from meith_core.host.plugins.manager import PluginManager, PluginRecord
+from meith_core.policy.plugin_approvals import PluginApprovals
+from meith_core.policy.service import HOST_PROVIDERS
+
+HEALTH_STATUSES: Final = ("ok", "warn", "degraded", "error")
+
+
+def plugin_health(manager: PluginManager) -> dict[str, list[dict[str, Any]]]:
+    """`{plugin id: checks}` from every loaded plugin's `meith_health`; a plugin whose hook
+    fails or answers nonsense gets one `error` check saying so (the others are unaffected)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for plugin_id, thunk in manager.call_each("meith_health"):
+        try:
+            checks = [_check(item) for item in (thunk() or [])]
+        except Exception as exc:
+            checks = [
+                {
+                    "name": "health",
+                    "status": "error",
+                    "message": f"meith_health failed: {type(exc).__name__}: {exc}"[:500],
+                }
+            ]
+        out.setdefault(plugin_id, []).extend(checks)
+    return out
+
+
+def _check(item: Any) -> dict[str, Any]:
+    if not isinstance(item, Mapping):
+        raise TypeError(f"a health check must be a dict, got {type(item).__name__}")
+    status = item.get("status")
+    if status not in HEALTH_STATUSES:
+        raise ValueError(f"health check status must be one of {HEALTH_STATUSES}, got {status!r}")
+    check = {
+        "name": str(item.get("name") or "health"),
+        "status": status,
+        "message": str(item.get("message") or ""),
+    }
+    details = item.get("details")
+    if isinstance(details, Mapping):
+        check["details"] = dict(details)
+    return check
+
+
+def describe_plugins(
+    records: Iterable[PluginRecord],
+    approvals: PluginApprovals,
+    health: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for record in records:
+        entry = record.summary()
+        entry["health"] = list((health or {}).get(record.id, ()))
+        requested = entry["requestedCapabilities"]
+        approval = approvals.get(record.id)
+        if record.id in HOST_PROVIDERS:
+            entry["approval"] = {"capabilities": requested, "implicit": True, "valid": True}
+        elif approval is not None:
+            entry["approval"] = {
+                "capabilities": [c.value for c in approval.capabilities],
+                "approvedAt": approval.approved_at,
+                "implicit": False,
+                # void when the plugin changed (version or tools) since it was approved
+                "valid": approval.fingerprint == record.fingerprint,
+            }
+        else:
+            entry["approval"] = None
+        out.append(entry)
+    return out

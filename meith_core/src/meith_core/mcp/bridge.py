@@ -1,0 +1,333 @@
+"""The MCP server side of the bridge: tools/list and tools/call onto the session's runtime link.
+
+Approval: handshake-era clients get an `elicitation/create` request while the call waits;
+2026-07-28 clients get an `InputRequiredResult` whose opaque `requestState` names the parked
+call, which resumes when the client retries with the person's answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from meith_core._version import __version__
+from meith_core.client._core import TransportError
+from meith_core.mcp import approval
+from meith_core.mcp.content import error_content, to_call_result
+from meith_core.mcp.link import Answer, CallHandle
+from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
+from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
+
+#: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
+#: runtime's own deadline when that is longer; the runtime has denied it by then.
+PARKED_TTL_S = 180.0
+DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+#: The bridge gives up on an elicitation this long after the runtime's own deadline.
+ELICIT_GRACE_S = 5.0
+_LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
+_LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+@dataclass
+class _Parked:
+    session: AgentSession
+    call: CallHandle
+    artifacts: list[dict[str, Any]]
+    answer: asyncio.Future[Answer]
+    until: float
+
+
+def _deadline_s(request: dict[str, Any]) -> float:
+    """How long the runtime waits for this approval (its request says)."""
+    timeout_ms = request.get("timeoutMs")
+    return timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
+
+
+class _MeithServer(Server[Any]):
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # The HTTP transport builds these itself: tools/list_changed must be announced there too.
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class Bridge:
+    def __init__(self, config: BridgeConfig) -> None:
+        self.config = config
+        self.sessions = BridgeSessions(config, self._tools_changed)
+        self._parked: dict[str, _Parked] = {}
+        self.task_group: anyio.abc.TaskGroup | None = None
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+        self.server = _MeithServer(
+            "meith",
+            version=__version__,
+            instructions=(
+                "meith tools: git, processes, a browser and plugins, each call checked against "
+                "the user's grants and audited. Privileged tools may ask the user for approval."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self.listen,
+            on_set_logging_level=self._set_level,
+        )
+        # The SDK's default OpenTelemetry middleware costs a span per message; meith has its
+        # own audit trail and structured logs for every call.
+        self.server.middleware = []
+
+    def init_options(self) -> InitializationOptions:
+        return self.server.create_initialization_options()
+
+    async def aclose(self) -> None:
+        self.listen.close()
+        await self.sessions.aclose()
+
+    def _tools_changed(self, key: str) -> None:
+        if self.task_group is not None:
+            self.task_group.start_soon(self._announce, key)
+
+    async def _announce(self, key: str) -> None:
+        with contextlib.suppress(Exception):
+            connection = self.sessions.connection(key)
+            if connection is not None:
+                await connection.send_tool_list_changed()
+            else:
+                await self.bus.publish(ToolsListChanged())
+
+    # -- handlers -----------------------------------------------------------------------
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        session = await self.sessions.get(ctx)
+        session.log_level = params.level
+        return types.EmptyResult()
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        session = await self.sessions.get(ctx)
+        tools = offered(await session.all_tools(), self.config.selection)
+        return types.ListToolsResult(tools=[to_mcp_tool(d) for d in tools.values()])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        self._expire_parked()
+        if params.request_state is not None:
+            return await self._resume(ctx, params)
+        session = await self.sessions.get(ctx)
+        descriptors = await session.all_tools()
+        known = {str(d.get("name")): d for d in descriptors}
+        descriptor = known.get(params.name)
+        if descriptor is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        hidden = why_hidden(descriptor, self.config.selection, calling=True)
+        if hidden is not None:
+            return error_content("PERMISSION_DENIED", f"{hidden}.")
+        try:
+            call = await session.link.start_call(params.name, params.arguments or {})
+        except TransportError as exc:
+            return error_content(exc.code, exc.message)
+        return await self._drive(ctx, session, call, [])
+
+    async def _resume(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        parked = self._parked.pop(params.request_state or "", None)
+        if parked is None or parked.call.tool != params.name:
+            return error_content(
+                "PERMISSION_DENIED",
+                "This approval is no longer pending (it was answered or expired); call the tool again.",
+            )
+        answer = (params.input_responses or {}).get("approval")
+        decision = approval.decision_of(answer if isinstance(answer, types.ElicitResult) else None)
+        if not parked.answer.done():
+            parked.answer.set_result((decision, "user, through an MCP elicitation"))
+        return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
+
+    def _expire_parked(self) -> None:
+        now = time.monotonic()
+        for token, parked in list(self._parked.items()):
+            if now > parked.until:
+                del self._parked[token]
+                if not parked.answer.done():
+                    parked.answer.set_result(("deny", "nobody: the elicitation was not answered"))
+
+    async def _drive(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: AgentSession,
+        call: CallHandle,
+        artifacts: list[dict[str, Any]],
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Relay one call's events until its result (or, on 2026-07-28, an approval to ask)."""
+        steps = 0
+        try:
+            while True:
+                kind, payload = await call.queue.get()
+                if kind == "event":
+                    steps += 1
+                    await self._event(ctx, session, call, payload, artifacts, steps)
+                elif kind == "approval":
+                    request, answer = payload
+                    asked = await self._approve(ctx, session, call, request, answer, artifacts)
+                    if asked is not None:
+                        return asked
+                elif kind == "result":
+                    return self._finish(session, call, payload.to_wire(), artifacts)
+                else:
+                    error: TransportError = payload
+                    return error_content(error.code, error.message)
+        except anyio.get_cancelled_exc_class():
+            # MCP cancellation (or a dropped HTTP stream): the runtime stops the tool too.
+            with anyio.CancelScope(shield=True):
+                await session.link.cancel(call)
+            raise
+
+    async def _event(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: AgentSession,
+        call: CallHandle,
+        event: dict[str, Any],
+        artifacts: list[dict[str, Any]],
+        step: int,
+    ) -> None:
+        kind = event.get("kind")
+        if kind == "artifact":
+            artifacts.append(event)
+        elif kind == "progress":
+            fraction = event.get("fraction")
+            message = event.get("message") if isinstance(event.get("message"), str) else None
+            if isinstance(fraction, int | float):
+                await ctx.session.report_progress(float(fraction), 1.0, message)
+            else:
+                await ctx.session.report_progress(float(step), None, message)
+        elif kind == "log":
+            level = _LOG_LEVELS.get(str(event.get("level")), "info")
+            if _LEVEL_ORDER.index(level) < _LEVEL_ORDER.index(session.log_level):
+                return
+            with contextlib.suppress(Exception):
+                await ctx.session.send_log_message(
+                    level,  # type: ignore[arg-type]
+                    str(event.get("message") or ""),
+                    logger=call.tool,
+                    related_request_id=ctx.request_id,
+                )
+
+    async def _approve(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: AgentSession,
+        call: CallHandle,
+        request: dict[str, Any],
+        answer: asyncio.Future[Answer],
+        artifacts: list[dict[str, Any]],
+    ) -> types.InputRequiredResult | None:
+        if not can_elicit(ctx):
+            # Sessions are keyed so this does not happen; never send a request it cannot answer.
+            if not answer.done():
+                answer.set_result((approval.DENY, "nobody: the MCP client cannot elicit"))
+            return None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            token = secrets.token_urlsafe(24)
+            until = time.monotonic() + max(PARKED_TTL_S, _deadline_s(request) + ELICIT_GRACE_S)
+            self._parked[token] = _Parked(session, call, artifacts, answer, until)
+            return types.InputRequiredResult(
+                input_requests={"approval": approval.elicit_request(request)}, request_state=token
+            )
+        decision = approval.DENY
+        elicited = await self._elicit(ctx, call, request)
+        if isinstance(elicited, str):
+            answered_by = elicited
+        else:
+            answered_by = "user, through an MCP elicitation"
+            decision = approval.decision_of(elicited)
+        if not answer.done():
+            answer.set_result((decision, answered_by))
+        return None
+
+    async def _elicit(
+        self, ctx: ServerRequestContext[Any, Any], call: CallHandle, request: dict[str, Any]
+    ) -> types.ElicitResult | str:
+        """The person's answer, or why there is none. When the runtime stops waiting first (its
+        deadline passed: the call is answered with its denial) the elicitation is withdrawn.
+        The runtime's deadline is the one that counts; this side waits a little longer only so
+        a runtime that never answers cannot hang the call."""
+        timeout_s = _deadline_s(request)
+        answers: list[types.ElicitResult] = []
+        why = "nobody: no answer in time"
+        with anyio.move_on_after(timeout_s + ELICIT_GRACE_S):
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    try:
+                        answers.append(
+                            await ctx.session.elicit_form(
+                                approval.elicitation_message(request),
+                                approval.elicitation_schema(),
+                                related_request_id=ctx.request_id,
+                            )
+                        )
+                    except Exception as exc:
+                        nonlocal why
+                        why = f"nobody: the elicitation failed ({type(exc).__name__})"
+                        log(f"elicitation failed: {type(exc).__name__}: {exc}")
+                    tg.cancel_scope.cancel()
+
+                async def runtime_settled() -> None:
+                    await call.finished.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(ask)
+                tg.start_soon(runtime_settled)
+        return answers[0] if answers else why
+
+    def _finish(
+        self,
+        session: AgentSession,
+        call: CallHandle,
+        result: dict[str, Any],
+        artifacts: list[dict[str, Any]],
+    ) -> types.CallToolResult:
+        error = result.get("error")
+        if isinstance(error, dict) and error.get("code") == "PERMISSION_DENIED":
+            raw = error.get("details")
+            details: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            required = details.get("required") or details.get("missing") or []
+            descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
+            hint = approval.denial_hint(
+                call.tool,
+                descriptor.get("plugin") if details.get("gate") == "provider" else None,
+                [str(c) for c in required],
+                session.label,
+            )
+            message = str(error.get("message") or "").rstrip()
+            if "meith grants add" not in message:  # the runtime's own hint already names it
+                message = f"{message.rstrip('.')}. Then the agent needs a grant too. {hint}"
+            result = {**result, "error": {**error, "message": message}}
+        return to_call_result(result, artifacts, self.config.artifacts_dir)

@@ -1,0 +1,97 @@
+"""A runtime ToolResult (and the artifacts its call streamed) as an MCP CallToolResult."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from meith_core.base.paths import is_within
+from meith_core.mcp.tools import META_PREFIX
+
+#: Largest artifact file inlined as image content; bigger ones become resource links.
+MAX_INLINE_BYTES = 8 * 1024 * 1024
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def error_content(code: str, message: str, details: Any = None) -> types.CallToolResult:
+    """A failure the agent reads: meith's code and message, as an isError result."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"{code}: {message}")],
+        is_error=True,
+        _meta={META_PREFIX + "error": error},
+    )
+
+
+def to_call_result(
+    result: dict[str, Any], artifacts: list[dict[str, Any]], artifacts_dir: Path | None
+) -> types.CallToolResult:
+    meta: dict[str, Any] = {}
+    if result.get("meta"):
+        meta[META_PREFIX + "meta"] = result["meta"]
+    if result.get("diagnostics"):
+        meta[META_PREFIX + "diagnostics"] = result["diagnostics"]
+    if not result.get("ok"):
+        raw = result.get("error")
+        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        out = error_content(
+            str(err.get("code") or "TOOL_FAILED"),
+            str(err.get("message") or "the tool failed"),
+            err.get("details"),
+        )
+        out.meta = {**(out.meta or {}), **meta}
+        return out
+    content = result.get("content")
+    blocks: list[types.ContentBlock] = []
+    structured: dict[str, Any] | None = None
+    if content is not None:
+        structured = content if isinstance(content, dict) else {"result": content}
+        blocks.append(types.TextContent(text=_text(content)))
+    blocks.extend(artifact_block(a, artifacts_dir) for a in artifacts)
+    return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta or None)
+
+
+def artifact_block(event: dict[str, Any], artifacts_dir: Path | None) -> types.ContentBlock:
+    """Images inline (what agents look at); anything else as an embedded or linked resource."""
+    mime = str(event.get("mimeType") or "application/octet-stream")
+    name = str(event.get("name") or "artifact")
+    data_b64 = event.get("dataBase64") if isinstance(event.get("dataBase64"), str) else None
+    path = event.get("path") if isinstance(event.get("path"), str) else None
+    if data_b64 is None and path is not None and mime.startswith("image/"):
+        data_b64 = _read_artifact(path, artifacts_dir)
+    if data_b64 is not None and mime.startswith("image/"):
+        return types.ImageContent(data=data_b64, mime_type=mime)
+    if data_b64 is not None:
+        uri = Path(path).resolve().as_uri() if path else f"meith-artifact:///{name}"
+        return types.EmbeddedResource(
+            resource=types.BlobResourceContents(uri=uri, mime_type=mime, blob=data_b64)
+        )
+    uri = Path(path).resolve().as_uri() if path else f"meith-artifact:///{name}"
+    return types.ResourceLink(uri=uri, name=name, mime_type=mime)
+
+
+def _read_artifact(path: str, artifacts_dir: Path | None) -> str | None:
+    # Only files the runtime keeps under $MEITH_HOME/artifacts are read back: an event's
+    # path is a plugin's word, and the bridge must not become a way to read any file.
+    if artifacts_dir is None or not is_within(os.path.realpath(path), str(artifacts_dir)):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_INLINE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_INLINE_BYTES:
+        return None
+    return base64.b64encode(data).decode("ascii")

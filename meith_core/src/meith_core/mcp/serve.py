@@ -1,0 +1,57 @@
+"""Running the bridge: over stdio (the MCP stream owns stdout) or over streamable HTTP."""
+
+from __future__ import annotations
+
+import socket
+
+import anyio
+
+from meith_core.mcp.bridge import Bridge
+from meith_core.mcp.http import BearerAuth, security_settings
+from meith_core.mcp.sessions import BridgeConfig, log
+from meith_core.mcp.stdio import stdio_streams
+
+
+async def run_stdio(config: BridgeConfig) -> None:
+    bridge = Bridge(config)
+    try:
+        async with anyio.create_task_group() as tg:
+            bridge.task_group = tg
+            # fd 1 points at stderr while the transport serves: stray prints in this
+            # process cannot reach the MCP stream.
+            async with stdio_streams() as (read, write):
+                await bridge.server.run(read, write, bridge.init_options())
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await bridge.aclose()
+
+
+async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> None:
+    import uvicorn
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    bound = int(sock.getsockname()[1])  # port 0 asks for any free port
+    bridge = Bridge(config)
+    app = bridge.server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=security_settings(host, bound), host=host
+    )
+    shown = f"[{host}]" if ":" in host else host
+    server = uvicorn.Server(
+        uvicorn.Config(BearerAuth(app, token), log_level="warning", lifespan="on", access_log=False)
+    )
+    log(f"listening on http://{shown}:{bound}/mcp")
+    try:
+        async with anyio.create_task_group() as tg:
+            bridge.task_group = tg
+            tg.start_soon(bridge.sessions.expire_idle_forever)
+            await server.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await bridge.aclose()
+        sock.close()

@@ -1,0 +1,132 @@
+"""Runtime tool descriptors to MCP tools: which are listed, in what order, with which hints.
+
+Hints come from the capabilities a tool declares, never from its name: a client that trusts
+`readOnlyHint` must be able to, because the runtime enforces the same declaration.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from meith_core.protocol.capabilities import PRIVILEGED, Capability
+
+#: `_meta` namespace for what meith adds to MCP objects.
+META_PREFIX = "dev.meith/"
+#: Providers whose privileged tools need no plugin approval (the host's own).
+_HOST_PROVIDERS = frozenset({"core", "app"})
+_MCP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_PRIVILEGED_VALUES = frozenset(c.value for c in PRIVILEGED)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What this bridge offers: `--plugins`, `--tools` globs, `--read-only`."""
+
+    plugins: frozenset[str] = frozenset()
+    tool_globs: tuple[str, ...] = ()
+    read_only: bool = False
+
+    @classmethod
+    def parse(cls, plugins: str | None, tools: str | None, read_only: bool) -> Selection:
+        return cls(
+            plugins=frozenset(_split(plugins)),
+            tool_globs=tuple(_split(tools)),
+            read_only=read_only,
+        )
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def capabilities_of(descriptor: dict[str, Any]) -> list[str]:
+    caps = descriptor.get("capabilities")
+    return [str(c) for c in caps] if isinstance(caps, list) else []
+
+
+def is_privileged(descriptor: dict[str, Any]) -> bool:
+    return any(c in _PRIVILEGED_VALUES for c in capabilities_of(descriptor))
+
+
+def is_approved(descriptor: dict[str, Any]) -> bool:
+    approved = descriptor.get("approved")
+    if isinstance(approved, bool):
+        return approved
+    # A runtime that does not say: only the host's own tools pass the provider gate unasked.
+    return descriptor.get("plugin") in _HOST_PROVIDERS
+
+
+def why_hidden(
+    descriptor: dict[str, Any], selection: Selection, *, calling: bool = False
+) -> str | None:
+    """None when the tool is offered; else a sentence saying why not (for the agent).
+
+    `calling`: the question is whether to forward a call, not whether to list the tool. A
+    plugin that is not approved is then the runtime's to refuse, so that the refusal goes
+    through its provider gate and lands in the audit trail like every other denial."""
+    name = str(descriptor.get("name") or "")
+    plugin = str(descriptor.get("plugin") or "")
+    if not _MCP_NAME.match(name):
+        return f'"{name}" is not a valid MCP tool name'
+    if selection.plugins and plugin not in selection.plugins:
+        return f'"{name}" belongs to plugin {plugin}, which this bridge does not offer (--plugins)'
+    if selection.tool_globs and not any(fnmatch.fnmatchcase(name, g) for g in selection.tool_globs):
+        return f'"{name}" is not selected by this bridge (--tools)'
+    if is_privileged(descriptor):
+        if selection.read_only:
+            return f'"{name}" is privileged and this bridge is read-only (--read-only)'
+        if not calling and not is_approved(descriptor):
+            return (
+                f'"{name}" needs plugin {plugin} to be approved first; '
+                f"the user can run: meith plugins approve {plugin}"
+            )
+    return None
+
+
+def annotations_for(descriptor: dict[str, Any]) -> types.ToolAnnotations:
+    caps = set(capabilities_of(descriptor))
+    return types.ToolAnnotations(
+        read_only_hint=caps == {Capability.READ_ONLY.value},
+        destructive_hint=Capability.DESTRUCTIVE.value in caps,
+        idempotent_hint=bool(descriptor.get("idempotent", False)),
+        open_world_hint=bool(
+            caps & {Capability.ACCESSES_NETWORK.value, Capability.CONTROLS_BROWSER.value}
+        ),
+    )
+
+
+def _object_schema(schema: Any) -> dict[str, Any] | None:
+    return schema if isinstance(schema, dict) and schema.get("type") == "object" else None
+
+
+def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
+    caps = capabilities_of(descriptor)
+    description = str(descriptor.get("description") or "")
+    if caps:
+        description = f"{description}\n\nCapabilities: {', '.join(caps)}.".lstrip()
+    return types.Tool(
+        name=str(descriptor["name"]),
+        description=description,
+        input_schema=_object_schema(descriptor.get("inputSchema"))
+        or {"type": "object", "properties": {}},
+        output_schema=_object_schema(descriptor.get("outputSchema")),
+        annotations=annotations_for(descriptor),
+        _meta={
+            META_PREFIX + "capabilities": caps,
+            META_PREFIX + "plugin": descriptor.get("plugin"),
+        },
+    )
+
+
+def offered(
+    descriptors: Iterable[dict[str, Any]], selection: Selection
+) -> dict[str, dict[str, Any]]:
+    """The offered descriptors by name, in a stable (sorted) order."""
+    keep = [d for d in descriptors if why_hidden(d, selection) is None]
+    return {str(d["name"]): d for d in sorted(keep, key=lambda d: str(d["name"]))}

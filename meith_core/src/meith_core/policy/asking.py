@@ -1,0 +1,68 @@
+"""Asking a person: the `Decision` a gate returns, and asking an approver while the call may be
+cancelled (what is asked and answered: `meith_core.protocol.approval`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from meith_core.base.cancel import CancelToken
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalReply, ApprovalRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str
+    #: The directory the allowing grant is confined to, passed on to the tool.
+    grant_scope: str | None = None
+    #: For denials: the sentence the caller sees, with what to do next.
+    message: str = ""
+    details: dict[str, object] = field(default_factory=dict)
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | ApprovalReply | None]]
+
+
+class PromptCancelled(Exception):
+    """The call was cancelled while its approval prompt was open."""
+
+
+async def ask_unless_cancelled(
+    approver: Approver, request: ApprovalRequest, cancel: CancelToken | None
+) -> tuple[ApprovalAnswer | None, str]:
+    """The approver's answer (normalised), racing the call's cancellation."""
+    if cancel is None:
+        return _answer(await approver(request))
+    if cancel.is_set():
+        raise PromptCancelled
+    asking = asyncio.ensure_future(approver(request))
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        asking.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if not asking.done():
+        asking.cancel()
+        raise PromptCancelled
+    return _answer(asking.result())
+
+
+def _answer(value: object) -> tuple[ApprovalAnswer | None, str]:
+    """Approvers may answer with the enum, its value or an ApprovalReply; anything else is an
+    approver error. Returns the answer and the words saying who gave it."""
+    if isinstance(value, ApprovalReply):
+        return _answer(value.answer)[0], f"by {value.answered_by}"
+    if value is None or isinstance(value, ApprovalAnswer):
+        return value, "at prompt"
+    if isinstance(value, str) and value in _ANSWERS:
+        return ApprovalAnswer(value), "at prompt"
+    expected = sorted(_ANSWERS)
+    raise ValueError(f"approver answered {value!r:.80}; expected one of {expected} or None")
+
+
+_ANSWERS: frozenset[str] = frozenset(a.value for a in ApprovalAnswer)

@@ -1,0 +1,244 @@
+"""Grants: who may use which privileged capabilities, for which tool, where and how often.
+
+Session grants live in memory (from an approval prompt or the in-process API). Standing grants
+live in `$MEITH_HOME/grants.json`, are edited by `meith grants`, and apply to every session of
+their caller kind; the runtime re-reads the file when it changes, without a restart.
+
+A standing grant's `uses` is one budget for all its sessions, kept in the file: every change
+to the file (a use consumed by a runtime, `meith grants add/revoke`) is a read-modify-write
+under an exclusive `flock` on `grants.json.lock`, so two runtimes or two connections cannot both
+spend the last use, and a restart does not refill it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from meith_core.base.home import file_signature, read_json, write_json_atomic
+from meith_core.base.ids import new_id
+from meith_core.base.paths import is_within
+from meith_core.protocol.caller import CallerKind
+from meith_core.protocol.capabilities import Capability, parse_capabilities
+
+GRANTS_FILE_VERSION = 1
+
+
+@dataclass(slots=True)
+class Grant:
+    id: str
+    caller: CallerKind
+    capabilities: tuple[Capability, ...]
+    session: str | None = None  # None: a standing grant for every session of `caller`
+    tool: str | None = None
+    uses: int | None = None  # remaining uses (standing: shared by all sessions); None: unlimited
+    expires_at: int | None = None  # epoch ms
+    cwd_prefix: str | None = None
+    created_at: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    source: str = "api"
+    #: Only agent sessions with this label (the client's self-reported name) match.
+    agent: str | None = None
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires_at is not None and now_ms >= self.expires_at
+
+    def covers(
+        self, tool: str, required: Iterable[Capability], cwd: str | None, label: str | None = None
+    ) -> bool:
+        if self.agent is not None and self.agent != label:
+            return False
+        if self.tool is not None and self.tool != tool:
+            return False
+        if not set(required) <= set(self.capabilities):
+            return False
+        return self.cwd_prefix is None or (cwd is not None and is_within(cwd, self.cwd_prefix))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "caller": self.caller.value,
+            "capabilities": [c.value for c in self.capabilities],
+            "tool": self.tool,
+            "uses": self.uses,
+            "expiresAt": self.expires_at,
+            "cwdPrefix": self.cwd_prefix,
+            "createdAt": self.created_at,
+            **({"session": self.session} if self.session else {}),
+            **({"agent": self.agent} if self.agent else {}),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Grant:
+        uses = data.get("uses")
+        expires = data.get("expiresAt")
+        prefix = data.get("cwdPrefix")
+        return cls(
+            id=str(data["id"]),
+            caller=CallerKind(data["caller"]),
+            capabilities=parse_capabilities(data["capabilities"]),
+            tool=data.get("tool") or None,
+            uses=int(uses) if uses is not None else None,
+            expires_at=int(expires) if expires is not None else None,
+            cwd_prefix=os.path.realpath(prefix) if prefix else None,
+            created_at=int(data.get("createdAt") or 0),
+            session=data.get("session") or None,
+            source=str(data.get("source") or "standing"),
+            agent=str(data["agent"]) if data.get("agent") else None,
+        )
+
+
+def new_grant(
+    caller: CallerKind | str,
+    capabilities: Iterable[Capability | str],
+    *,
+    session: str | None = None,
+    tool: str | None = None,
+    uses: int | None = None,
+    expires_at: int | None = None,
+    cwd_prefix: str | None = None,
+    source: str = "api",
+    agent: str | None = None,
+) -> Grant:
+    caps = parse_capabilities(capabilities)
+    if not caps:
+        raise ValueError("a grant needs at least one capability")
+    if uses is not None and uses < 1:
+        raise ValueError("uses must be at least 1")
+    kind = CallerKind(caller)
+    if agent is not None and kind is not CallerKind.AGENT:
+        raise ValueError("--agent applies to agent grants only (--caller agent)")
+    if kind not in (CallerKind.CLI, CallerKind.AGENT):
+        raise ValueError(
+            f"grants are for cli and agent callers; {kind.value} callers are "
+            + (
+                "trusted"
+                if kind in (CallerKind.RENDERER, CallerKind.INTERNAL)
+                else "governed by plugin approvals"
+            )
+        )
+    return Grant(
+        id=new_id("g"),
+        caller=kind,
+        capabilities=caps,
+        session=session,
+        tool=tool,
+        uses=uses,
+        expires_at=expires_at,
+        cwd_prefix=os.path.realpath(cwd_prefix) if cwd_prefix else None,
+        source=source,
+        agent=agent,
+    )
+
+
+def acting_directory(caller_cwd: str, arguments: object) -> str:
+    """The directory a call acts on, which a directory-confined grant is matched against: the
+    tool's own `cwd` argument when it has one (resolved against the caller's directory, as
+    tools resolve it), else the caller's directory."""
+    value = getattr(arguments, "cwd", None)
+    if not isinstance(value, str) or not value or "\0" in value:
+        return caller_cwd
+    return os.path.realpath(os.path.join(caller_cwd, os.path.expanduser(value)))
+
+
+class StandingGrants:
+    """`grants.json`, re-read whenever its signature (inode, size, mtime) changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._sig: tuple[int, int, int] | None = None
+        self._grants: list[Grant] = []
+        self.load_error: str | None = None
+
+    def current(self) -> list[Grant]:
+        sig = file_signature(self.path)
+        if sig != self._sig:
+            self._sig = sig
+            self._grants, self.load_error = self._load()
+        return self._grants
+
+    def _load(self) -> tuple[list[Grant], str | None]:
+        if not self.path.exists():
+            return [], None
+        data = read_json(self.path)
+        if not isinstance(data, dict) or not isinstance(data.get("grants"), list):
+            return [], f"{self.path} is not a valid grants file; no standing grants apply"
+        grants: list[Grant] = []
+        errors: list[str] = []
+        for raw in data["grants"]:
+            try:
+                grants.append(Grant.from_json(raw))
+            except (KeyError, TypeError, ValueError) as exc:
+                errors.append(f"skipped invalid grant {raw!r:.80}: {exc}")
+        return grants, "; ".join(errors) or None
+
+    # Editing: read-modify-write with an atomic replace, under the file lock.
+
+    def add(self, grant: Grant) -> Grant:
+        with self._locked():
+            grants = [g for g in self.current() if g.id != grant.id] + [grant]
+            self._save(grants)
+        return grant
+
+    def revoke(self, grant_id: str) -> bool:
+        with self._locked():
+            before = self.current()
+            after = [g for g in before if g.id != grant_id]
+            if len(after) == len(before):
+                return False
+            self._save(after)
+        return True
+
+    def consume_use(self, grant_id: str) -> bool:
+        """Spend one use of a standing grant; False when none is left (or it is gone).
+
+        Works on the file's raw JSON, so entries this version cannot parse are kept as written.
+        A grant whose last use is spent is removed.
+        """
+        with self._locked():
+            data = read_json(self.path)
+            entries = data.get("grants") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                return False
+            entry = next(
+                (e for e in entries if isinstance(e, dict) and e.get("id") == grant_id), None
+            )
+            if entry is None:
+                return False
+            uses = entry.get("uses")
+            if uses is None:
+                return True
+            if not isinstance(uses, int) or uses <= 0:
+                return False
+            if uses == 1:
+                entries.remove(entry)
+            else:
+                entry["uses"] = uses - 1
+            write_json_atomic(self.path, data)
+            self._sig = None
+        return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on the grants file (held for a few file operations only)."""
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._sig = None  # whatever was read before the lock may be stale
+            yield
+        finally:
+            os.close(fd)
+
+    def _save(self, grants: list[Grant]) -> None:
+        write_json_atomic(
+            self.path,
+            {"version": GRANTS_FILE_VERSION, "grants": [g.to_json() for g in grants]},
+        )
+        self._sig = None

@@ -1,0 +1,135 @@
+"""The grants a session holds: its own (in memory, gone with the session) and the standing ones
+that apply to it; which sessions were revoked; spending a grant's uses.
+
+The permission service asks this module which grant covers a call; the gates themselves, and
+the approvers asked when none does, are in `policy.service`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from meith_core.policy.grants import Grant, StandingGrants, new_grant
+from meith_core.protocol.caller import CallerKind
+from meith_core.protocol.capabilities import Capability
+
+#: Every ended session is remembered as revoked (a caller holding its id must stay denied),
+#: but a long-running server ends one per connection: past this many, the oldest are
+#: forgotten. Session ids are unguessable and never reused, so only an in-process caller
+#: still holding a session that ended that many sessions ago could notice.
+MAX_REMEMBERED_REVOKED = 100_000
+
+
+class SessionGrants:
+    def __init__(self, standing: StandingGrants) -> None:
+        self.standing = standing
+        self._by_session: dict[str, list[Grant]] = {}
+        # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
+        self._revoked: dict[str, None] = {}
+
+    def grant(
+        self,
+        caller: CallerKind | str,
+        session: str,
+        capabilities: Iterable[Capability | str],
+        *,
+        tool: str | None = None,
+        uses: int | None = None,
+        expires_at: int | None = None,
+        cwd_prefix: str | None = None,
+        source: str = "api",
+    ) -> Grant:
+        """Grant a session privileged capabilities (in memory; gone with the session)."""
+        if not session:
+            raise ValueError("a session grant needs a session id")
+        if session in self._revoked:
+            raise ValueError(f"session {session} was revoked")
+        grant = new_grant(
+            caller,
+            capabilities,
+            session=session,
+            tool=tool,
+            uses=uses,
+            expires_at=expires_at,
+            cwd_prefix=cwd_prefix,
+            source=source,
+        )
+        self._by_session.setdefault(session, []).append(grant)
+        return grant
+
+    def revoke(self, session: str) -> None:
+        """Immediately end every grant of `session`; later calls from it are denied."""
+        self._revoked[session] = None
+        while len(self._revoked) > MAX_REMEMBERED_REVOKED:
+            del self._revoked[next(iter(self._revoked))]
+        self._by_session.pop(session, None)
+
+    def is_revoked(self, session: str | None) -> bool:
+        return session is not None and session in self._revoked
+
+    def of(self, session: str) -> list[Grant]:
+        """The session's own grants (not the standing ones)."""
+        return list(self._by_session.get(session, ()))
+
+    def first_held(
+        self, kind: CallerKind, session: str, tool: str, wanted: tuple[Capability, ...], cwd: str
+    ) -> Grant | None:
+        """The grant a call needing `wanted` would use first, without spending a use."""
+        if session in self._revoked:
+            return None
+        now = time.time_ns() // 1_000_000
+        for grant in self._candidates(kind, session):
+            if grant.expired(now) or not grant.covers(tool, wanted, cwd):
+                continue
+            if grant.uses is None or grant.uses > 0:
+                return grant
+        return None
+
+    def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
+        """The session's own grants, then the standing grants that apply to it."""
+        own = [g for g in self._by_session.get(session, ()) if g.caller is kind]
+        standing = [
+            g
+            for g in self.standing.current()
+            if g.caller is kind and (g.session is None or g.session == session)
+        ]
+        return own + standing
+
+    def consume(
+        self,
+        kind: CallerKind,
+        session: str,
+        tool: str,
+        privileged: tuple[Capability, ...],
+        cwd: str,
+        label: str | None = None,
+    ) -> Grant | None:
+        """The grant covering this call, one of its uses spent; None when none covers it."""
+        now = time.time_ns() // 1_000_000
+        grants = self._by_session.get(session, [])
+        for grant in grants:
+            if (
+                grant.caller is kind
+                and not grant.expired(now)
+                and grant.covers(tool, privileged, cwd, label)
+            ):
+                if grant.uses is not None:
+                    grant.uses -= 1
+                    if grant.uses <= 0:
+                        grants.remove(grant)
+                return grant
+        for grant in self.standing.current():
+            if (
+                grant.caller is not kind
+                or grant.expired(now)
+                or not grant.covers(tool, privileged, cwd, label)
+            ):
+                continue
+            if grant.session is not None and grant.session != session:
+                continue  # an entry pinned to one session applies to that session only
+            # One budget for every session and runtime, spent in the file under its lock.
+            if grant.uses is not None and not self.standing.consume_use(grant.id):
+                continue
+            return grant
+        return None

@@ -1,0 +1,56 @@
+"""What an approver is asked (`ApprovalRequest`) and what it may answer: the shapes behind the
+`approval_request` / `approval_response` frames, shared by the connection rules and the policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from meith_core.base.envknobs import seconds_from_env
+from meith_core.protocol.caller import CallerInfo
+from meith_core.protocol.capabilities import Capability
+
+#: How long a calling connection gets to answer an approval request; no answer is a denial.
+DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+#: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
+APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
+_MAX_APPROVAL_TIMEOUT_S = 86400.0
+
+
+def approval_timeout_s(environ: Mapping[str, str]) -> float:
+    """The approval wait `MEITH_APPROVAL_TIMEOUT_S` asks for, else 60 s (up to a day)."""
+    return seconds_from_env(
+        environ, APPROVAL_TIMEOUT_ENV, DEFAULT_APPROVAL_TIMEOUT_S, _MAX_APPROVAL_TIMEOUT_S
+    )
+
+
+class ApprovalAnswer(StrEnum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_SESSION = "allow_session"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver (the `meith_approve` hook) is asked about."""
+
+    request_id: str
+    caller: CallerInfo
+    tool_name: str
+    plugin_id: str
+    capabilities: tuple[Capability, ...]
+    privileged: tuple[Capability, ...]
+    cwd: str
+    arguments_summary: str  # already redacted
+    #: Tells the waiting caller something (a progress event on its call), e.g. where it is
+    #: being asked; never raises. None when the call has no event sink.
+    notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalReply:
+    """An answer together with who gave it; `answered_by` lands in the decision's reason."""
+
+    answer: ApprovalAnswer
+    answered_by: str

@@ -1,0 +1,109 @@
+"""The approval requests of one connection, without I/O: what was asked, and what an answer means.
+
+A connection that said it answers approvals (`clientInfo.approvals`) is asked about its own
+calls: `ask` builds the `approval_request` frame and remembers which call it is for; an
+`approval_response` naming a request still waiting becomes the decision (with who answered,
+as the peer says); one that names anything else — unknown, already answered, timed out — is
+ignored. Part of `Connection` (`protocol.connection`), whose identity it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+from meith_core.base.ids import new_id
+from meith_core.protocol.actions import ApprovalAnswered, ApprovalAsk
+from meith_core.protocol.approval import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    approval_timeout_s,
+)
+from meith_core.protocol.caller import sanitize_label
+from meith_core.protocol.frames import frame
+from meith_core.protocol.messages import ApprovalResponse
+
+if TYPE_CHECKING:
+    from meith_core.protocol.connection import Connection
+
+#: How long a connection gets to answer an approval request; no answer is a denial. 60 s
+#: unless `MEITH_APPROVAL_TIMEOUT_S` says otherwise (read once, when the runtime starts).
+APPROVAL_TIMEOUT_S: float = approval_timeout_s(os.environ)
+#: Longest `answeredBy` kept (it lands in the audit record's reason).
+MAX_ANSWERED_BY_CHARS: Final = 80
+
+
+class ApprovalDesk:
+    __slots__ = ("_conn", "_waiting")
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._waiting: dict[str, str] = {}  # approval id -> request id of the call
+
+    @property
+    def pending(self) -> int:
+        return len(self._waiting)
+
+    def ask(self, request: ApprovalRequest) -> ApprovalAsk | None:
+        """Bookkeep an approval request for one of this connection's calls; None when this
+        connection cannot answer (closed, or it did not say it answers approvals)."""
+        ident = self._conn.identity
+        if self._conn.closed or not ident.approvals:
+            return None
+        approval_id = new_id("ap")
+        self._waiting[approval_id] = request.request_id
+        timeout_s = APPROVAL_TIMEOUT_S
+        data = frame(
+            "approval_request",
+            approvalId=approval_id,
+            requestId=request.request_id,
+            toolName=request.tool_name,
+            plugin=request.plugin_id,
+            capabilities=[c.value for c in request.capabilities],
+            cwd=request.cwd,
+            arguments=_summary_value(request.arguments_summary),
+            caller=ident.caller.value,
+            label=ident.label,
+            timeoutMs=round(timeout_s * 1000),
+        )
+        return ApprovalAsk(approval_id, data, timeout_s)
+
+    def settled(self, approval_id: str) -> None:
+        """The request was answered, timed out or abandoned: a later answer is ignored."""
+        self._waiting.pop(approval_id, None)
+
+    def unanswered(self, timeout_s: float) -> ApprovalReply:
+        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: no answer within {timeout_s:g}s")
+
+    def closed_before_answer(self) -> ApprovalReply:
+        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: closed before answering")
+
+    def answer(self, msg: ApprovalResponse) -> ApprovalAnswered | None:
+        """The decision an `approval_response` carries, or None when it answers nothing that
+        is waiting."""
+        if self._waiting.pop(msg.approvalId, None) is None:
+            return None  # unknown, already answered or timed out: ignored
+        by = sanitize_label(msg.answeredBy) or "no name given"
+        by = by[:MAX_ANSWERED_BY_CHARS]
+        reply = ApprovalReply(ApprovalAnswer(msg.decision), f"{self._who()} (answeredBy: {by})")
+        return ApprovalAnswered(msg.approvalId, reply)
+
+    def abandon_all(self) -> list[str]:
+        """The connection closed: the ids still waiting, forgotten."""
+        pending, self._waiting = list(self._waiting), {}
+        return pending
+
+    def _who(self) -> str:
+        ident = self._conn.identity
+        label = f" {ident.label!r}" if ident.label else ""
+        return f"the calling {ident.caller.value} connection{label}"
+
+
+def _summary_value(summary: str) -> Any:
+    """The redacted arguments as JSON when the summary is whole, else the (truncated) text."""
+    try:
+        return json.loads(summary)
+    except ValueError:
+        return summary

@@ -1,0 +1,214 @@
+"""pydantic models for every client and server message of the protocol.
+
+The server validates peer frames with these; clients may use them to validate what the server
+sends. (The CLI does not import this module: model building costs start-up time.)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from meith_core.protocol.capabilities import Capability
+from meith_core.protocol.constants import MAX_TIMEOUT_MS
+from meith_core.protocol.errors import ErrorCode
+from meith_core.protocol.events import ToolEvent
+from meith_core.protocol.results import ToolResult
+
+_Id = Annotated[str, Field(min_length=1, max_length=200)]
+_Hint = Annotated[str, Field(max_length=4096)]
+
+
+class _Message(BaseModel):
+    # Unknown envelope fields are ignored for forward compatibility; tool arguments are
+    # validated strictly by each tool's own model.
+    model_config = ConfigDict(extra="ignore")
+
+    protocol: int | None = None
+
+
+class ClientInfo(BaseModel):
+    """What the peer says about itself. Only a hint: the host decides who the caller is."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    caller: Annotated[str, Field(max_length=64)] = "cli"
+    #: An agent's self-reported name; the server keeps at most 128 printable characters.
+    label: _Hint | None = None
+    #: This connection answers `approval_request` frames.
+    approvals: bool = False
+    cwd: _Hint | None = None
+    sessionId: _Hint | None = None
+    spaceId: _Hint | None = None
+    tabId: _Hint | None = None
+    #: A child's token (`MEITH_SESSION_TOKEN`): the connection calls as the session that
+    #: started the process, whatever `caller` says.
+    sessionToken: Annotated[str, Field(max_length=200)] | None = None
+
+
+class ListTools(_Message):
+    type: Literal["list_tools"]
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+    #: meith extension: only these tools (a client that needs one schema need not fetch all).
+    names: list[Annotated[str, Field(max_length=200)]] | None = Field(default=None, max_length=200)
+    #: Also send `tools_changed` whenever the catalogue or the plugin approvals change.
+    watch: bool = False
+
+
+class Hello(_Message):
+    """Optional first frame: fixes who this connection is and asks for a `welcome`."""
+
+    type: Literal["hello"]
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+
+
+class ListSessions(_Message):
+    type: Literal["list_sessions"]
+
+
+class Ping(_Message):
+    """A keepalive: answered with `pong`; like any frame it resets the idle timeout."""
+
+    type: Literal["ping"]
+
+
+class ApprovalResponse(_Message):
+    type: Literal["approval_response"]
+    approvalId: _Id
+    decision: Literal["allow_once", "allow_session", "deny"]
+    answeredBy: Annotated[str, Field(max_length=4096)] = ""
+
+
+class ToolCall(_Message):
+    type: Literal["tool_call"]
+    requestId: _Id
+    toolName: Annotated[str, Field(min_length=1, max_length=200)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+    timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] | None = None
+
+
+class CancelToolCall(_Message):
+    type: Literal["cancel_tool_call"]
+    requestId: _Id
+
+
+AnyClientMessage = (
+    ListTools | ToolCall | CancelToolCall | Hello | ListSessions | Ping | ApprovalResponse
+)
+ClientMessage = Annotated[AnyClientMessage, Field(discriminator="type")]
+client_message_adapter: TypeAdapter[AnyClientMessage] = TypeAdapter(ClientMessage)
+
+
+class ToolDescriptor(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    description: str
+    inputSchema: dict[str, Any]
+    capabilities: list[Capability] = Field(default_factory=list)
+    plugin: str | None = None
+    timeoutMs: int | None = None
+    outputSchema: dict[str, Any] | None = None
+    idempotent: bool = False
+    #: Privileged tools: whether their plugin's approval covers them now. Read-only: true.
+    approved: bool = True
+
+
+class ToolsList(_Message):
+    type: Literal["tools_list"]
+    tools: list[ToolDescriptor]
+
+
+class ToolEventMessage(_Message):
+    type: Literal["tool_event"]
+    requestId: str
+    event: ToolEvent
+
+
+class ToolResultMessage(_Message):
+    type: Literal["tool_result"]
+    requestId: str
+    result: ToolResult
+
+
+class ErrorMessage(_Message):
+    type: Literal["error"]
+    requestId: str | None = None
+    code: ErrorCode = ErrorCode.PROTOCOL_ERROR
+    message: str
+
+
+class Welcome(_Message):
+    type: Literal["welcome"]
+    sessionId: str
+    caller: str
+    label: str | None = None
+    serverVersion: str
+
+
+class GrantSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    capabilities: list[str]
+    tool: str | None = None
+    cwd: str | None = None
+    uses: int | None = None
+    #: ISO-8601 UTC, or None for no expiry.
+    expires: str | None = None
+    source: str
+
+
+class SessionSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    sessionId: str
+    caller: str
+    label: str | None = None
+    since: str
+    calls: int
+    grants: list[GrantSummary] = Field(default_factory=list)
+
+
+class SessionsList(_Message):
+    type: Literal["sessions_list"]
+    sessions: list[SessionSummary]
+
+
+class ToolsChanged(_Message):
+    type: Literal["tools_changed"]
+
+
+class Pong(_Message):
+    type: Literal["pong"]
+
+
+class ApprovalRequestMessage(_Message):
+    type: Literal["approval_request"]
+    approvalId: str
+    requestId: str
+    toolName: str
+    plugin: str
+    capabilities: list[str]
+    cwd: str
+    arguments: Any
+    caller: str
+    label: str | None = None
+    timeoutMs: int
+
+
+AnyServerMessage = (
+    ToolsList
+    | ToolEventMessage
+    | ToolResultMessage
+    | ErrorMessage
+    | Welcome
+    | SessionsList
+    | ToolsChanged
+    | Pong
+    | ApprovalRequestMessage
+)
+ServerMessage = Annotated[AnyServerMessage, Field(discriminator="type")]
+server_message_adapter: TypeAdapter[AnyServerMessage] = TypeAdapter(ServerMessage)

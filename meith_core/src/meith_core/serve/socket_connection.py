@@ -1,0 +1,280 @@
+"""One socket connection: the asyncio Protocol around the sans-IO `protocol.connection.Connection`.
+
+It has the server check the peer before reading a byte, feeds bytes to the rules, carries out
+the actions they return (start a call task, send a frame, answer with the tool or session
+list, resolve an approval), and bounds what it queues for a client that stops reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from meith_core._version import __version__
+from meith_core.base.cancel import CancelToken
+from meith_core.base.ids import new_session_id
+from meith_core.protocol import frames
+from meith_core.protocol.actions import (
+    ApprovalAnswered,
+    CancelCall,
+    IdentityFixed,
+    Send,
+    SendSessions,
+    SendTools,
+    StartCall,
+)
+from meith_core.protocol.approval import ApprovalReply, ApprovalRequest
+from meith_core.protocol.caller import CallerInfo
+from meith_core.protocol.connection import Connection
+from meith_core.protocol.events import EventDict
+from meith_core.protocol.framing import dumps_bytes
+from meith_core.protocol.messages import ToolCall
+from meith_core.serve.admission import Refusal
+
+if TYPE_CHECKING:
+    from meith_core.serve.socket_server import SocketServer
+
+_log = structlog.get_logger("meith.server")
+
+#: Outbound bytes above which a connection counts as congested for flow-controlled streams
+#: (`ToolContext.events_congested`), and below which it flows again. Far below the server's
+#: outbound bound: a stream that honours it never gets its client disconnected.
+FLOW_HIGH_WATER: Final = 1024 * 1024
+FLOW_LOW_WATER: Final = 256 * 1024
+
+
+class SocketConnection(asyncio.Protocol):
+    def __init__(self, server: SocketServer, *, token_only: bool = False) -> None:
+        self.server = server
+        #: Accepted on the child socket: the peer is a session's token, or nobody.
+        self.token_only = token_only
+        self.transport: asyncio.Transport | None = None
+        #: The connection's protocol rules (sans-IO), made when the peer is admitted.
+        self.rules: Connection | None = None
+        #: The cancellation token of each call in flight, by request id.
+        self._tokens: dict[str, CancelToken] = {}
+        self.peer_pid = 0
+        self._approvals: dict[str, asyncio.Future[ApprovalReply]] = {}
+        #: Set while the transport's write buffer is below the high-water mark.
+        self.writable = asyncio.Event()
+        self.writable.set()
+
+    @property
+    def session_id(self) -> str:
+        return self.rules.session_id if self.rules is not None else ""
+
+    @property
+    def congested(self) -> bool:
+        return self.rules is not None and self.rules.congested
+
+    @property
+    def is_open(self) -> bool:
+        return self.rules is not None and not self.rules.closed
+
+    # -- transport callbacks ------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=FLOW_HIGH_WATER, low=FLOW_LOW_WATER)
+        admitted = self.server.admit(transport.get_extra_info("socket"))
+        if isinstance(admitted, Refusal):
+            _log.warning("connection refused", reason=admitted.reason)
+            if admitted.tell:
+                transport.write(frames.error_frame(None, f"connection refused: {admitted.reason}"))
+                transport.close()
+            else:
+                transport.abort()
+            return
+        self.peer_pid = admitted.pid
+        runtime = self.server.runtime
+        self.rules = Connection(
+            new_session_id("socket"),
+            runtime_cwd=runtime.cwd,
+            server_version=__version__,
+            now=time.monotonic(),
+            # A process a tool started must not answer its own approval requests, and calls
+            # only as its session, with its token (`SocketServer.admit`).
+            may_answer_approvals=not admitted.descendant,
+            resolve_token=runtime.child_tokens.resolve,
+            token_required=self.token_only or admitted.descendant,
+        )
+        self.server.connections.add(self)
+        self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
+
+    def data_received(self, data: bytes) -> None:
+        rules = self.rules
+        if rules is None:
+            return
+        for action in rules.receive_data(data, time.monotonic()):
+            if rules.closed:  # an action before this one closed the connection
+                return
+            if type(action) is StartCall:
+                self._start_call(action)
+            elif type(action) is Send:
+                self.send(action.data)
+            else:
+                self._act(action)
+
+    def _act(self, action: Any) -> None:
+        server = self.server
+        if isinstance(action, SendTools):
+            self.send(server.tools_list_frame(action.names))
+        elif isinstance(action, SendSessions):
+            self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+        elif isinstance(action, IdentityFixed):
+            ident = action.identity
+            server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
+            if ident.approvals:
+                server.runtime.set_session_approver(self.session_id, self._ask_approval)
+        elif isinstance(action, CancelCall):
+            self._cancel(action)
+        elif isinstance(action, ApprovalAnswered):
+            fut = self._approvals.get(action.approval_id)
+            if fut is not None and not fut.done():
+                fut.set_result(action.reply)
+
+    def eof_received(self) -> bool | None:
+        if self.rules is not None:
+            for action in self.rules.receive_eof():
+                self.send(action.data)
+        return False  # close our side too
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+        if self.rules is not None:
+            self.rules.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+        if self.rules is not None:
+            self.rules.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.writable.set()  # nobody waits on a closed connection
+        rules = self.rules
+        if rules is None:
+            return
+        was_open = not rules.closed
+        self._end("client disconnected")
+        self.server.forget(self)
+        if was_open:
+            self.server.session_ended(rules.session_id)
+
+    def _end(self, reason: str) -> None:
+        rules = self.rules
+        if rules is None:
+            return
+        for cancel in rules.close(reason):
+            self._cancel(cancel)
+        for fut in self._approvals.values():
+            if not fut.done():
+                fut.set_result(rules.approvals.closed_before_answer())
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def _start_call(self, action: StartCall) -> None:
+        self.server.runtime.sessions.count_call(self.session_id)
+        token = self._tokens[action.call.requestId] = CancelToken()
+        self.server.call_tasks.spawn(self._run_call(action.call, action.caller, token))
+
+    def _cancel(self, action: CancelCall) -> None:
+        token = self._tokens.get(action.request_id)
+        if token is not None:
+            token.cancel(action.reason)
+
+    async def _run_call(self, call: ToolCall, caller: CallerInfo, token: CancelToken) -> None:
+        rid = call.requestId
+        emit = _CallEvents(self, rid)
+        try:
+            result = await self.server.runtime.pipeline.call(
+                caller,
+                call.toolName,
+                call.arguments,
+                timeout_ms=call.timeoutMs,
+                cancel=token,
+                emit=emit,
+                request_id=rid,
+            )
+        finally:
+            self._tokens.pop(rid, None)
+            if self.rules is not None:
+                self.rules.call_finished(rid, time.monotonic())
+        self.send(frames.result_frame(rid, call.toolName, result))
+
+    async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
+        """The session approver of a connection that said it answers approvals."""
+        rules = self.rules
+        ask = rules.approvals.ask(request) if rules is not None else None
+        if rules is None or ask is None:
+            return None
+        fut: asyncio.Future[ApprovalReply] = asyncio.get_running_loop().create_future()
+        self._approvals[ask.approval_id] = fut
+        try:
+            self.send(ask.data)
+            return await asyncio.wait_for(fut, ask.timeout_s)
+        except TimeoutError:
+            return rules.approvals.unanswered(ask.timeout_s)
+        finally:
+            self._approvals.pop(ask.approval_id, None)
+            rules.approvals.settled(ask.approval_id)
+
+    # -- frames out ---------------------------------------------------------------------
+
+    def send(self, data: bytes) -> None:
+        transport = self.transport
+        if not self.is_open or transport is None or transport.is_closing():
+            return
+        if transport.get_write_buffer_size() + len(data) > self.server.max_outbound_bytes:
+            _log.warning(
+                "client disconnected: it is not reading its output",
+                sessionId=self.session_id,
+                queuedBytes=transport.get_write_buffer_size(),
+            )
+            self.abort()
+            return
+        transport.write(data)
+
+    def close(self, reason: str = "") -> None:
+        """Flush what is queued (a last error frame saying `reason`), then close."""
+        if reason:
+            self.send(frames.error_frame(None, reason))
+            self._end(reason)
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def abort(self) -> None:
+        self._end("client disconnected")
+        if self.transport is not None:
+            self.transport.abort()
+
+    @property
+    def buffered(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+
+class _CallEvents:
+    """The event sink of one call: `tool_event` frames on its connection, flow-controlled
+    (see `meith_core.call.context.FlowControlledSink`)."""
+
+    __slots__ = ("conn", "prefix", "request_id")
+
+    def __init__(self, conn: SocketConnection, request_id: str) -> None:
+        self.conn = conn
+        self.request_id = request_id
+        self.prefix: bytes | None = None  # built at the first event: most calls send none
+
+    def __call__(self, event: EventDict) -> None:
+        if self.prefix is None:
+            self.prefix = frames.event_prefix(self.request_id)
+        self.conn.send(self.prefix + dumps_bytes(event) + b"}\n")
+
+    @property
+    def congested(self) -> bool:
+        return self.conn.congested
+
+    async def wait_flowing(self) -> None:
+        await self.conn.writable.wait()
