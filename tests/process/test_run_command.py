@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from meith_core import CancelToken, landlock_status
-from meith_core._mcp.tools import annotations_for
+from meith_core.mcp.tools import annotations_for
 from meith_plugins_process.commands import OutputCap
 from meith_plugins_process.models import RUN_TIMEOUT_MAX_MS
 from tests.process.conftest import Proc
@@ -236,6 +236,45 @@ async def test_output_streams_as_log_events_while_it_runs(proc: Proc, tmp_path: 
     assert ok(answer["res"])["stdout"] == "first\nlast\n"
 
 
+class CongestedSink:
+    """A caller that never catches up (what the socket server's sink says of a slow reader)."""
+
+    congested = True
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    async def wait_flowing(self) -> None:
+        await anyio.sleep_forever()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+
+async def test_a_caller_that_falls_behind_is_told_what_it_missed(
+    proc: Proc, tmp_path: Path
+) -> None:
+    sink = CongestedSink()
+    res = ok(
+        await proc.rt.call(
+            "run_command",
+            {"cwd": str(tmp_path), "command": [PY, "-c", "for i in range(1000): print(i)"]},
+            on_event=sink,
+        )
+    )
+    # Nothing waited for the caller: the command ran, and the answer has all of its output.
+    assert res["stdout"] == "".join(f"{i}\n" for i in range(1000))
+    logs = [e for e in sink.events if e["kind"] == "log"]
+    assert logs == [
+        {
+            "kind": "log",
+            "level": "warn",
+            "message": "[system] skipped 1000 lines: this client fell behind "
+            "(the result still has the output)",
+        }
+    ]
+
+
 # -- nothing left behind --------------------------------------------------------------------
 
 
@@ -406,11 +445,18 @@ def test_meith_call_run_command_through_a_real_runtime(meith_server: Any, tmp_pa
     assert shown.returncode == 0, shown.stderr
     assert "[info] streamed" in shown.stderr
     assert "[warn] [stderr] oops" in shown.stderr
-    # The output is in the answer, never in the audit trail.
-    [record, *_] = [r for r in reversed(srv.audit_records()) if r["toolName"] == "run_command"]
-    summary = json.dumps(record["resultSummary"])
-    assert "streamed" not in summary
-    assert "REDACTED_TEXT" in summary
+    # Input and output are in the call and its answer, never in the audit trail.
+    typed = srv.call("run_command", {"command": ["cat"], "stdin": "typed-in-secret"})
+    assert typed["content"]["stdout"] == "typed-in-secret"
+    records = [r for r in srv.audit_records() if r["toolName"] == "run_command"]
+    assert len(records) == 3
+    assert "typed-in-secret" not in json.dumps(records)
+    # The command line is recorded (it is what ran); what it printed is not.
+    assert "echo streamed" in json.dumps(records[1]["argsSummary"])
+    results = json.dumps([r["resultSummary"] for r in records])
+    assert "to stdout" not in results
+    assert "streamed" not in results
+    assert "REDACTED_TEXT" in json.dumps(records[-1]["argsSummary"])
 
 
 def test_an_agent_sessions_command_calls_back_as_that_session(
