@@ -328,6 +328,24 @@ async def test_cancelling_the_call_ends_the_whole_process_group(proc: Proc, tmp_
     await eventually(lambda: proc.plugin.commands.targets() == [], "the command to be forgotten")
 
 
+@pytest.mark.slow
+async def test_a_shorter_call_deadline_ends_the_command_too(proc: Proc, tmp_path: Path) -> None:
+    answer: dict[str, Any] = {}
+
+    async def call() -> None:
+        # The call's own deadline, before the command's timeoutMs (120 s by default).
+        answer["res"] = await proc.rt.call(
+            "run_command", {"cwd": str(tmp_path), "shell": TWO_SLEEPS}, timeout_ms=2000
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        leader, children = await the_running_command(proc)
+    assert answer["res"].error.code == "TIMEOUT"
+    await eventually(lambda: all(gone(p) for p in [leader, *children]), "the processes to go")
+    await eventually(lambda: proc.plugin.commands.targets() == [], "the command to be forgotten")
+
+
 async def test_what_a_command_leaves_running_is_ended_when_it_exits(
     proc: Proc, tmp_path: Path
 ) -> None:
