@@ -57,6 +57,10 @@ def emit_lines(log: Callable[[str, str], None], stream: str, lines: list[str]) -
     if len(lines) == 1:
         log(level, prefix + lines[0])
         return
+    # The usual case, one read's worth, is joined without a Python step per line.
+    if sum(map(len, lines)) + len(lines) * (len(prefix) + 1) <= EVENT_TEXT_MAX:
+        log(level, prefix + ("\n" + prefix).join(lines) if prefix else "\n".join(lines))
+        return
     chunk: list[str] = []
     size = 0
     for line in lines:
