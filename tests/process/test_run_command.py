@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from meith_core import CancelToken, landlock_status
 from meith_core.mcp.tools import annotations_for
 from meith_plugins_process.commands import OutputCap
 from meith_plugins_process.models import RUN_TIMEOUT_MAX_MS
+from tests.harness import MEITH, wait_until
 from tests.process.conftest import Proc
 from tests.process.support import PY, descendants, eventually, gone, ok
 
@@ -475,6 +479,39 @@ def test_meith_call_run_command_through_a_real_runtime(meith_server: Any, tmp_pa
     assert "to stdout" not in results
     assert "streamed" not in results
     assert "REDACTED_TEXT" in json.dumps(records[-1]["argsSummary"])
+
+
+def test_ctrl_c_on_meith_call_ends_the_command_and_its_children(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    srv = serve(meith_server)
+    pidfile = tmp_path / "leader"
+    script = f"echo $$ > {pidfile}; {TWO_SLEEPS}"
+    call = subprocess.Popen(
+        [MEITH, "call", "run_command", "--shell", script],
+        env=srv.cli_env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        leader = int(pidfile.read_text())
+        assert wait_until(lambda: descendants(leader))
+        pids = [leader, *descendants(leader)]
+        call.send_signal(signal.SIGINT)
+        call.wait(timeout=30)
+        end = time.monotonic() + 30
+        while not all(gone(p) for p in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert all(gone(p) for p in pids), [p for p in pids if not gone(p)]
+    finally:
+        if call.poll() is None:
+            call.kill()
+        call.communicate()
+    [record] = [r for r in srv.audit_records() if r["toolName"] == "run_command"]
+    assert record["decision"] == "allow"
+    assert "CANCELLED" in json.dumps(record["resultSummary"])
 
 
 def test_an_agent_sessions_command_calls_back_as_that_session(
