@@ -565,3 +565,40 @@ def test_under_a_cwd_grant_meith_call_run_command_is_confined(
     denied = srv.call("run_command", {"command": ["true"]}, cwd=str(outside))
     assert denied["error"]["code"] == "PERMISSION_DENIED"
     assert os.listdir(outside) == []
+
+
+async def test_through_meith_mcp_an_agent_sees_the_lines_and_gets_the_result(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    import mcp_types as types
+
+    from tests.mcp.conftest import stdio_client
+
+    srv = serve(meith_server, caller="agent")
+    logs: list[str] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(str(params.data))
+
+    async with stdio_client(
+        srv, "--cwd", str(tmp_path), logging_callback=on_log, log_level="info"
+    ) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool(
+            "run_command", {"shell": "echo from-mcp; echo to-stderr >&2; pwd; exit 2"}
+        )
+    hints = tools["run_command"].annotations
+    assert hints is not None
+    assert (hints.read_only_hint, hints.idempotent_hint, hints.open_world_hint) == (
+        False,
+        False,
+        True,
+    )
+    assert result.is_error is False
+    content = result.structured_content
+    assert content is not None
+    assert (content["exitCode"], content["stdout"]) == (2, f"from-mcp\n{tmp_path}\n")
+    assert content["stderr"] == "to-stderr\n"
+    # Lines read together travel in one log message.
+    lines = "\n".join(logs).split("\n")
+    assert sorted(lines) == sorted(["from-mcp", str(tmp_path), "[stderr] to-stderr"])
