@@ -434,6 +434,37 @@ async def test_under_a_directory_grant_it_writes_only_inside(proc: Proc, tmp_pat
     assert res["confinedTo"] == str(inside.resolve())
 
 
+@needs_landlock
+@pytest.mark.slow
+async def test_confined_commands_leave_nothing_behind_either(proc: Proc, tmp_path: Path) -> None:
+    cli = proc.rt.open_session("cli", cwd=str(tmp_path))
+    proc.rt.grant(cli, ["starts-process"], cwd_prefix=str(tmp_path))
+    left = ok(
+        await proc.rt.call(
+            "run_command",
+            {"cwd": str(tmp_path), "shell": "sleep 100 > /dev/null & echo $!"},
+            caller=cli,
+        )
+    )
+    assert left["confinedTo"] == str(tmp_path.resolve())
+    assert gone(int(left["stdout"]))
+    answer: dict[str, Any] = {}
+
+    async def call() -> None:
+        answer["res"] = await proc.rt.call(
+            "run_command",
+            {"cwd": str(tmp_path), "shell": TWO_SLEEPS, "timeoutMs": 3000},
+            caller=cli,
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        leader, children = await the_running_command(proc)
+    assert ok(answer["res"])["timedOut"] is True
+    for pid in [leader, *children]:
+        assert gone(pid)
+
+
 # -- a real `meith serve` -------------------------------------------------------------------
 
 
