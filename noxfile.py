@@ -1,5 +1,5 @@
-"""Sessions: `nox` runs lint, typecheck, tests, isolated and bench_smoke; `nox -s bench` runs
-the benchmarks for their figures."""
+"""Sessions: `nox` runs lint, typecheck, tests, isolated, bench_smoke and docs; `nox -s bench`
+runs the benchmarks for their figures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke"]
+nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke", "docs"]
 nox.options.error_on_missing_interpreters = True
 
 PACKAGES = [
@@ -56,7 +56,8 @@ def isolated(session: nox.Session) -> None:
     session.run("python", "tests/isolated_check.py")
 
 
-BENCH_DEPS = ["mcp>=1.2", "psutil", "playwright"]
+# mcp-server-git: the reference MCP git server bench_agent_answers compares against.
+BENCH_DEPS = ["mcp>=1.2", "psutil", "playwright", "mcp-server-git"]
 
 
 def _bench_scripts(session: nox.Session) -> list[str]:
@@ -82,3 +83,18 @@ def bench_smoke(session: nox.Session) -> None:
     session.install(*PACKAGES, *BENCH_DEPS)
     for script in _bench_scripts(session):
         session.run("python", script, "--quick")
+
+
+#: The documentation site's builder, pinned (mkdocs.yml uses only what it ships: the
+#: readthedocs theme, hooks, the toc/tables/fenced_code extensions).
+DOCS_DEPS = ["mkdocs==1.6.1", "markdown==3.11.3"]
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml) built with --strict: a broken link or anchor, a page
+    missing from the nav, any warning fails. Built into the session's temp dir; `nox -s docs --
+    DIR` builds into DIR instead."""
+    session.install(*DOCS_DEPS)
+    site = session.posargs[0] if session.posargs else os.path.join(session.create_tmp(), "site")
+    session.run("mkdocs", "build", "--strict", "--clean", "--site-dir", site)

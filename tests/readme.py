@@ -1,10 +1,13 @@
-"""The README's fenced code blocks, for the tests that run them.
+"""The fenced code blocks of the README and of the documentation site's pages, for the tests
+that run them.
 
-A block is either run by a test, which finds it with `readme_block("a snippet of it")` (or,
-for the console transcripts of a whole section, `readme_section("Title")`), or marked
-illustrative with an HTML comment on the line above its fence (`<!-- illustrative: why -->`,
-invisible on GitHub). tests/docs/test_readme_blocks.py checks that every block is one or the
-other.
+A block is either run by a test, which finds it in the page it lives in with
+`doc_block("docs/python.md", "a snippet of it")` (or, for the console transcripts of a whole
+page or section, `doc_section("docs/configuration.md")`; `readme_block(...)` and
+`readme_section(...)` are the same for README.md), or marked illustrative with an HTML comment
+on the line above its fence (`<!-- illustrative: why -->`, invisible on GitHub and on the site).
+tests/docs/test_readme_blocks.py checks that every block of every page is one or the other,
+and that every claim names a page and a block that exist.
 """
 
 from __future__ import annotations
@@ -27,14 +30,24 @@ class Block:
     line: int
     #: The HTML comment right above the fence, if any.
     marker: str | None
+    #: The page it is in, relative to the repository root.
+    page: str = "README.md"
 
     @property
     def illustrative(self) -> bool:
         return self.marker is not None and self.marker.startswith("illustrative")
 
 
+def page_path(page: str) -> Path:
+    """A page of the documentation (`README.md`, `docs/python.md`, ...), which must exist."""
+    path = ROOT / page
+    assert path.is_file(), f"{page} does not exist (did its blocks move to another page?)"
+    return path
+
+
 def blocks(path: Path = README) -> list[Block]:
     source = path.read_text()
+    page = path.resolve().relative_to(ROOT).as_posix()
     out = []
     for match in _FENCE.finditer(source):
         before = source[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
@@ -45,26 +58,56 @@ def blocks(path: Path = README) -> list[Block]:
                 text=match.group(2),
                 line=source.count("\n", 0, match.start()) + 1,
                 marker=marker.group(1) if marker else None,
+                page=page,
             )
         )
     return out
 
 
+def doc_block(page: str, snippet: str, lang: str | None = None) -> Block:
+    """The one block of `page` that contains `snippet`."""
+    found = [
+        b for b in blocks(page_path(page)) if snippet in b.text and (lang is None or b.lang == lang)
+    ]
+    assert len(found) == 1, f"{len(found)} blocks of {page} contain {snippet!r}"
+    return found[0]
+
+
+def doc_section(page: str, title: str | None = None, lang: str = "console") -> list[Block]:
+    """The `lang` blocks of `page` in order: the whole page, or those under the heading
+    `## title` (or `# title`) up to the next heading of the same level or above."""
+    path = page_path(page)
+    found = blocks(path)
+    if title is not None:
+        headings = _headings(path.read_text())
+        matches = [(n, depth) for n, depth, text in headings if text == title]
+        assert len(matches) == 1, f"{page} has {len(matches)} headings {title!r}"
+        first, depth = matches[0]
+        after = [n for n, d, _ in headings if n > first and d <= depth]
+        last = after[0] if after else 1 << 30
+        found = [b for b in found if first < b.line < last]
+    return [b for b in found if b.lang == lang]
+
+
+def _headings(source: str) -> list[tuple[int, int, str]]:
+    """(line, depth, text) of each Markdown heading outside code fences."""
+    out, fenced = [], False
+    for n, line in enumerate(source.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"(#{1,6}) (.+?)\s*$", line)):
+            out.append((n, len(m.group(1)), m.group(2)))
+    return out
+
+
 def readme_block(snippet: str, lang: str | None = None) -> Block:
     """The one README block that contains `snippet`."""
-    found = [b for b in blocks() if snippet in b.text and (lang is None or b.lang == lang)]
-    assert len(found) == 1, f"{len(found)} README blocks contain {snippet!r}"
-    return found[0]
+    return doc_block("README.md", snippet, lang)
 
 
 def readme_section(title: str, lang: str = "console") -> list[Block]:
     """The README's `lang` blocks under the heading `## title`, in order."""
-    text = README.read_text()
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    first = text.count("\n", 0, start) + 1
-    last = text.count("\n", 0, end) + 1 if end != -1 else len(text)
-    return [b for b in blocks() if first < b.line < last and b.lang == lang]
+    return doc_section("README.md", title, lang)
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ def test_the_file_listing_matches_the_scaffold(tmp_path: Path) -> None:
         assert (target / path).exists(), path
 
 
-def test_the_readme_links_the_guide() -> None:
-    writing = README.read_text().split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
-    assert "(docs/plugin-guide.md)" in writing
+def test_the_readme_and_the_plugin_page_link_the_guide() -> None:
+    assert "(docs/plugin-guide.md)" in README.read_text()
+    writing = (GUIDE.parent / "plugins.md").read_text()
+    assert "(plugin-guide.md)" in writing.split("\n## ", 1)[0]

@@ -1,4 +1,5 @@
-"""The README's examples stay true: its in-process example runs and prints what it says."""
+"""The README and the pages its examples moved to stay true: the quick start's two commands,
+the in-process example of docs/python.md and the plugin example of docs/plugins.md."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import sys
 
 import pytest
 
-from tests.readme import README, readme_block
+from tests.readme import README, doc_block, readme_block
 
 
 @pytest.mark.slow
 def test_the_in_process_example_runs_and_audits_its_calls() -> None:
-    example = readme_block("runtime.register(greet)", "python").text
+    example = doc_block("docs/python.md", "runtime.register(greet)", "python").text
     proc = subprocess.run(
         [sys.executable, "-c", example], capture_output=True, text=True, timeout=60
     )
@@ -42,7 +43,7 @@ def test_the_ci_script_runs_the_readme_test_command() -> None:
 
 @pytest.mark.slow
 def test_the_plugin_authoring_example_loads_and_confines_writes(tmp_path) -> None:
-    source = readme_block("class Plugin:", "python").text
+    source = doc_block("docs/plugins.md", "class Plugin:", "python").text
     driver = f"""
 import asyncio
 from pathlib import Path

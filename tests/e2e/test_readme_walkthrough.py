@@ -1,7 +1,8 @@
 """The README followed literally by a newcomer: the quick start's install command in a fresh
 home, then every command of the walkthrough's transcripts typed as shown, each printing the
-lines shown under it; then a plugin written from the README's example is pip-installed next to
-meith-core while the runtime runs, and its tool is called without a restart.
+lines shown under it, then the commands of the pages the README links to (configuration, MCP
+grants, the protocol); then a plugin written from docs/plugins.md's example is pip-installed
+next to meith-core while the runtime runs, and its tool is called without a restart.
 
 Slow: the install makes a virtual environment and pip-installs meith and its plugins into it.
 """
@@ -17,7 +18,16 @@ from pathlib import Path
 import pytest
 
 from tests.harness import reap, wait_until
-from tests.readme import ROOT, Block, assert_shown, readme_block, readme_section, transcript
+from tests.readme import (
+    ROOT,
+    Block,
+    assert_shown,
+    doc_block,
+    doc_section,
+    readme_block,
+    readme_section,
+    transcript,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -116,20 +126,22 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
         _run_transcripts(walkthrough[1:], repo, env, home)
         assert "second commit" in _sh("git log --format=%s", repo, env)[1]
 
-        _run_transcripts(readme_section("Configuration and files"), repo, env, home)
+        _run_transcripts(doc_section("docs/configuration.md"), repo, env, home)
 
-        # Standing grants for agents, as the MCP section shows them (in a project of its own).
+        # Standing grants for agents, as the MCP page shows them (in a project of its own).
         (home / "src" / "app").mkdir()
-        for line in readme_block("--caller agent --agent claude-code", "sh").text.splitlines():
+        for line in doc_block(
+            "docs/mcp.md", "--caller agent --agent claude-code", "sh"
+        ).text.splitlines():
             assert _ok(line, repo, env)
 
         # The protocol, from the standard library (and with socat where it is installed).
-        one_liner = readme_block("import socket,os,sys", "sh").text.strip()
+        one_liner = doc_block("docs/protocol.md", "import socket,os,sys", "sh").text.strip()
         out = _ok(one_liner, repo, env)
         assert '"type":"tool_result"' in out, out
         assert '"ok":true' in out, out
         if shutil.which("socat"):
-            (step,) = transcript(readme_block("socat - UNIX-CONNECT", "console"))
+            (step,) = transcript(doc_block("docs/protocol.md", "socat - UNIX-CONNECT", "console"))
             assert '"type":"tool_result"' in _ok(step.command, repo, env)
 
         _install_the_example_plugin_while_it_runs(tmp_path, repo, env, log)
@@ -145,8 +157,12 @@ def _install_the_example_plugin_while_it_runs(
     project = tmp_path / "meith-plugins-hello"
     package = project / "src" / "meith_plugins_hello"
     package.mkdir(parents=True)
-    (project / "pyproject.toml").write_text(readme_block("meith-plugins-hello", "toml").text)
-    (package / "__init__.py").write_text(readme_block("class Plugin:", "python").text)
+    (project / "pyproject.toml").write_text(
+        doc_block("docs/plugins.md", "meith-plugins-hello", "toml").text
+    )
+    (package / "__init__.py").write_text(
+        doc_block("docs/plugins.md", "class Plugin:", "python").text
+    )
     pip = Path(env["HOME"]) / ".local" / "share" / "meith" / "venv" / "bin" / "pip"
     _ok(f"{pip} install -q {project}", repo, env)
 

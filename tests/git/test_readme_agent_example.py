@@ -1,4 +1,4 @@
-"""The README's in-process agent example runs as written: against `~/src/demo`, from another
+"""docs/python.md's in-process agent example runs as written: against `~/src/demo`, from another
 directory, with the approval and the one-use grant it shows."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import subprocess
 import sys
 
 from tests.git.conftest import git_env
-from tests.readme import readme_block
+from tests.readme import doc_block
 
 
 def test_the_readme_agent_example_commits_once_then_is_denied(git_home, sh, tmp_path):
-    example = readme_block('runtime.open_session("agent")', "python").text
+    example = doc_block("docs/python.md", 'runtime.open_session("agent")', "python").text
     repo = git_home / "src" / "demo"
     repo.mkdir(parents=True)
     sh(repo, "init", "-q")

@@ -82,7 +82,9 @@ async def test_git_read_in_the_bridge_cwd(agent_server: Any, era: str, tmp_path:
     assert result.structured_content is not None
     assert Path(result.structured_content["root"]).resolve() == repo.resolve()
     assert result.structured_content["branch"] == "main"
-    assert "new.txt" in _text(result)
+    # The model reads short-status lines, not the JSON of the structured content.
+    assert _text(result).splitlines()[0] == "## main"
+    assert "?? new.txt" in _text(result).splitlines()
 
 
 async def test_unknown_tool_is_a_protocol_error_and_failures_are_results(

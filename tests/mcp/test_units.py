@@ -94,13 +94,17 @@ def test_results_become_structured_content_with_text_and_namespaced_meta() -> No
     )
     assert result.structured_content == {"a": 1}
     assert isinstance(result.content[0], types.TextContent)
-    assert '"a": 1' in result.content[0].text
+    assert result.content[0].text == '{"a":1}'  # compact: no indentation spent on a model
     assert result.meta == {
         "dev.meith/meta": {"truncated": True},
         "dev.meith/diagnostics": [{"level": "warn", "message": "w"}],
     }
     listed = to_call_result({"ok": True, "content": [1, 2]}, [], None)
     assert listed.structured_content == {"result": [1, 2]}
+    rendered = to_call_result({"ok": True, "content": {"a": 1}, "text": "a is 1"}, [], None)
+    assert isinstance(rendered.content[0], types.TextContent)
+    assert rendered.content[0].text == "a is 1"  # the tool's own text for a model
+    assert rendered.structured_content == {"a": 1}  # and the machine form beside it
     failed = to_call_result(
         {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
     )
@@ -228,13 +232,12 @@ async def test_an_agent_name_grant_matches_that_agent_only(runtime: Runtime) -> 
     assert (await runtime.call("write", caller=cli)).error is not None
 
 
-def test_the_readme_mcp_snippets_are_valid_json() -> None:
+def test_the_mcp_page_snippets_are_valid_json() -> None:
     import json
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Use meith from an MCP client", 1)[1].split("\n## ", 1)[0]
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, flags=re.S)]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, flags=re.S)]
     assert blocks[0]["mcpServers"]["meith"] == {"command": "meith", "args": ["mcp"]}
     assert blocks[1]["mcpServers"]["meith"]["url"].endswith("/mcp")
 

@@ -17,6 +17,8 @@ from meith_core import ErrorCode, ToolError
 ELEMENT_ID_RE: Final = re.compile(r"^el-(\d+)$")
 #: More than this many interactive elements are reported as truncated.
 MAX_ELEMENTS: Final = 1000
+#: Longest page snapshot `get_browser_state` returns (characters); past it, `snapshotTruncated`.
+MAX_SNAPSHOT_CHARS: Final = 20_000
 
 
 @dataclass(slots=True)

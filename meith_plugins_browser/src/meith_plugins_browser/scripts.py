@@ -118,8 +118,10 @@ INTERACTIVE_SELECTOR: Final = (
 
 #: `(args) => [info, ...elements]`: evaluated as a handle so the element nodes stay with the
 #: host (never written into the page) and `el-N` resolves to exactly the node it described.
+#: `info.snapshot` is the page as an outline for a model (roles, names, visible text, the el-N
+#: references), at most `maxChars` characters (`info.snapshotTruncated`).
 EXTRACT_ELEMENTS: Final = """
-({ start, limit }) => {
+({ start, limit, maxChars }) => {
   const all = Array.from(document.querySelectorAll(__SELECTOR__));
   const nodes = all.slice(0, limit);
   const sx = window.scrollX, sy = window.scrollY;
@@ -203,6 +205,78 @@ EXTRACT_ELEMENTS: Final = """
     item.hidden = !visible;
     return item;
   });
+  // The page as a model reads it: an accessibility-style outline in document order, with the
+  // visible text and an `el-N` reference on each interactive node listed above.
+  const refs = new Map();
+  nodes.forEach((el, i) => refs.set(el, start + i));
+  const lines = [];
+  let chars = 0, cut = false, lastText = -1;
+  const push = (depth, line, isText) => {
+    if (cut) return;
+    if (isText && lastText === lines.length - 1 && lastText >= 0) {
+      if (chars + line.length + 1 > maxChars) { cut = true; return; }
+      lines[lastText] += ' ' + line;
+      chars += line.length + 1;
+      return;
+    }
+    const out = '  '.repeat(depth) + (isText ? '- text: ' + line : line);
+    if (chars + out.length + 1 > maxChars) { cut = true; return; }
+    lines.push(out);
+    chars += out.length + 1;
+    lastText = isText ? lines.length - 1 : -1;
+  };
+  const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'svg', 'iframe']);
+  const HEADING = { h1: 1, h2: 2, h3: 3, h4: 4, h5: 5, h6: 6 };
+  const quote = (s) => JSON.stringify(s);
+  const describe = (el, tag) => {
+    const type = typeOf(el);
+    let line = '- ' + (attr(el, 'role') || implicitRole(el, tag, type) || 'generic');
+    const name = accessibleName(el, tag, type);
+    if (name) line += ' ' + quote(name);
+    line += ' [ref=el-' + refs.get(el) + ']';
+    if ((type === 'checkbox' || type === 'radio') && el.checked) line += ' [checked]';
+    if (el.disabled === true || el.getAttribute('aria-disabled') === 'true') line += ' [disabled]';
+    const isField = tag === 'input' || tag === 'textarea' || tag === 'select';
+    if (isField && type !== 'password' && typeof el.value === 'string' && el.value
+        && !['button', 'submit', 'reset', 'checkbox', 'radio'].includes(type)) {
+      line += ': ' + quote(clean(el.value, 200));
+    }
+    if (tag === 'a' && el.hasAttribute('href')) line += ' -> ' + clean(el.getAttribute('href'), 200);
+    return line;
+  };
+  const walk = (node, depth) => {
+    for (const child of node.childNodes) {
+      if (cut) return;
+      if (child.nodeType === 3) {
+        const text = clean(child.textContent, 1000);
+        if (text) push(depth, text, true);
+        continue;
+      }
+      if (child.nodeType !== 1) continue;
+      const el = child;
+      const tag = el.tagName.toLowerCase();
+      if (SKIP.has(tag) || el.hidden || el.getAttribute('aria-hidden') === 'true') continue;
+      const style = getComputedStyle(el);
+      if (style.display === 'none' || style.visibility === 'hidden') continue;
+      const block = !style.display.startsWith('inline');
+      if (block) lastText = -1;
+      if (refs.has(el)) {
+        push(depth, describe(el, tag), false);
+      } else if (HEADING[tag]) {
+        push(depth, '- heading ' + quote(visibleText(el)) + ' [level=' + HEADING[tag] + ']', false);
+      } else if (tag === 'img') {
+        const alt = attr(el, 'alt');
+        if (alt) push(depth, '- img ' + quote(alt), false);
+      } else if (tag === 'li') {
+        push(depth, '- listitem:', false);
+        walk(el, depth + 1);
+      } else {
+        walk(el, depth);
+      }
+      if (block) lastText = -1;
+    }
+  };
+  walk(document.body || document.documentElement, 0);
   const info = {
     url: location.href,
     title: document.title,
@@ -210,6 +284,8 @@ EXTRACT_ELEMENTS: Final = """
     scroll: { x: sx, y: sy },
     elements,
     total: all.length,
+    snapshot: lines.join('\\n'),
+    snapshotTruncated: cut,
   };
   return [info, ...nodes];
 }

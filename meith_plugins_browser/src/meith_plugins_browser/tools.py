@@ -17,11 +17,12 @@ from meith_core import (
     ok_result,
     tool,
 )
+from meith_plugins_browser import render
 from meith_plugins_browser.artifacts import png_size, write_artifact
 from meith_plugins_browser.browser import BrowserHost, playwright_message
 from meith_plugins_browser.cdp import CdpScope, check_cdp
 from meith_plugins_browser.claims import end_claim, on_claimed
-from meith_plugins_browser.elements import MAX_ELEMENTS
+from meith_plugins_browser.elements import MAX_ELEMENTS, MAX_SNAPSHOT_CHARS
 from meith_plugins_browser.keys import parse_keys
 from meith_plugins_browser.logs import now_ms
 from meith_plugins_browser.models import (
@@ -91,7 +92,7 @@ class BrowserTools:
             tool(self.browser_use_start, capabilities=[c]),
             tool(self.browser_use_end, capabilities=[c]),
             tool(self.take_screenshot, capabilities=[c, ro]),
-            tool(self.get_browser_state, capabilities=[ro, c]),
+            tool(self.get_browser_state, capabilities=[ro, c], render=render.state_text),
             tool(self.click_element, capabilities=[c]),
             tool(self.type_text, capabilities=[c]),
             tool(self.scroll_page, capabilities=[c]),
@@ -228,7 +229,9 @@ class BrowserTools:
         return self._done({"tabId": tab.id, "width": width, "height": height, "path": str(path)})
 
     async def get_browser_state(self, ctx: ToolContext, args: TabArgs) -> Any:
-        """URL, title, viewport and interactive elements (ids el-N, valid until the next read or navigation)."""
+        """URL, title, viewport, interactive elements (ids el-N, valid until the next read or
+        navigation) and a snapshot of the page: an outline of its visible text, headings and
+        controls with their el-N references, so what changed after an action shows in one read."""
         from playwright.async_api import Error as PlaywrightError
 
         async with self._use(ctx, args.tabId, Access.READ) as tab:
@@ -238,7 +241,8 @@ class BrowserTools:
                 seq = tab.nav_seq
                 try:
                     handle = await page.evaluate_handle(
-                        EXTRACT_ELEMENTS, {"start": ids.next, "limit": MAX_ELEMENTS}
+                        EXTRACT_ELEMENTS,
+                        {"start": ids.next, "limit": MAX_ELEMENTS, "maxChars": MAX_SNAPSHOT_CHARS},
                     )
                     info = await handle.evaluate("(a) => a[0]")
                 except PlaywrightError as exc:
@@ -273,6 +277,8 @@ class BrowserTools:
                 "scroll": info["scroll"],
                 "elements": info["elements"],
                 "truncated": info["total"] > len(info["elements"]),
+                "snapshot": info["snapshot"],
+                "snapshotTruncated": info["snapshotTruncated"],
             }
         )
 

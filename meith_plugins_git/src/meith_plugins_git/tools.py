@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from meith_core import ErrorCode, ToolContext, ToolDefinition, ToolError, tool
-from meith_plugins_git import branches, changes, checkpoints, diff, history, worktrees
+from meith_plugins_git import branches, changes, checkpoints, diff, history, render, worktrees
 from meith_plugins_git.args import (
     BlameArgs,
     BranchArgs,
@@ -47,9 +47,9 @@ class GitTools:
         # Every privileged tool finds its repository through require_repo, which refuses one
         # outside a grant confined to a directory.
         return [
-            tool(self.git_status, capabilities=READ, idempotent=True),
-            tool(self.git_diff, capabilities=READ, idempotent=True),
-            tool(self.git_log, capabilities=READ, idempotent=True),
+            tool(self.git_status, capabilities=READ, idempotent=True, render=render.status_text),
+            tool(self.git_diff, capabilities=READ, idempotent=True, render=render.diff_text),
+            tool(self.git_log, capabilities=READ, idempotent=True, render=render.log_text),
             tool(self.git_blame, capabilities=READ, idempotent=True),
             tool(self.git_identity_detect, capabilities=READ, idempotent=True),
             tool(self.git_stage, capabilities=WRITES, grant_scope="enforced"),

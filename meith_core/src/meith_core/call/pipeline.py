@@ -32,7 +32,7 @@ from meith_core.call.catalogue import Catalogue, RegisteredTool
 from meith_core.call.context import EventSink, ToolContext
 from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
-from meith_core.call.tooldef import NO_TIMEOUT
+from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
 from meith_core.policy.asking import Decision
 from meith_core.policy.grants import acting_directory
 from meith_core.policy.service import PermissionService
@@ -304,6 +304,17 @@ def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:
         )
 
 
+def _rendered(defn: ToolDefinition, content: Any) -> str | None:
+    """The tool's text of a result; a renderer that fails costs the text, never the call."""
+    assert defn.render is not None
+    try:
+        text = defn.render(content)
+    except Exception as exc:
+        _log.error("tool renderer raised", toolName=defn.name, error=f"{type(exc).__name__}: {exc}")
+        return None
+    return text if isinstance(text, str) else None
+
+
 def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:
     """The tool's return value or exception as a ToolResult, pre-encoded for the wire."""
     defn = tool.definition
@@ -333,6 +344,8 @@ def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:
                     mode="json", by_alias=True
                 )
             result = ToolResult(ok=True, content=value)
+        if defn.render is not None and result.ok and result.text is None:
+            result.text = _rendered(defn, result.content)
         result.set_encoded(dumps_bytes(result.to_wire()))
     except ValidationError as err:
         return error_result(

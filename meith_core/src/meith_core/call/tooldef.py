@@ -58,6 +58,10 @@ class ToolDefinition:
     #: Calling it again with the same arguments has no further effect (a hint for agents).
     idempotent: bool = False
     grant_scope: GrantScope | None = None
+    #: `content -> text`: the successful result written for a model to read (porcelain-like
+    #: lines, a diff, a list as lines), sent as the MCP text content; the structured content
+    #: stays the machine form. None: agents get the content as compact JSON.
+    render: Callable[[Any], str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -168,6 +172,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    render: Callable[[Any], str] | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -183,6 +188,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    render: Callable[[Any], str] | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -197,6 +203,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    render: Callable[[Any], str] | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
@@ -212,7 +219,8 @@ def tool(
 
     The name defaults to the function name, the description to its docstring, the input model
     to the annotation of the second parameter. `grant_scope` says how a privileged tool that
-    takes a path honours a grant confined to a directory (see `GrantScope`).
+    takes a path honours a grant confined to a directory (see `GrantScope`). `render` writes
+    the successful result for a model to read (see `ToolDefinition.render`).
     """
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
@@ -238,6 +246,7 @@ def tool(
             output_model=output,
             idempotent=idempotent,
             grant_scope=grant_scope,
+            render=render,
         )
 
     if func is not None:

@@ -18,9 +18,11 @@ MAX_INLINE_BYTES = 8 * 1024 * 1024
 
 
 def _text(value: Any) -> str:
+    """Content the tool did not render, as compact JSON (a model reads it as well as indented
+    JSON, for far fewer characters)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def error_content(code: str, message: str, details: Any = None) -> types.CallToolResult:
@@ -58,7 +60,8 @@ def to_call_result(
     structured: dict[str, Any] | None = None
     if content is not None:
         structured = content if isinstance(content, dict) else {"result": content}
-        blocks.append(types.TextContent(text=_text(content)))
+        text = result.get("text")
+        blocks.append(types.TextContent(text=text if isinstance(text, str) else _text(content)))
     blocks.extend(artifact_block(a, artifacts_dir) for a in artifacts)
     return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta or None)
 

@@ -25,12 +25,16 @@ class ErrorInfo(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """`{ok, content?, meta?, diagnostics?, error?}`: success and failure share one shape."""
+    """`{ok, content?, text?, meta?, diagnostics?, error?}`: success and failure share one shape.
+
+    `content` is the machine form; `text`, when the tool renders one, is the same result
+    written for a model to read (what the MCP bridge sends as text content)."""
 
     model_config = ConfigDict(extra="ignore")
 
     ok: bool
     content: Any = None
+    text: str | None = None
     meta: dict[str, Any] | None = None
     diagnostics: list[Diagnostic] | None = Field(default=None)
     error: ErrorInfo | None = None
@@ -55,6 +59,8 @@ class ToolResult(BaseModel):
         out: dict[str, Any] = {"ok": self.ok}
         if self.content is not None:
             out["content"] = self.content
+        if self.text is not None:
+            out["text"] = self.text
         if self.meta:
             out["meta"] = self.meta
         if self.diagnostics:
@@ -74,12 +80,14 @@ class ToolResult(BaseModel):
 def ok_result(
     content: Any = None,
     *,
+    text: str | None = None,
     meta: dict[str, Any] | None = None,
     diagnostics: list[Diagnostic | dict[str, str]] | None = None,
 ) -> ToolResult:
     return ToolResult(
         ok=True,
         content=content,
+        text=text,
         meta=meta,
         diagnostics=[Diagnostic.model_validate(d) for d in diagnostics] if diagnostics else None,
     )

@@ -1,0 +1,194 @@
+"""What an agent pays for the same git work: `meith mcp` against the reference `mcp-server-git`.
+
+Both servers are driven by the official MCP SDK client over stdio, in this process, on one
+generated repository (2,000 files in 40 directories, committed; 200 modified, 20 of them staged,
+20 untracked). For each piece of work the benchmark reports the characters of text content the
+model would read, and for status and diff the p50 latency of the call, interleaved round by
+round:
+
+| work   | meith                                  | mcp-server-git                      |
+|--------|----------------------------------------|-------------------------------------|
+| status | `git_status`                           | `git_status`                        |
+| diff   | `git_diff` (scope unstaged, patches)   | `git_diff_unstaged`                 |
+| log    | `git_log` (limit 10)                   | `git_log` (max_count 10)            |
+
+Targets (issue: answers sized for a model, faster than the peer): characters <= 1.0x the
+peer's, p50 <= 1.0x the peer's. mcp-server-git is a bench dependency (`nox -s bench`); without
+it the benchmark says so and measures meith alone.
+
+    python bench/bench_agent_answers.py [--quick] [--calls N] [--rounds R]
+
+Writes bench/results/agent_answers.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from _launch import MEITH, serve  # bench/ is the script's directory: sys.path[0]
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "agent_answers.json"
+TARGET = 1.0
+
+
+def git_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEITH_"))}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+def make_repo(work: Path, files: int = 2000, modified: int = 200) -> tuple[Path, dict[str, str]]:
+    home = work / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    env = git_env(home)
+    repo = work / "repo"
+    repo.mkdir()
+    for i in range(files):
+        d = repo / f"pkg{i % 40:02d}"
+        d.mkdir(exist_ok=True)
+        lines = "".join(f"def f{j}():\n    return {i * 31 + j}\n\n" for j in range(12))
+        (d / f"module_{i:04d}.py").write_text(lines)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "initial")
+    for n in range(9):  # some history for git_log
+        (repo / "pkg00" / "module_0000.py").write_text(f"# revision {n}\n")
+        git("commit", "-qam", f"revise module_0000 ({n})")
+    for i in range(1, modified + 1):
+        path = repo / f"pkg{i % 40:02d}" / f"module_{i:04d}.py"
+        text = path.read_text().replace("return", "return -", 2)
+        path.write_text(text + f"# changed {i}\n")
+    git("add", *[f"pkg{i % 40:02d}/module_{i:04d}.py" for i in range(1, 21)])
+    for i in range(20):
+        (repo / "pkg01" / f"new_{i:02d}.py").write_text(f"NEW = {i}\n")
+    return repo, env
+
+
+def _chars(result: Any) -> int:
+    if result.is_error:
+        raise RuntimeError(f"tool failed: {result.content}")
+    return sum(len(block.text) for block in result.content if getattr(block, "text", None))
+
+
+WORK = {
+    "status": (("git_status", {}), ("git_status", {})),
+    "diff": (
+        ("git_diff", {"scope": "unstaged"}),
+        ("git_diff_unstaged", {}),
+    ),
+    "log": (("git_log", {"limit": 10}), ("git_log", {"max_count": 10})),
+}
+
+
+async def _timed(client: Client, name: str, arguments: dict[str, Any], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        result = await client.call_tool(name, arguments)
+        out.append((time.perf_counter() - start) * 1000)
+        _chars(result)
+    return out
+
+
+async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    repo, env = make_repo(work)
+    runtime = serve(work / "serve", plugins="git", env={"HOME": env["HOME"]})
+    have_peer = importlib.util.find_spec("mcp_server_git") is not None
+    out: dict[str, Any] = {"peer": "mcp-server-git" if have_peer else None, "work": {}}
+    try:
+        meith_env = {**runtime.cli_env, "HOME": env["HOME"], "GIT_CONFIG_NOSYSTEM": "1"}
+        meith_params = StdioServerParameters(
+            command=MEITH, args=["mcp", "--no-start", "--cwd", str(repo)], env=meith_env
+        )
+        peer_params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "mcp_server_git", "--repository", str(repo)],
+            env=env,
+        )
+        async with Client(meith_params) as meith:
+            peer_cm = Client(peer_params) if have_peer else None
+            peer = await peer_cm.__aenter__() if peer_cm is not None else None
+            try:
+                for work_name, ((m_tool, m_args), (p_tool, p_args)) in WORK.items():
+                    m_args = {"cwd": str(repo), **m_args}
+                    row: dict[str, Any] = {
+                        "meith_chars": _chars(await meith.call_tool(m_tool, m_args))
+                    }
+                    if peer is not None:
+                        p_args = {"repo_path": str(repo), **p_args}
+                        row["peer_chars"] = _chars(await peer.call_tool(p_tool, p_args))
+                        row["chars_ratio"] = row["meith_chars"] / max(1, row["peer_chars"])
+                    if work_name in ("status", "diff"):
+                        m_times: list[float] = []
+                        p_times: list[float] = []
+                        await _timed(meith, m_tool, m_args, args.warmup)
+                        if peer is not None:
+                            await _timed(peer, p_tool, p_args, args.warmup)
+                        for _ in range(args.rounds):
+                            m_times += await _timed(meith, m_tool, m_args, args.calls)
+                            if peer is not None:
+                                p_times += await _timed(peer, p_tool, p_args, args.calls)
+                        row["meith_p50_ms"] = statistics.median(m_times)
+                        if p_times:
+                            row["peer_p50_ms"] = statistics.median(p_times)
+                            row["p50_ratio"] = row["meith_p50_ms"] / row["peer_p50_ms"]
+                    out["work"][work_name] = row
+            finally:
+                if peer_cm is not None:
+                    await peer_cm.__aexit__(None, None, None)
+    finally:
+        runtime.stop()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
+    parser.add_argument("--calls", type=int, default=10, help="calls per side per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+    if args.quick:
+        args.calls, args.rounds, args.warmup = 2, 1, 1
+    with tempfile.TemporaryDirectory(prefix="meith-bench-answers-") as tmp:
+        result = anyio.run(measure, args, Path(tmp))
+    peer = result["peer"]
+    print(f"git work through MCP stdio: meith mcp vs {peer or '(mcp-server-git not installed)'}")
+    for name, row in result["work"].items():
+        line = f"  {name:6} chars: meith {row['meith_chars']:>7,}"
+        if "peer_chars" in row:
+            line += f"  peer {row['peer_chars']:>7,}  ratio {row['chars_ratio']:.2f}x"
+        if "meith_p50_ms" in row:
+            line += f"   p50: meith {row['meith_p50_ms']:.1f} ms"
+            if "peer_p50_ms" in row:
+                line += f"  peer {row['peer_p50_ms']:.1f} ms  ratio {row['p50_ratio']:.2f}x"
+        print(line)
+    print(f"  targets: <= {TARGET}x the peer's characters and p50")
+    print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
