@@ -17,7 +17,7 @@ import pytest
 
 from meith_core import CancelToken, landlock_status
 from meith_core.mcp.tools import annotations_for
-from meith_plugins_process.commands import OutputCap
+from meith_plugins_process.commands import OutputCap, render_result
 from meith_plugins_process.models import RUN_TIMEOUT_MAX_MS
 from tests.harness import MEITH, wait_until
 from tests.process.conftest import Proc
@@ -393,7 +393,41 @@ async def test_descriptor_annotations_and_deadline(proc: Proc) -> None:
     schema = tool["inputSchema"]["properties"]
     assert schema["timeoutMs"]["default"] == 120_000
     assert schema["timeoutMs"]["maximum"] == RUN_TIMEOUT_MAX_MS == 30 * 60 * 1000
-    assert schema["maxOutputBytes"]["default"] == 1024 * 1024
+    assert schema["maxOutputBytes"]["default"] == schema["maxOutputBytes"]["maximum"] == 1024 * 1024
+
+
+async def test_the_text_for_a_model_is_the_exit_line_then_the_output(
+    proc: Proc, tmp_path: Path
+) -> None:
+    result = await proc.rt.call(
+        "run_command", {"cwd": str(tmp_path), "shell": "echo one; echo two; echo bad >&2; exit 1"}
+    )
+    took = result.content["durationMs"]
+    took_text = f"{took} ms" if took < 1000 else f"{took / 1000:.1f} s"
+    assert result.text == f"exit 1 in {took_text}\n--- stdout\none\ntwo\n--- stderr\nbad"
+
+
+def test_the_rendered_text_says_how_it_ended() -> None:
+    base = {"stdout": "", "stderr": "", "confinedTo": None, "timedOut": False}
+    assert render_result({**base, "exitCode": 0, "signal": None, "durationMs": 5}) == (
+        "exit 0 in 5 ms"
+    )
+    assert render_result({**base, "exitCode": None, "signal": "SIGKILL", "durationMs": 40}) == (
+        "killed by SIGKILL in 40 ms"
+    )
+    timed_out = {
+        **base,
+        "exitCode": None,
+        "signal": "SIGTERM",
+        "timedOut": True,
+        "durationMs": 120_100,
+        "confinedTo": "/repo",
+        "stderr": "partial\n[... 10 bytes elided ...]\nend\n",
+    }
+    assert render_result(timed_out) == (
+        "timed out, ended by SIGTERM after 120.1 s, confined to /repo\n"
+        "--- stderr\npartial\n[... 10 bytes elided ...]\nend"
+    )
 
 
 async def test_a_grant_limited_to_a_directory_limits_where_commands_run(
@@ -630,6 +664,10 @@ async def test_through_meith_mcp_an_agent_sees_the_lines_and_gets_the_result(
     assert content is not None
     assert (content["exitCode"], content["stdout"]) == (2, f"from-mcp\n{tmp_path}\n")
     assert content["stderr"] == "to-stderr\n"
+    # The text a model reads is the rendered one, not the JSON of the structured result.
+    [text] = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    assert text == render_result(content)
+    assert text.startswith("exit 2 in ")
     # Lines read together travel in one log message.
     lines = "\n".join(logs).split("\n")
     assert sorted(lines) == sorted(["from-mcp", str(tmp_path), "[stderr] to-stderr"])

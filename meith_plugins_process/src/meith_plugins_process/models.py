@@ -178,9 +178,10 @@ class WaitForDevServerArgs(ToolArgs):
 #: run_command: how long a command may run, and how much of each stream is kept.
 RUN_TIMEOUT_DEFAULT_MS: Final = 120_000
 RUN_TIMEOUT_MAX_MS: Final = 30 * 60 * 1000
-RUN_OUTPUT_DEFAULT_BYTES: Final = 1024 * 1024
-#: Two streams at this cap still fit one 8 MiB result frame, with room for JSON escapes.
-RUN_OUTPUT_MAX_BYTES: Final = 2 * 1024 * 1024
+#: The answer carries each stream twice (structured, and in the text for a model): two
+#: streams at this cap still fit one 8 MiB result frame, with room for JSON escapes.
+RUN_OUTPUT_MAX_BYTES: Final = 1024 * 1024
+RUN_OUTPUT_DEFAULT_BYTES: Final = RUN_OUTPUT_MAX_BYTES
 RUN_STDIN_MAX_CHARS: Final = 4 * 1024 * 1024
 
 
@@ -217,7 +218,7 @@ class RunCommandArgs(ToolArgs):
         ge=1,
         le=RUN_OUTPUT_MAX_BYTES,
         description="Bytes kept of each of stdout and stderr: the first and the last half; the "
-        "middle is elided with a count (default 1048576)",
+        "middle is elided with a count (default and most: 1048576)",
     )
 
     _env = field_validator("env")(_check_env)

@@ -24,6 +24,7 @@ from meith_core import (
 )
 from meith_plugins_process.attach import LogForwarder
 from meith_plugins_process.commands import TOOL_TIMEOUT_MS as _RUN_TOOL_TIMEOUT_MS
+from meith_plugins_process.commands import render_result
 from meith_plugins_process.devservers import STOP_GRACE_S, DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.logbuffer import Entry, entry_dict
@@ -396,6 +397,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             output=RunCommandResult,
             grant_scope="enforced",
             timeout_ms=_RUN_TOOL_TIMEOUT_MS,
+            render=render_result,
         ),
     ]
 
