@@ -579,6 +579,38 @@ def test_ctrl_c_on_meith_call_ends_the_command_and_its_children(
     assert "CANCELLED" in json.dumps(record["resultSummary"])
 
 
+def test_after_a_sigkill_of_meith_serve_the_next_runtime_ends_a_running_command(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    srv = serve(meith_server)
+    pidfile = tmp_path / "leader"
+    call = subprocess.Popen(
+        [MEITH, "call", "run_command", "--shell", f"echo $$ > {pidfile}; {TWO_SLEEPS}"],
+        env=srv.cli_env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    home = Path(srv.home.root)
+    try:
+        assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        leader = int(pidfile.read_text())
+        assert wait_until(lambda: descendants(leader))
+        pids = [leader, *descendants(leader)]
+        # In the crash record once it has run for a moment (the record itself, not the
+        # temporary file it is written to before the rename).
+        records = home / "state" / "process"
+        assert wait_until(lambda: any("run_" in p.read_text() for p in records.glob("*.json")))
+        srv.stop(signal.SIGKILL)
+        assert [pid for pid in pids if gone(pid)] == []  # nobody ended them: survivors
+        meith_server(home=home, plugins="process")
+        assert [pid for pid in pids if not gone(pid)] == []
+        assert list(records.glob("*.json")) == []
+    finally:
+        call.kill()
+        call.wait()
+
+
 def test_an_agent_sessions_command_calls_back_as_that_session(
     meith_server: Any, tmp_path: Path
 ) -> None:
