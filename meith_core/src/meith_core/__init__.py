@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "ToolDefinition": "meith_core.call.tooldef",
     "ToolDefinitionError": "meith_core.call.tooldef",
     "NO_TIMEOUT": "meith_core.call.tooldef",
+    "ActsOn": "meith_core.policy.request",
     "Capability": "meith_core.protocol.capabilities",
     "hookimpl": "meith_core.host.plugins.hookspecs",
     "PluginHost": "meith_core.host.plugins.pluginhost",
@@ -63,6 +64,7 @@ __all__ = [
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
+    "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
     "CallerInfo",
@@ -138,6 +140,7 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.policy.request import ActsOn
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

@@ -34,7 +34,6 @@ from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
 from meith_core.call.tooldef import NO_TIMEOUT
 from meith_core.policy.asking import Decision
-from meith_core.policy.grants import acting_directory
 from meith_core.policy.service import PermissionService
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
@@ -178,18 +177,13 @@ class CallPipeline:
         if problem is not None:
             return Decision(False, problem, message=f'Tool "{defn.name}" was not run: {problem}.')
         arguments = call.arguments
-        return await self.permissions.authorize(
-            call.caller,
-            defn.name,
-            defn.capabilities,
-            tool.plugin_id,
-            request_id=call.request_id,
-            # Only grants look at the directory; resolving it costs syscalls.
-            cwd=acting_directory(call.cwd, args) if privileged else call.cwd,
-            arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
-            cancel=call.cancel,
-            notify=_progress_notifier(call.emit),
+        request = call.auth_request(
+            tool,
+            args,
+            lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
+            _progress_notifier(call.emit),
         )
+        return await self.permissions.authorize(request)
 
     async def _run(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> ToolResult:
         defn = tool.definition

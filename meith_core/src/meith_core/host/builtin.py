@@ -70,16 +70,54 @@ class CorePlugin:
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
         return [
-            tool(self.app_health, capabilities=["read-only"], idempotent=True, input=_NoArgs),
             tool(
-                self.app_list_instances, capabilities=["read-only"], idempotent=True, input=_NoArgs
+                self.app_health,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:runtime",
             ),
-            tool(self.list_plugins, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
-            tool(self.get_app_settings, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
             tool(
-                self.get_audit_log, capabilities=["read-only"], idempotent=True, input=AuditLogArgs
+                self.app_list_instances,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:runtime",
+            ),
+            tool(
+                self.list_plugins,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:plugins",
+            ),
+            tool(
+                self.reload_plugins,
+                capabilities=["read-only"],
+                input=_NoArgs,
+                acts_on="global:plugins",
+            ),
+            tool(
+                self.get_app_settings,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:settings",
+            ),
+            # Settings every session reads (the commit identity, the browser's options): a
+            # grant confined to a directory never covers writing them.
+            tool(
+                self.set_app_settings,
+                capabilities=["writes-files"],
+                input=SetSettingsArgs,
+                acts_on="global:settings",
+            ),
+            tool(
+                self.get_audit_log,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=AuditLogArgs,
+                acts_on="global:runtime",
             ),
         ]
 
