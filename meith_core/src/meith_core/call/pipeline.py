@@ -22,7 +22,7 @@ from typing import Any, Final
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from meith_core.audit.entry import audit_entry
+from meith_core.audit.entry import audit_entry, refused_frame_entry
 from meith_core.audit.log import AuditLog, now_ms
 from meith_core.audit.redact import sensitive_fields_of, summarize
 from meith_core.base.cancel import CancelToken
@@ -245,6 +245,22 @@ class CallPipeline:
         token: CancelToken,
     ) -> ToolResult:
         return await self.call(caller, name, arguments, timeout_ms=timeout_ms, cancel=token)
+
+    def record_refused(
+        self, caller: CallerInfo, request_id: str | None, tool_name: str | None, reason: str
+    ) -> None:
+        """Audit a `tool_call` frame the connection rules refused before it became a call
+        (coalesced like every refusal)."""
+        entry = refused_frame_entry(
+            caller,
+            request_id=request_id,
+            tool_name=tool_name,
+            reason=reason,
+            entry_id=new_id("audit"),
+            ts=now_ms(),
+        )
+        if not self.audit.write(entry):
+            _log.error("audit record not written", toolName=tool_name, error=self.audit.last_error)
 
     def _audit(self, call: CallRecord, result: ToolResult) -> None:
         entry = audit_entry(
