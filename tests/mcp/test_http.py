@@ -96,9 +96,7 @@ def test_wrong_token_and_foreign_origin_are_refused(agent_server: Any, http_brid
     assert token_file.read_text().strip() == bridge.token
 
 
-def test_another_origin_is_accepted_only_when_allowed(
-    agent_server: Any, http_bridge: Any
-) -> None:
+def test_another_origin_is_accepted_only_when_allowed(agent_server: Any, http_bridge: Any) -> None:
     srv = agent_server()
     bridge = http_bridge(srv, "--allow-origin", "http://localhost:5173")
     good = {**_HEADERS, "Authorization": f"Bearer {bridge.token}"}

@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "ok_result": "meith_core.protocol.results",
     "error_result": "meith_core.protocol.results",
     "ToolError": "meith_core.protocol.errors",
+    "ownership_error": "meith_core.policy.hints",
     "ErrorCode": "meith_core.protocol.errors",
     "EventKind": "meith_core.protocol.events",
     # paths: the one containment check
@@ -94,6 +95,7 @@ __all__ = [
     "landlock_status",
     "new_id",
     "ok_result",
+    "ownership_error",
     "read_json",
     "resolve_within",
     "tool",
