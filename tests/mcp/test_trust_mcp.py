@@ -72,7 +72,7 @@ async def test_an_agent_stops_its_own_server_from_a_bridge_elsewhere(
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     work.mkdir()
     elsewhere.mkdir()
-    srv.grant("starts-process", "accesses-network", caller="agent", cwd=str(work))
+    srv.grant("starts-process", caller="agent", cwd=str(work))
     async with stdio_client(srv, "--cwd", str(elsewhere)) as client:
         server = _content(
             await client.call_tool(

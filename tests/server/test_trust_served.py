@@ -161,7 +161,7 @@ def test_an_object_tool_is_matched_against_the_objects_directory(
     work, elsewhere, other = tmp_path / "work", tmp_path / "elsewhere", tmp_path / "other"
     for d in (work, elsewhere, other):
         d.mkdir()
-    srv.grant("starts-process", "accesses-network", caller="agent", cwd=str(work))
+    srv.grant("starts-process", caller="agent", cwd=str(work))
     with peer(srv, cwd=str(elsewhere)) as agent:  # the bridge runs elsewhere
         started = agent.call(
             "start_dev_server", {"cwd": str(work), "command": "sleep", "args": ["60"]}
@@ -179,7 +179,7 @@ def test_an_object_tool_is_matched_against_the_objects_directory(
 
     # The reverse: a server in `other` (started under a one-use unconfined grant) is not
     # covered by the grant for `work`, even when the caller says it is in `work`.
-    srv.grant("starts-process", "accesses-network", caller="agent", uses=1)
+    srv.grant("starts-process", caller="agent", uses=1)
     with peer(srv, cwd=str(work)) as agent:
         started = agent.call(
             "start_dev_server", {"cwd": str(other), "command": "sleep", "args": ["60"]}
@@ -219,7 +219,7 @@ def test_a_section_no_loaded_plugin_registered_is_not_writable_over_the_socket(
 
 def _privileged_call(srv: MeithServer, work: Path) -> str:
     srv.approve("process")
-    srv.grant("starts-process", "accesses-network", caller="agent", cwd=str(work))
+    srv.grant("starts-process", caller="agent", cwd=str(work))
     with peer(srv, cwd=str(work)) as agent:
         started = agent.call("start_dev_server", {"command": "sleep", "args": ["60"]})
         assert started["ok"] is True, started
@@ -295,11 +295,14 @@ def test_every_refused_tool_call_frame_is_audited(
         {**base, "requestId": "long", "toolName": "x" * 300},
     ]
     with peer(srv) as p:
+        # The identity the connection fixed is whom the refusals are recorded for.
+        p.send({"type": "hello", "protocol": 1, "clientInfo": {"caller": "agent"}})
+        assert p.read()["type"] == "welcome"
         for frame in frames:
             p.send(frame)
             answer = p.read()
             assert answer["type"] == "error", answer
-            assert answer["error"]["code"] == "PROTOCOL_ERROR", answer
+            assert answer["code"] == "PROTOCOL_ERROR", answer
         # A frame that is not a tool_call runs nothing and is not a call record.
         p.send({"type": "list_tools", "protocol": 2})
         assert p.read()["type"] == "error"
