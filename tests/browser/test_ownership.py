@@ -26,7 +26,7 @@ async def test_agents_must_claim_before_controlling(browsing: Browsing) -> None:
         "PERMISSION_DENIED", "navigate", {"tabId": tid, "url": "about:blank"}, a
     )
     assert denied["message"] == f"Tab {tid} must be claimed via browser_use_start before control"
-    assert denied["details"] == {"tabId": tid, "reason": "claim_required"}
+    assert denied["details"] == {"tabId": tid, "reason": "claim_required", "gate": "claim"}
     claimed = await browsing.ok("browser_use_start", {"tabId": tid}, a)
     assert claimed["ownerId"] == a.session_id
     # Claiming again is idempotent; now the agent controls the tab.
@@ -63,7 +63,7 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
                 "PERMISSION_DENIED", tool, {"tabId": tid, **extra}, intruder
             )
             assert denied["message"] == f"Tab {tid} is currently controlled by owner {a.session_id}"
-            assert denied["details"] == {"tabId": tid, "ownerId": a.session_id}
+            assert _owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
     tab = next(t for t in (await browsing.ok("get_tabs"))["browserTabs"] if t["id"] == tid)
     assert tab["ownerId"] == a.session_id
     assert tab["url"] == browsing.site.url("/index.html")
@@ -77,7 +77,7 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
     )
     for tool in reads:
         denied = await browsing.fails("PERMISSION_DENIED", tool, {"tabId": tid}, b)
-        assert denied["details"] == {"tabId": tid, "ownerId": a.session_id}
+        assert _owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
         await browsing.ok(tool, {"tabId": tid}, cli)
     listed = next(
         t for t in (await browsing.ok("get_tabs", {}, b))["browserTabs"] if t["id"] == tid
@@ -264,3 +264,9 @@ async def test_claiming_a_tab_drops_what_others_injected_while_it_was_open(
         a,
     )
     assert seen["result"]["result"]["value"] == "undefined"
+
+
+def _owned(details: dict[str, object]) -> dict[str, object]:
+    """The tab and owner an ownership denial names (it says what to do instead, too)."""
+    assert details["gate"] == "ownership"
+    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}

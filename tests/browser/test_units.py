@@ -208,7 +208,7 @@ def test_a_claimed_tab_is_readable_by_its_owner_and_the_local_user_only() -> Non
         with pytest.raises(ToolError) as err:
             check_access(tab, ctl, Access.READ)
         assert err.value.code is ErrorCode.PERMISSION_DENIED
-        assert err.value.details == {"tabId": "btab_1", "ownerId": "agent:1"}
+        assert _owned(err.value.details) == {"tabId": "btab_1", "ownerId": "agent:1"}
     with pytest.raises(ToolError):
         check_access(tab, user, Access.CONTROL)  # watching is not controlling
 
@@ -220,7 +220,7 @@ def test_claim_control_release_rules() -> None:
     tab = FakeTab()
     with pytest.raises(ToolError) as err:
         check_access(tab, a, Access.CONTROL)
-    assert err.value.details == {"tabId": "btab_1", "reason": "claim_required"}
+    assert err.value.details == {"tabId": "btab_1", "reason": "claim_required", "gate": "claim"}
     check_access(tab, root, Access.CONTROL)
     claim(tab, a)
     claim(tab, a)
@@ -230,7 +230,7 @@ def test_claim_control_release_rules() -> None:
         with pytest.raises(ToolError) as err:
             action()
         assert err.value.code is ErrorCode.PERMISSION_DENIED
-        assert err.value.details == {"tabId": "btab_1", "ownerId": "a"}
+        assert _owned(err.value.details) == {"tabId": "btab_1", "ownerId": "a"}
     with pytest.raises(ToolError):
         check_release(tab, b, force=True)  # force is for internal callers only
     check_release(tab, root, force=True)
@@ -486,3 +486,9 @@ def test_playwright_messages_lose_their_prefixes() -> None:
         "net::ERR_FAILED at x"
     )
     assert playwright_message(Exception("")) == "Exception"
+
+
+def _owned(details: dict[str, object]) -> dict[str, object]:
+    """The tab and owner an ownership denial names (it says what to do instead, too)."""
+    assert details["gate"] == "ownership"
+    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}

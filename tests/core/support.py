@@ -23,12 +23,20 @@ class TextArgs(BaseModel):
     text: str = ""
 
 
+class CwdArgs(BaseModel):
+    """A tool acting on a directory (its `cwd` defaults to the caller's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    cwd: str
+
+
 def make_tool(
     func: Callable[..., Any],
     *capabilities: str,
     name: str | None = None,
     input: type[BaseModel] = NoArgs,
     timeout_ms: int | None = None,
+    acts_on: Any = None,
 ) -> ToolDefinition:
     return tool(
         func,
@@ -37,6 +45,7 @@ def make_tool(
         input=input,
         description=func.__doc__ or f"{func.__name__} (test tool)",
         timeout_ms=timeout_ms,
+        acts_on=acts_on,
     )
 
 

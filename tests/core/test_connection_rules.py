@@ -14,6 +14,7 @@ from meith_core.protocol.actions import (
     CancelCall,
     Identity,
     IdentityFixed,
+    RefusedCall,
     Send,
     SendSessions,
     SendTools,
@@ -412,3 +413,37 @@ def test_a_peer_the_runtime_started_is_never_asked_to_approve() -> None:
     feed(c, {"type": "hello", "clientInfo": {"caller": "agent", "approvals": True}})
     assert c.identity == Identity(CallerKind.AGENT)
     assert c.approvals.ask(request()) is None
+
+
+# -- refused tool_call frames are audited (issue 20) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("frame", "rid", "name"),
+    [
+        ({"type": "tool_call", "protocol": 1, "requestId": "w", "toolName": 5}, "w", None),
+        ({"type": "tool_call", "protocol": 1, "toolName": "t"}, None, "t"),
+        ({"type": "tool_call", "protocol": 2, "requestId": "v", "toolName": "t"}, "v", "t"),
+        (call("long", "x" * 300), "long", "x" * 200),
+        (call("r", "t", arguments=[1]), "r", "t"),
+    ],
+    ids=["wrong types", "no requestId", "protocol 2", "long tool name", "arguments not a map"],
+)
+def test_a_refused_tool_call_frame_becomes_an_action_to_audit(
+    frame: dict[str, Any], rid: str | None, name: str | None
+) -> None:
+    actions = feed(conn(), frame)
+    (refused,) = [a for a in actions if isinstance(a, RefusedCall)]
+    assert (refused.request_id, refused.tool_name) == (rid, name)
+    assert refused.caller.session_id == SID
+    assert refused.caller.cwd == CWD  # nothing the frame says
+    assert only_error(actions)["code"] == "PROTOCOL_ERROR"
+
+
+def test_a_duplicate_request_id_is_refused_and_audited_and_other_frames_are_not() -> None:
+    c = conn()
+    feed(c, call("r"))
+    again = feed(c, call("r"))
+    assert [a.request_id for a in again if isinstance(a, RefusedCall)] == ["r"]
+    bad_listing = feed(c, {"type": "list_tools", "protocol": 2})
+    assert not [a for a in bad_listing if isinstance(a, RefusedCall)]

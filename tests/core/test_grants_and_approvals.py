@@ -23,7 +23,7 @@ from meith_core import (
 from meith_core.base.cancel import CancelToken
 from meith_core.host.runtime import Runtime
 from meith_core.policy.grants import StandingGrants, new_grant
-from tests.core.support import NoArgs, TextArgs, make_tool
+from tests.core.support import CwdArgs, NoArgs, TextArgs, make_tool
 
 
 def now_ms() -> int:
@@ -41,6 +41,9 @@ def scoped(runtime: Runtime) -> Runtime:
     async def write_b(ctx: ToolContext, args: TextArgs) -> Any:
         return {"scope": ctx.grant_scope}
 
+    async def write_in(ctx: ToolContext, args: CwdArgs) -> Any:
+        return {"scope": ctx.grant_scope}
+
     async def wipe(ctx: ToolContext, args: NoArgs) -> str:
         return "wiped"
 
@@ -51,6 +54,7 @@ def scoped(runtime: Runtime) -> Runtime:
         [
             make_tool(write_a, "writes-files", input=TextArgs),
             make_tool(write_b, "writes-files", input=TextArgs),
+            make_tool(write_in, "writes-files", input=CwdArgs, acts_on="path:cwd"),
             make_tool(wipe, "writes-files", "destructive"),
             make_tool(read),
         ]
@@ -220,7 +224,7 @@ async def test_a_cwd_prefix_grant_applies_inside_its_directory_and_passes_its_sc
     for where in ("repo", "sub"):
         cli = scoped.open_session("cli", cwd=str(tree[where]))
         scoped.grant(cli, ["writes-files"], cwd_prefix=str(tree["repo"]))
-        result = await scoped.call("write_a", caller=cli)
+        result = await scoped.call("write_in", caller=cli)
         assert result.ok
         assert result.content == {"scope": os.path.realpath(tree["repo"])}
 

@@ -50,6 +50,10 @@ def test_check_lists_every_problem_of_the_broken_fixture_plugins(tmp_path: Path)
             "it honours a grant confined to a directory: check ctx.grant_scope and declare "
             'grant_scope="enforced"'
         ],
+        "undeclared": [
+            "tool undeclared_stop: declares starts-process but not what it acts on: "
+            'acts_on="path:ARG"'
+        ],
         "sync_forever": [
             "tool sync_forever_follow: a sync tool with NO_TIMEOUT can never be stopped"
         ],

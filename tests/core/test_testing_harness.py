@@ -18,6 +18,10 @@ class NoteArgs(ToolArgs):
     text: str = Field(description="Content")
 
 
+class WriteNoteArgs(NoteArgs):
+    cwd: str = Field(description="Directory to write in (default: the caller's)")
+
+
 class NoteSettings(BaseModel):
     suffix: str = ".txt"
 
@@ -27,7 +31,12 @@ class NotesPlugin:
     def meith_tools(self) -> list[ToolDefinition]:
         return [
             tool(self.notes_say, capabilities=["read-only"]),
-            tool(self.notes_write, capabilities=["writes-files"], grant_scope="enforced"),
+            tool(
+                self.notes_write,
+                capabilities=["writes-files"],
+                grant_scope="enforced",
+                acts_on="path:cwd",
+            ),
         ]
 
     @hookimpl
@@ -40,14 +49,14 @@ class NotesPlugin:
         ctx.partial_text(args.text)
         return {"said": args.text, "caller": ctx.caller.caller.value, "cwd": ctx.cwd}
 
-    def notes_write(self, ctx: ToolContext, args: NoteArgs) -> str:
-        """Write a note in the caller's directory."""
-        if ctx.grant_scope is not None and not Path(ctx.cwd).resolve().is_relative_to(
+    def notes_write(self, ctx: ToolContext, args: WriteNoteArgs) -> str:
+        """Write a note in a directory (the caller's by default)."""
+        if ctx.grant_scope is not None and not Path(args.cwd).resolve().is_relative_to(
             ctx.grant_scope
         ):
             raise ToolError(ErrorCode.PERMISSION_DENIED, "outside the grant's directory")
         suffix = ctx.settings.get("notes", {}).get("suffix", ".txt")
-        target = Path(ctx.cwd) / (args.name + suffix)
+        target = Path(args.cwd) / (args.name + suffix)
         target.write_text(args.text)
         return str(target)
 

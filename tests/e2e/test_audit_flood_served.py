@@ -45,7 +45,7 @@ def _flood(path: str) -> None:
 def test_a_flood_over_the_socket_keeps_the_evidence(meith_server) -> None:
     srv = meith_server()
     srv.grant("writes-files", tool="set_app_settings")
-    assert srv.call("set_app_settings", {"settings": {"theme": "dark"}})["ok"]
+    assert srv.call("set_app_settings", {"settings": {"git": {"runHooks": True}}})["ok"]
     _flood(srv.socket)
     srv.stop()  # closes the trail: the open coalescing window is written
 

@@ -16,16 +16,16 @@ def test_walkthrough_denied_then_granted_then_audited(meith_server) -> None:
     assert health["ok"]
     assert health["content"]["status"] in ("ok", "degraded")
 
-    denied = srv.call("set_app_settings", {"settings": {"theme": "dark"}})
+    denied = srv.call("set_app_settings", {"settings": {"git": {"runHooks": True}}})
     assert denied["error"]["code"] == "PERMISSION_DENIED"
     assert srv.last is not None
     assert srv.last.returncode == 4
     assert "meith grants add" in denied["error"]["message"]
 
     srv.grant("writes-files", tool="set_app_settings")
-    allowed = srv.call("set_app_settings", {"settings": {"theme": "dark"}})
+    allowed = srv.call("set_app_settings", {"settings": {"git": {"runHooks": True}}})
     assert allowed["ok"], allowed
-    assert json.loads((srv.home.settings_path).read_text())["theme"] == "dark"
+    assert json.loads((srv.home.settings_path).read_text())["git"]["runHooks"] is True
 
     audit = [
         json.loads(line) for line in srv.cli("audit", "--json", "-n", "10").stdout.splitlines()

@@ -88,6 +88,16 @@ async def mcptest_write(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
     return {"written": args.name}
 
 
+class ConfigureArgs(_Args):
+    value: str = "on"
+
+
+async def mcptest_configure(ctx: ToolContext, args: ConfigureArgs) -> dict[str, Any]:
+    """A privileged tool on global state (every session's configuration): marks that it ran."""
+    _mark("configured", args.value)
+    return {"configured": args.value}
+
+
 class McpTestPlugin:
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
@@ -97,6 +107,7 @@ class McpTestPlugin:
             tool(mcptest_steps, capabilities=["read-only"]),
             tool(mcptest_print, capabilities=["read-only"]),
             tool(mcptest_write, capabilities=["writes-files"]),
+            tool(mcptest_configure, capabilities=["writes-files"], acts_on="global:settings"),
         ]
 
 

@@ -75,7 +75,17 @@ def test_wrong_token_and_foreign_origin_are_refused(agent_server: Any, http_brid
             bridge.url, json=_INIT, headers={**good, "Origin": "http://evil.example"}
         )
         rebound = http.post(bridge.url, json=_INIT, headers={**good, "Host": "evil.example"})
+        # Issue 20: a page on another port of this machine is another origin.
+        port = int(bridge.url.split(":")[-1].split("/")[0])
+        neighbour = http.post(
+            bridge.url, json=_INIT, headers={**good, "Origin": f"http://localhost:{port + 1}"}
+        )
+        own = http.post(
+            bridge.url, json=_INIT, headers={**good, "Origin": f"http://127.0.0.1:{port}"}
+        )
         accepted = http.post(bridge.url, json=_INIT, headers=good)
+    assert neighbour.status_code == 403
+    assert own.status_code == 200, own.text
     assert missing.status_code == 401
     assert wrong.status_code == 401
     assert foreign.status_code == 403
@@ -84,6 +94,21 @@ def test_wrong_token_and_foreign_origin_are_refused(agent_server: Any, http_brid
     token_file = srv.home.root / "mcp-token"
     assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
     assert token_file.read_text().strip() == bridge.token
+
+
+def test_another_origin_is_accepted_only_when_allowed(agent_server: Any, http_bridge: Any) -> None:
+    srv = agent_server()
+    bridge = http_bridge(srv, "--allow-origin", "http://localhost:5173")
+    good = {**_HEADERS, "Authorization": f"Bearer {bridge.token}"}
+    with httpx2.Client(timeout=30) as http:
+        allowed = http.post(
+            bridge.url, json=_INIT, headers={**good, "Origin": "http://localhost:5173"}
+        )
+        other = http.post(
+            bridge.url, json=_INIT, headers={**good, "Origin": "http://localhost:5174"}
+        )
+    assert allowed.status_code == 200, allowed.text
+    assert other.status_code == 403
 
 
 def test_non_loopback_bind_needs_allow_remote(agent_server: Any) -> None:

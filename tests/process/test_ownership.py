@@ -53,7 +53,9 @@ async def test_another_agent_cannot_type_into_read_or_end_a_terminal(proc: Proc,
             "write_terminal", {"terminalId": tid, "data": f"touch {pwned}\r"}, caller=b
         )
     )
-    assert "another session" in message
+    assert f"belongs to agent session {a.session_id}" in message
+    assert "create_terminal" in message
+    assert "grants add" not in message
     denied(await proc.rt.call("get_terminal_snapshot", {"terminalId": tid}, caller=b))
     denied(await proc.rt.call("get_process_logs", {"processId": tid}, caller=b))
     denied(

@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "ToolDefinition": "meith_core.call.tooldef",
     "ToolDefinitionError": "meith_core.call.tooldef",
     "NO_TIMEOUT": "meith_core.call.tooldef",
+    "ActsOn": "meith_core.policy.request",
     "Capability": "meith_core.protocol.capabilities",
     "hookimpl": "meith_core.host.plugins.hookspecs",
     "PluginHost": "meith_core.host.plugins.pluginhost",
@@ -34,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "ok_result": "meith_core.protocol.results",
     "error_result": "meith_core.protocol.results",
     "ToolError": "meith_core.protocol.errors",
+    "ownership_error": "meith_core.policy.hints",
     "ErrorCode": "meith_core.protocol.errors",
     "EventKind": "meith_core.protocol.events",
     # paths: the one containment check
@@ -63,6 +65,7 @@ __all__ = [
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
+    "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
     "CallerInfo",
@@ -92,6 +95,7 @@ __all__ = [
     "landlock_status",
     "new_id",
     "ok_result",
+    "ownership_error",
     "read_json",
     "resolve_within",
     "tool",
@@ -138,6 +142,7 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.policy.request import ActsOn
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

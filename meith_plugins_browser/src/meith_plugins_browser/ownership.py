@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
+from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError, ownership_error
 
 _MUST_CLAIM = frozenset({CallerKind.AGENT, CallerKind.PLUGIN})
 #: Who may read a tab another session claimed.
@@ -62,11 +62,16 @@ class Controller:
 
 
 def _owned_by_other(tab: Ownable) -> ToolError:
-    return ToolError(
-        ErrorCode.PERMISSION_DENIED,
-        f"Tab {tab.id} is currently controlled by owner {tab.owner_id}",
-        {"tabId": tab.id, "ownerId": tab.owner_id},
+    """Claimed by someone else: who, and what to do instead (no grant can help)."""
+    error: ToolError = ownership_error(
+        f"Tab {tab.id}",
+        f"owner {tab.owner_id}, which claimed it",
+        "open a tab of your own with open_browser_tab, or wait until its owner releases it "
+        "(browser_use_end)",
+        tabId=tab.id,
+        ownerId=tab.owner_id,
     )
+    return error
 
 
 def may_read(tab: Ownable, ctl: Controller) -> bool:
@@ -87,7 +92,7 @@ def check_access(tab: Ownable, ctl: Controller, access: Access) -> None:
         raise ToolError(
             ErrorCode.PERMISSION_DENIED,
             f"Tab {tab.id} must be claimed via browser_use_start before control",
-            {"tabId": tab.id, "reason": "claim_required"},
+            {"tabId": tab.id, "reason": "claim_required", "gate": "claim"},
         )
 
 

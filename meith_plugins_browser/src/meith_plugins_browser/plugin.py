@@ -27,9 +27,12 @@ class Plugin:
 
     @hookimpl
     def meith_settings(self) -> dict[str, type[BaseModel] | SettingsSection]:
-        # Both loosen the plugin's own checks: only the local user changes them.
+        # Each loosens the plugin's own checks (more URL schemes, unrestricted CDP, Chromium
+        # without its sandbox for every session): only the local user changes them.
         return {
-            SECTION: SettingsSection(BrowserSettings, policy={"extraSchemes", "cdpUnrestricted"})
+            SECTION: SettingsSection(
+                BrowserSettings, policy={"extraSchemes", "cdpUnrestricted", "sandbox"}
+            )
         }
 
     @hookimpl

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from meith_core import (
+    ActsOn,
     Diagnostic,
     ErrorCode,
     ToolContext,
@@ -78,29 +80,47 @@ class BrowserTools:
 
     def definitions(self) -> list[ToolDefinition]:
         c, ro, net = "controls-browser", "read-only", "accesses-network"
+        # A new tab acts on the project directory it is opened for (its `cwd` argument, the
+        # caller's directory by default); every other tab tool on the directory of the tab it
+        # names, whoever calls (docs/plugin-guide.md, "What a tool acts on").
+        on_tab = ActsOn.object(self._tab_directory, what="tab")
         return [
-            tool(self.get_tabs, capabilities=[ro], idempotent=True),
-            tool(self.get_active_tab, capabilities=[ro], idempotent=True),
+            tool(self.get_tabs, capabilities=[ro], idempotent=True, acts_on="global:runtime"),
+            tool(self.get_active_tab, capabilities=[ro], idempotent=True, acts_on="global:runtime"),
             # The first call starts Playwright and Chromium too: give it room on a busy machine.
-            tool(self.open_browser_tab, capabilities=[c], timeout_ms=OPEN_TIMEOUT_MS),
-            tool(self.navigate, capabilities=[c]),
-            tool(self.go_back, capabilities=[c]),
-            tool(self.go_forward, capabilities=[c]),
-            tool(self.refresh, capabilities=[c]),
-            tool(self.focus_browser_tab, capabilities=[c]),
-            tool(self.close_browser_tab, capabilities=[c]),
-            tool(self.browser_use_start, capabilities=[c]),
-            tool(self.browser_use_end, capabilities=[c]),
-            tool(self.take_screenshot, capabilities=[c, ro]),
-            tool(self.get_browser_state, capabilities=[ro, c], render=render.state_text),
-            tool(self.click_element, capabilities=[c]),
-            tool(self.type_text, capabilities=[c]),
-            tool(self.scroll_page, capabilities=[c]),
-            tool(self.send_keys, capabilities=[c]),
-            tool(self.cdp_command, capabilities=[c, net]),
-            tool(self.get_console_logs, capabilities=[ro], idempotent=True),
-            tool(self.get_network_logs, capabilities=[ro, net]),
+            tool(
+                self.open_browser_tab,
+                capabilities=[c],
+                timeout_ms=OPEN_TIMEOUT_MS,
+                acts_on="path:cwd",
+            ),
+            tool(self.navigate, capabilities=[c], acts_on=on_tab),
+            tool(self.go_back, capabilities=[c], acts_on=on_tab),
+            tool(self.go_forward, capabilities=[c], acts_on=on_tab),
+            tool(self.refresh, capabilities=[c], acts_on=on_tab),
+            tool(self.focus_browser_tab, capabilities=[c], acts_on=on_tab),
+            tool(self.close_browser_tab, capabilities=[c], acts_on=on_tab),
+            tool(self.browser_use_start, capabilities=[c], acts_on=on_tab),
+            tool(self.browser_use_end, capabilities=[c], acts_on=on_tab),
+            tool(self.take_screenshot, capabilities=[c, ro], acts_on=on_tab),
+            tool(
+                self.get_browser_state,
+                capabilities=[ro, c],
+                acts_on=on_tab,
+                render=render.state_text,
+            ),
+            tool(self.click_element, capabilities=[c], acts_on=on_tab),
+            tool(self.type_text, capabilities=[c], acts_on=on_tab),
+            tool(self.scroll_page, capabilities=[c], acts_on=on_tab),
+            tool(self.send_keys, capabilities=[c], acts_on=on_tab),
+            tool(self.cdp_command, capabilities=[c, net], acts_on=on_tab),
+            tool(self.get_console_logs, capabilities=[ro], idempotent=True, acts_on=on_tab),
+            tool(self.get_network_logs, capabilities=[ro, net], acts_on=on_tab),
         ]
+
+    def _tab_directory(self, args: Any) -> str | None:
+        tab = self.host.tabs.find(getattr(args, "tabId", ""))
+        return tab.cwd if tab is not None else None
 
     # -- tabs ---------------------------------------------------------------------------
 
@@ -127,7 +147,9 @@ class BrowserTools:
         url = check_url(args.url, settings.extraSchemes)
         page = await self.host.new_page(settings)
         space = args.spaceId or ctx.caller.space_id or self.host.tabs.active_space
-        tab = self.host.tabs.new(page, space_id=space, url=url, title=args.title, cwd=args.cwd)
+        # Resolved as the permission service resolved it: the tab's directory from now on.
+        cwd = os.path.realpath(os.path.join(ctx.cwd, args.cwd)) if args.cwd else None  # noqa: ASYNC240
+        tab = self.host.tabs.new(page, space_id=space, url=url, title=args.title, cwd=cwd)
         ctl = Controller.of(ctx.caller)
         if ctl.require_claim:  # what an agent or plugin opens is its own from the start
             claim(tab, ctl)

@@ -34,6 +34,10 @@ from meith_plugins_git.validate import repo_path
 READ = ["read-only"]
 WRITES = ["writes-files"]
 DESTRUCTIVE = ["destructive"]
+#: Every git tool acts on the repository its `cwd` argument names (the caller's directory is
+#: only that argument's default): a grant confined to a directory covers it inside that
+#: directory only.
+ON_CWD = "path:cwd"
 
 
 class GitTools:
@@ -47,21 +51,51 @@ class GitTools:
         # Every privileged tool finds its repository through require_repo, which refuses one
         # outside a grant confined to a directory.
         return [
-            tool(self.git_status, capabilities=READ, idempotent=True, render=render.status_text),
-            tool(self.git_diff, capabilities=READ, idempotent=True, render=render.diff_text),
-            tool(self.git_log, capabilities=READ, idempotent=True, render=render.log_text),
-            tool(self.git_blame, capabilities=READ, idempotent=True),
-            tool(self.git_identity_detect, capabilities=READ, idempotent=True),
-            tool(self.git_stage, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_unstage, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_commit, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_branch, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_worktree, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
-            tool(self.git_checkpoint_create, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_checkpoint_list, capabilities=READ, idempotent=True),
-            tool(self.git_checkpoint_compare, capabilities=READ, idempotent=True),
-            tool(self.git_checkpoint_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
+            tool(
+                self.git_status,
+                capabilities=READ,
+                idempotent=True,
+                acts_on=ON_CWD,
+                render=render.status_text,
+            ),
+            tool(
+                self.git_diff,
+                capabilities=READ,
+                idempotent=True,
+                acts_on=ON_CWD,
+                render=render.diff_text,
+            ),
+            tool(
+                self.git_log,
+                capabilities=READ,
+                idempotent=True,
+                acts_on=ON_CWD,
+                render=render.log_text,
+            ),
+            tool(self.git_blame, capabilities=READ, idempotent=True, acts_on=ON_CWD),
+            tool(self.git_identity_detect, capabilities=READ, idempotent=True, acts_on=ON_CWD),
+            tool(self.git_stage, capabilities=WRITES, grant_scope="enforced", acts_on=ON_CWD),
+            tool(self.git_unstage, capabilities=WRITES, grant_scope="enforced", acts_on=ON_CWD),
+            tool(self.git_commit, capabilities=WRITES, grant_scope="enforced", acts_on=ON_CWD),
+            tool(self.git_branch, capabilities=WRITES, grant_scope="enforced", acts_on=ON_CWD),
+            tool(self.git_worktree, capabilities=WRITES, grant_scope="enforced", acts_on=ON_CWD),
+            tool(
+                self.git_restore, capabilities=DESTRUCTIVE, grant_scope="enforced", acts_on=ON_CWD
+            ),
+            tool(
+                self.git_checkpoint_create,
+                capabilities=WRITES,
+                grant_scope="enforced",
+                acts_on=ON_CWD,
+            ),
+            tool(self.git_checkpoint_list, capabilities=READ, idempotent=True, acts_on=ON_CWD),
+            tool(self.git_checkpoint_compare, capabilities=READ, idempotent=True, acts_on=ON_CWD),
+            tool(
+                self.git_checkpoint_restore,
+                capabilities=DESTRUCTIVE,
+                grant_scope="enforced",
+                acts_on=ON_CWD,
+            ),
         ]
 
     # -- read-only ----------------------------------------------------------------------

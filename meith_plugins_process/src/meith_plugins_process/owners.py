@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
+from meith_core import CallerInfo, CallerKind, ownership_error
 
 #: Trusted in-process callers (the embedding application, the runtime itself).
 TRUSTED_KINDS = frozenset({CallerKind.RENDERER, CallerKind.INTERNAL})
@@ -49,13 +49,23 @@ class Owner:
         """Owners, and the local user for anything."""
         return _is_user(caller) or self.is_owner(caller)
 
+    def describe(self) -> str:
+        if self.user:
+            return "the local user (cli)"
+        return f"{self.kind.value} session {self.session_id}"
+
 
 def check_access(owner: Owner, caller: CallerInfo, what: str) -> None:
-    """Raise PERMISSION_DENIED unless `caller` may act on or read `what`."""
+    """Raise PERMISSION_DENIED unless `caller` may act on or read `what`: the denial says who
+    owns it and what to do instead (no grant can help)."""
     if not owner.may_access(caller):
-        raise ToolError(
-            ErrorCode.PERMISSION_DENIED,
-            f"{what} belongs to another session; only the session that started it and the "
+        kind = "terminal" if what.lower().startswith("terminal") else "dev server"
+        tool = "create_terminal" if kind == "terminal" else "start_dev_server"
+        raise ownership_error(
+            what,
+            owner.describe(),
+            f"start a {kind} of your own with {tool}; only the session that started it and the "
             "local user (cli) may use it or read its output",
-            {"reason": "not the owner"},
+            ownerCaller=owner.kind.value,
+            ownerSession=owner.session_id,
         )

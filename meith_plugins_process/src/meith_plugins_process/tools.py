@@ -11,6 +11,7 @@ import anyio.to_thread
 
 from meith_core import (
     NO_TIMEOUT,
+    ActsOn,
     Diagnostic,
     ErrorCode,
     ToolContext,
@@ -346,6 +347,27 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             forwarder.release()
         return {"devServerId": server.id, "attached": True}
 
+    # What each tool acts on (docs/plugin-guide.md, "What a tool acts on"): a new process acts
+    # on its `cwd` argument; an existing one on the directory it was started in, whatever the
+    # caller's own directory is; listings on the runtime's state.
+    def terminal_dir(args: Any) -> str | None:
+        term = terms.terminals.get(getattr(args, "terminalId", ""))
+        return term.cwd if term is not None else None
+
+    def server_dir(args: Any) -> str | None:
+        server = devs.servers.get(getattr(args, "devServerId", None) or "")
+        return server.cwd if server is not None else None
+
+    def process_dir(args: Any) -> str | None:
+        found = devs.servers.get(args.processId) or terms.terminals.get(args.processId)
+        return found.cwd if found is not None else None
+
+    def attached_dir(args: Any) -> str | None:
+        return server_dir(args) if args.devServerId else args.cwd
+
+    on_terminal = ActsOn.object(terminal_dir, what="terminal")
+    on_server = ActsOn.object(server_dir, what="dev server")
+    runtime = "global:runtime"
     return [
         # create_terminal and start_dev_server refuse a cwd outside a confined grant.
         tool(
@@ -353,43 +375,93 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             capabilities=["starts-process"],
             output=TerminalSession,
             grant_scope="enforced",
+            acts_on="path:cwd",
         ),
-        tool(list_terminals, capabilities=["read-only"], idempotent=True, output=TerminalList),
-        tool(write_terminal, capabilities=["starts-process"], output=WriteResult),
-        tool(resize_terminal, capabilities=["starts-process"], output=TerminalSession),
-        tool(kill_terminal, capabilities=["starts-process"], output=TerminalSession),
-        tool(close_terminal, capabilities=["starts-process"], output=CloseResult),
+        tool(
+            list_terminals,
+            capabilities=["read-only"],
+            idempotent=True,
+            output=TerminalList,
+            acts_on=runtime,
+        ),
+        tool(
+            write_terminal,
+            capabilities=["starts-process"],
+            output=WriteResult,
+            acts_on=on_terminal,
+        ),
+        tool(
+            resize_terminal,
+            capabilities=["starts-process"],
+            output=TerminalSession,
+            acts_on=on_terminal,
+        ),
+        tool(
+            kill_terminal,
+            capabilities=["starts-process"],
+            output=TerminalSession,
+            acts_on=on_terminal,
+        ),
+        tool(
+            close_terminal,
+            capabilities=["starts-process"],
+            output=CloseResult,
+            acts_on=on_terminal,
+        ),
         tool(
             get_terminal_snapshot,
             capabilities=["read-only"],
             idempotent=True,
             output=SnapshotResult,
+            acts_on=on_terminal,
         ),
         tool(
             start_dev_server,
             capabilities=["starts-process", "accesses-network"],
             output=DevServerRecord,
             grant_scope="enforced",
-        ),
-        tool(list_dev_servers, capabilities=["read-only"], idempotent=True, output=DevServerList),
-        tool(stop_dev_server, capabilities=["starts-process"], output=StopResult),
-        tool(
-            get_process_tree, capabilities=["read-only"], idempotent=True, output=ProcessTreeResult
+            acts_on="path:cwd",
         ),
         tool(
-            get_process_logs, capabilities=["read-only"], idempotent=True, output=ProcessLogsResult
+            list_dev_servers,
+            capabilities=["read-only"],
+            idempotent=True,
+            output=DevServerList,
+            acts_on=runtime,
+        ),
+        tool(
+            stop_dev_server,
+            capabilities=["starts-process"],
+            output=StopResult,
+            acts_on=on_server,
+        ),
+        tool(
+            get_process_tree,
+            capabilities=["read-only"],
+            idempotent=True,
+            output=ProcessTreeResult,
+            acts_on=runtime,
+        ),
+        tool(
+            get_process_logs,
+            capabilities=["read-only"],
+            idempotent=True,
+            output=ProcessLogsResult,
+            acts_on=ActsOn.object(process_dir, what="process"),
         ),
         tool(
             attach_process_logs,
             capabilities=["read-only"],
             output=AttachResult,
             timeout_ms=NO_TIMEOUT,
+            acts_on=ActsOn.object(attached_dir, what="dev server"),
         ),
         tool(
             wait_for_dev_server,
             capabilities=["read-only", "accesses-network"],
             output=DevServerRecord,
             timeout_ms=_WAIT_TOOL_TIMEOUT_MS,
+            acts_on=on_server,
         ),
         tool(
             run_command,

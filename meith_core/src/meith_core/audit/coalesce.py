@@ -11,6 +11,11 @@ repeat. A second window per kind spans all sessions of a caller kind (`BURST_ALL
 calls in full), so a peer that opens a new connection — a new session — for every call is
 coalesced too. A privileged call that was allowed is never coalesced: it ran, and each one is
 evidence of its own.
+
+Successful calls of unprivileged tools are coalesced the same way at a higher rate (`OK_BURST`
+per session and tool per window, ten times that across sessions): an ordinary session's calls
+are all written, but nobody can fill the trail's byte budget with cheap successful calls —
+which would push privileged records out — faster than the windows let through.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ WINDOW_S: Final = 10.0
 BURST: Final = 20
 #: Calls of one kind from all sessions of a caller kind written in full per window.
 BURST_ALL_SESSIONS: Final = 10 * BURST
+#: Successful unprivileged calls of one tool per session written in full per window.
+OK_BURST: Final = 200
 #: The session key of the window that spans all sessions.
 ALL_SESSIONS: Final = "*"
 #: Open windows kept at once; the oldest is closed (its record written) beyond that.
@@ -51,12 +58,12 @@ class _Window:
 
 def coalescible(entry: dict[str, Any]) -> bool:
     outcome = entry.get("outcome")
-    if entry.get("kind") is not None or outcome in (None, "ok"):
+    if entry.get("kind") is not None or outcome is None:
         return False
     if entry.get("decision") == "allow":
         caps = entry.get("capabilities") or ()
         return not any(c in _PRIVILEGED_NAMES for c in caps)
-    return True
+    return bool(outcome != "ok")
 
 
 class Coalescer:
@@ -65,10 +72,12 @@ class Coalescer:
         window_s: float = WINDOW_S,
         burst: int = BURST,
         burst_all_sessions: int | None = None,
+        ok_burst: int = OK_BURST,
     ) -> None:
         self.window_s = window_s
         self.burst = max(1, burst)
         self.burst_all = max(1, burst_all_sessions or 10 * self.burst)
+        self.ok_burst = max(1, ok_burst)
         self._open: dict[_Key, _Window] = {}
         self._next_end = float("inf")
         self._ready: list[dict[str, Any]] = []
@@ -81,12 +90,15 @@ class Coalescer:
         caller, outcome = entry.get("caller"), entry.get("outcome")
         mine = self._window((caller, entry.get("sessionId"), tool, outcome), now, entry)
         every = self._window((caller, ALL_SESSIONS, tool, outcome), now, entry)
-        if mine.written < self.burst and every.written < self.burst_all:
+        burst, burst_all = (
+            (self.ok_burst, 10 * self.ok_burst) if outcome == "ok" else (self.burst, self.burst_all)
+        )
+        if mine.written < burst and every.written < burst_all:
             mine.written += 1
             every.written += 1
             return False
         # Counted once, in the window that is full: the session's own, else the wide one.
-        win = mine if mine.written >= self.burst else every
+        win = mine if mine.written >= burst else every
         win.count += 1
         ts = entry.get("ts")
         if isinstance(ts, int):
@@ -145,9 +157,12 @@ class Coalescer:
 def _summary(win: _Window, key: _Key) -> dict[str, Any]:
     first = win.first
     wide = key[1] == ALL_SESSIONS
-    refused = (
-        "refused" if first.get("decision") == "deny" or first.get("plugin") is None else "failed"
-    )
+    if first.get("outcome") == "ok":
+        refused = "succeeded"
+    elif first.get("decision") == "deny" or first.get("plugin") is None:
+        refused = "refused"
+    else:
+        refused = "failed"
     record: dict[str, Any] = {
         "id": new_id("audit"),
         "ts": win.last_ts,

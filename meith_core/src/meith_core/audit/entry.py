@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from meith_core.audit.call_view import AuditedCall
-from meith_core.audit.redact import sensitive_fields_of, summarize, summarize_call
+from meith_core.audit.redact import (
+    redact_string,
+    sensitive_fields_of,
+    summarize,
+    summarize_call,
+)
+from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.errors import ErrorCode
 from meith_core.protocol.results import ToolResult
 
@@ -78,6 +84,36 @@ def intent_entry(call: AuditedCall, *, entry_id: str, ts: int, pid: int) -> dict
         "pid": pid,
     }
     _add_identity(record, call)
+    return record
+
+
+def refused_frame_entry(
+    caller: CallerInfo,
+    *,
+    request_id: str | None,
+    tool_name: str | None,
+    reason: str,
+    entry_id: str,
+    ts: int,
+) -> dict[str, Any]:
+    """The record of a `tool_call` frame refused by the connection rules (it never became a
+    call: no tool, no arguments looked at)."""
+    record: dict[str, Any] = {
+        "id": entry_id,
+        "ts": ts,
+        "requestId": request_id,
+        "caller": caller.caller.value,
+        "sessionId": caller.session_id,
+        "toolName": tool_name[:200] if tool_name is not None else None,
+        "plugin": None,
+        "capabilities": [],
+        "decision": "deny",
+        "reason": f"refused frame: {redact_string(reason[:2000], 'reason')}"[:500],
+        "outcome": ErrorCode.PROTOCOL_ERROR.value,
+        "cwd": caller.cwd,
+    }
+    if caller.label is not None:
+        record["label"] = caller.label
     return record
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.audit import segments
 from meith_core.audit.chain import seal
-from meith_core.audit.coalesce import BURST, WINDOW_S, Coalescer
+from meith_core.audit.coalesce import BURST, OK_BURST, WINDOW_S, Coalescer
 from meith_core.audit.entry import intent_entry
 from meith_core.audit.segments import Limits
 from meith_core.base.ids import new_id
@@ -58,6 +58,7 @@ class AuditLog:
         on_error: Callable[[str], None] | None = None,
         coalesce_window_s: float = WINDOW_S,
         coalesce_burst: int = BURST,
+        coalesce_ok_burst: int = OK_BURST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
@@ -69,7 +70,7 @@ class AuditLog:
             self._limits = limits
         self._on_error = on_error
         self._clock = clock
-        self._coalescer = Coalescer(coalesce_window_s, coalesce_burst)
+        self._coalescer = Coalescer(coalesce_window_s, coalesce_burst, ok_burst=coalesce_ok_burst)
         self._lock = threading.Lock()
         self._fd = -1
         self._lock_fd = -1
@@ -81,6 +82,9 @@ class AuditLog:
         self._checked = 0.0
         self.records_written = 0
         self.records_coalesced = 0
+        #: Evidence younger than the retention period that retention had to drop (see
+        #: `segments`); app_health warns when it is not zero.
+        self.evidence_dropped = 0
         self.last_error: str | None = None
 
     # -- writing ------------------------------------------------------------------------
@@ -281,19 +285,41 @@ class AuditLog:
         pruned = segments.prune(self.path, limits, time.time())
         if not pruned:
             return
-        line, digest = seal(
-            {
-                "id": new_id("audit"),
-                "ts": now_ms(),
-                "kind": "retention",
-                "reason": f"retention deleted {len(pruned)} old segment(s) (keeping "
-                f"{limits.max_bytes} bytes, {limits.retention_s / 86_400:g} days)",
-                "pruned": [s.path.name for s in pruned],
-                "prunedThrough": pruned[-1].number,
-                "pid": os.getpid(),
-            },
-            self._head,
-        )
+        for batch in segments.carried_batches(pruned.carried):
+            self._seal_locked(
+                {
+                    "id": new_id("audit"),
+                    "ts": now_ms(),
+                    "kind": "carried",
+                    "reason": "evidence younger than the retention period, carried forward from "
+                    "a segment deleted for size (each line keeps its own hash)",
+                    "count": len(batch),
+                    "lines": batch,
+                }
+            )
+        names = [s.path.name for s in pruned.segments]
+        record: dict[str, Any] = {
+            "id": new_id("audit"),
+            "ts": now_ms(),
+            "kind": "retention",
+            "reason": f"retention deleted {len(names)} old segment(s) (keeping "
+            f"{limits.max_bytes} bytes, {limits.retention_s / 86_400:g} days)",
+            "pruned": names,
+            "prunedThrough": pruned.segments[-1].number,
+            "carried": len(pruned.carried),
+            "pid": os.getpid(),
+        }
+        if pruned.dropped:
+            self.evidence_dropped += pruned.dropped
+            record["evidenceDropped"] = pruned.dropped
+            record["reason"] += (
+                f"; {pruned.dropped} privileged or denied record(s) younger than the retention "
+                "period were dropped: the evidence outgrew its share of maxBytes"
+            )
+        self._seal_locked(record)
+
+    def _seal_locked(self, record: dict[str, Any]) -> None:
+        line, digest = seal(record, self._head)
         self._write_locked(line)
         self._head = digest
         self.records_written += 1
@@ -333,10 +359,23 @@ class AuditLog:
             "lastError": self.last_error,
             "recordsWritten": self.records_written,
             "recordsCoalesced": self.records_coalesced,
+            "evidenceDropped": self.evidence_dropped,
+        }
+
+    def usage(self) -> dict[str, Any]:
+        """How full the trail is: its bytes against `maxBytes` (a few stats; app_health)."""
+        limits = self._limits()
+        used = segments.trail_bytes(self.path)
+        return {
+            "bytes": used,
+            "maxBytes": limits.max_bytes,
+            "share": round(used / limits.max_bytes, 4) if limits.max_bytes else 0.0,
+            "evidenceDropped": self.evidence_dropped,
         }
 
 
 def _records_of(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of one file; a `carried` record is read as the records it carries."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
     except OSError:
@@ -347,8 +386,18 @@ def _records_of(path: Path) -> Iterator[dict[str, Any]]:
                 record = json.loads(raw)
             except ValueError:
                 continue  # a foreign or torn line: skip, never fail the reader
-            if isinstance(record, dict):
-                yield record
+            if not isinstance(record, dict):
+                continue
+            if record.get("kind") == "carried":
+                for line in segments.carried_lines(record):
+                    try:
+                        inner = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(inner, dict):
+                        yield {**inner, "carried": True}
+                continue
+            yield record
 
 
 def _hash_of(line: bytes) -> str | None:

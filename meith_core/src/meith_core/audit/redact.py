@@ -26,6 +26,7 @@ from meith_core.audit.rules import (
     ENV_SHAPED_KEY_RE,
     FLAG_RE,
     GATE,
+    GLUED_PASSWORD_RE,
     LARGE_TEXT_KEY_RE,
     REDACTED,
     RULES_OF,
@@ -183,13 +184,22 @@ def redact_string(text: str, key: str = "") -> str:
 
 
 def _redact_argv(items: list[Any]) -> list[Any]:
-    """An argument vector: the value after `--password`, `-u` and the like is a secret too."""
-    if not any(type(item) is str and item[:1] == "-" for item in items[:-1]):
-        return items  # no option at all (both patterns start with "-"): nothing to look at
+    """An argument vector: the value after `--password`, `-u` and the like is a secret too, and
+    so is `-pSECRET` after a `-u` (mysql and friends: the password glued to `-p`)."""
+    if not any(type(item) is str and item[:1] == "-" for item in items):
+        return items  # no option at all (every pattern starts with "-"): nothing to look at
     out = list(items)
-    for i, item in enumerate(items[:-1]):
-        nxt = items[i + 1]
-        if not isinstance(item, str) or not isinstance(nxt, str):
+    user = False
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        if user and GLUED_PASSWORD_RE.match(item):
+            out[i] = "-p" + REDACTED
+            continue
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if USER_FLAG_RE.match(item) or item.startswith(("-u", "--user=")):
+            user = True
+        if not isinstance(nxt, str):
             continue
         if FLAG_RE.match(item):
             out[i + 1] = REDACTED

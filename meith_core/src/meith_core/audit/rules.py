@@ -17,7 +17,7 @@ REDACTED: Final = "[REDACTED]"
 SECRET_KEY_RE: Final = re.compile(
     r"token|passw(?:or)?d|passphrase|secret|api[_-]?key|authori[sz]ation|credential"
     r"|private[_-]?key|access[_-]?key|cookie|session[_-]?(?:key|token|secret|cookie)"
-    r"|^(?:pass|pwd|auth|pin|otp)$",
+    r"|^(?:pass|pwd|pw|auth|pin|otp)$",
     re.IGNORECASE,
 )
 # Keys of environment maps: any key under a key naming an environment (`env`, `envVars`...),
@@ -47,6 +47,8 @@ SECRET_NAME: Final = (
 QUERY_SECRET_NAME: Final = SECRET_NAME[:-1] + r"|key|sig|signature|session|sid|code)"
 FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{SECRET_NAME}[A-Za-z0-9_-]*$", re.IGNORECASE)
 USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
+#: `-pSECRET` in an argument vector after a `-u` (mysql, mysqldump, mariadb...).
+GLUED_PASSWORD_RE: Final = re.compile(r"^-p[^\s]+$")
 
 # Trigger literals of the rules below (lower case).
 _T_PEM: Final = ("private key",)
@@ -54,6 +56,7 @@ _T_HEADER: Final = ("authorization", "cookie", "api-key", "auth-token", "private
 _T_SCHEME: Final = ("bearer", "basic", "token")
 _T_NAMES: Final = ("pass", "pwd", "token", "secret", "key", "auth", "credential", "cookie")
 _T_USER: Final = ("-u",)
+_T_FREE: Final = ("pass", "pwd", "pw", "secret", "token")
 _T_ENV_NAMES: Final = (*_T_NAMES, "session")
 _T_QUERY: Final = (*_T_ENV_NAMES, "sig", "sid", "code")
 _T_QUOTED_KEY: Final = ('":', '" :', "':", "' :", '"=', "'=")
@@ -105,6 +108,35 @@ SECRET_PATTERNS: Final[
         re.compile(r"(?<![\w-])(-u[ \t]*|--(?:proxy-)?user[= \t]+)([\"']?[^\s:\"'@/]*):[^\s\"']+"),
         r"\1\2:[REDACTED]",
     ),
+    # `mysql -u root -pSECRET`, `mysqldump --user=root -pSECRET db`: the password glued to
+    # `-p` after a `-u`.
+    (
+        _T_USER,
+        re.compile(
+            r"((?<![\w-])(?:-u|--user)(?:[ \t]*|=)[^\s]+(?:[ \t]+[^\s]+)*?[ \t]+-p)"
+            r"(?=[^\s])(\"[^\"]*\"|'[^']*'|[^\s\"']+)"
+        ),
+        r"\1[REDACTED]",
+    ),
+    # The same in a quoted argument vector inside text: `'-u', 'root', '-pX'`.
+    (
+        _T_USER,
+        re.compile(
+            r"""(([\"'])(?:-u|--user)[^\"']*\2(?:\s*,\s*([\"'])[^\"']*\3)*?\s*,\s*([\"'])-p)"""
+            r"""([^\"']+)(\4)"""
+        ),
+        r"\1[REDACTED]\6",
+    ),
+    # Free text: `password: x`, `Password = x`, `the password is x`, `pw: x`, `secret: x`.
+    (
+        _T_FREE,
+        re.compile(
+            r"\b(pass(?:word|wd|phrase)?|pwd|pw|secret|token)(\s*[:=]\s*|\s+is\s+)"
+            r"(?![\[\s])(\"[^\"]*\"|'[^']*'|[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        r"\1\2[REDACTED]",
+    ),
     # Assignments of secret-named variables: `export DB_PASSWORD=x`, `GITHUB_TOKEN=x cmd`,
     # `password=x` in a connection string.
     (
@@ -128,7 +160,7 @@ SECRET_PATTERNS: Final[
     (
         _T_QUOTED_KEY,
         re.compile(
-            rf"([\"'])([A-Za-z0-9_.-]*{SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|auth"
+            rf"([\"'])([A-Za-z0-9_.-]*{SECRET_NAME}[A-Za-z0-9_.-]*|pass|pwd|pw|auth"
             r"|[A-Z0-9_]*(?:PASS|PWD|AUTH|TOKEN|SECRET|KEY|CREDENTIAL|COOKIE|SESSION)[A-Z0-9_]*"
             r"|content|data|body|source|newtext|text|keys|value|buffer|snapshot|screen|output"
             r"|stdout|stderr|lines|html|markdown)"

@@ -6,14 +6,23 @@ Retention deletes whole sealed segments, oldest first, while the trail is larger
 byte budget or a segment's newest record is older than the retention period. The segment being
 written is never deleted. `audit.jsonl.1`, left by versions that rotated by record count, is
 read as the oldest segment (number 0).
+
+Size never removes evidence younger than the retention period: before a segment is deleted for
+size, its *protected* records (intent records, privileged calls, denials — `protected`) younger
+than `retentionDays` are carried forward, byte for byte (each keeps its own hash), into
+`carried` records of the segment being written. Carried evidence may take up to
+`PROTECTED_SHARE` of `maxBytes`; beyond that the oldest of it is dropped, and the retention
+record says how many privileged records went before their age (`evidenceDropped`), which
+`meith audit verify --strict` fails on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -28,6 +37,25 @@ MIN_SEGMENT_BYTES: Final = 64 * 1024
 MAX_SEGMENT_BYTES: Final = 16 * 1024 * 1024
 #: How far back from the end of a file to look for its last whole record.
 MAX_TAIL_SCAN: Final = 1024 * 1024
+#: The share of `maxBytes` evidence carried forward may take at most.
+PROTECTED_SHARE: Final = 0.5
+#: What carrying a line costs beyond its bytes (quotes escaped inside a JSON string).
+_CARRY_OVERHEAD: Final = 64
+#: One `carried` record holds at most this many bytes of original lines.
+CARRIED_BATCH_BYTES: Final = 256 * 1024
+#: Privileged capability names as they appear in a record (kept in step with
+#: protocol.capabilities.PRIVILEGED by a test).
+PRIVILEGED_NAMES: Final = frozenset(
+    {"writes-files", "starts-process", "controls-browser", "destructive"}
+)
+#: A line holding none of these is not protected (a cheap test before parsing it).
+_MARKERS: Final = (
+    b'"kind":"intent"',
+    b'"kind":"carried"',
+    b'"decision":"deny"',
+    b'"evidenceDropped"',
+    *(b'"' + name.encode() + b'"' for name in sorted(PRIVILEGED_NAMES)),
+)
 
 
 class AuditSettings(BaseModel):
@@ -114,8 +142,83 @@ def rotate(current: Path) -> Path:
     return target
 
 
-def prune(current: Path, limits: Limits, now: float) -> list[Segment]:
-    """Delete the sealed segments retention lets go; returns them (oldest first)."""
+@dataclass(slots=True)
+class Pruned:
+    """What one pass of retention did."""
+
+    segments: list[Segment] = field(default_factory=list)
+    #: Protected lines (original bytes, no newline) to write again, oldest first.
+    carried: list[bytes] = field(default_factory=list)
+    #: Protected records younger than the retention period that were dropped (over the share).
+    dropped: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.segments)
+
+
+def protected(record: dict[str, object]) -> bool:
+    """Evidence size-based retention keeps for its full age: intent records, denials and
+    privileged calls (a coalesced record of denials included)."""
+    if record.get("kind") == "intent" or record.get("decision") == "deny":
+        return True
+    caps = record.get("capabilities")
+    return (
+        record.get("decision") == "allow"
+        and isinstance(caps, list)
+        and any(c in PRIVILEGED_NAMES for c in caps)
+    )
+
+
+def carried_lines(record: dict[str, object]) -> list[bytes]:
+    """The original lines a `carried` record holds."""
+    lines = record.get("lines")
+    if not isinstance(lines, list):
+        return []
+    return [line.encode() for line in lines if isinstance(line, str)]
+
+
+def _protected_lines(path: Path, cutoff_ms: float) -> list[bytes]:
+    """The protected lines of a segment younger than `cutoff_ms` (carried ones included)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    out: list[bytes] = []
+    for line in data.split(b"\n"):
+        if not any(marker in line for marker in _MARKERS):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if record.get("kind") == "carried":
+            for inner in carried_lines(record):
+                try:
+                    inner_record = json.loads(inner)
+                except ValueError:
+                    continue
+                if isinstance(inner_record, dict) and _young(inner_record, cutoff_ms):
+                    out.append(inner)
+        elif (protected(record) or _drop_report(record)) and _young(record, cutoff_ms):
+            out.append(line)
+    return out
+
+
+def _drop_report(record: dict[str, object]) -> bool:
+    """A retention record that says evidence was dropped is evidence too."""
+    return record.get("kind") == "retention" and bool(record.get("evidenceDropped"))
+
+
+def _young(record: dict[str, object], cutoff_ms: float) -> bool:
+    ts = record.get("ts")
+    return isinstance(ts, int | float) and ts >= cutoff_ms
+
+
+def prune(current: Path, limits: Limits, now: float) -> Pruned:
+    """Delete the sealed segments retention lets go, carrying their young evidence forward
+    (see the module docstring)."""
     sealed = sealed_segments(current)
     sizes: list[int] = []
     mtimes: list[float] = []
@@ -129,19 +232,62 @@ def prune(current: Path, limits: Limits, now: float) -> list[Segment]:
     total = sum(sizes)
     with contextlib.suppress(OSError):
         total += os.stat(current, follow_symlinks=False).st_size
-    pruned: list[Segment] = []
+    cutoff_ms = (now - limits.retention_s) * 1000
+    budget = int(limits.max_bytes * PROTECTED_SHARE)
+    result = Pruned()
     for seg, size, mtime in zip(sealed, sizes, mtimes, strict=True):
-        if total <= limits.max_bytes and now - mtime <= limits.retention_s:
+        expired = now - mtime > limits.retention_s
+        if total <= limits.max_bytes and not expired:
             break
+        # Deleted for size (its newest record is younger than the retention period): its
+        # young evidence is carried forward first.
+        keep = [] if expired else _protected_lines(seg.path, cutoff_ms)
         try:
             os.unlink(seg.path)
         except FileNotFoundError:
             pass
         except OSError:
             break
-        pruned.append(seg)
-        total -= size
-    return pruned
+        result.segments.append(seg)
+        result.carried.extend(keep)
+        # What is carried is written again: it still counts against the budget.
+        total += sum(len(line) + _CARRY_OVERHEAD for line in keep) - size
+    # Over the reserved share: the oldest carried evidence goes, and that is said.
+    # Retention records that report dropped evidence are never dropped themselves (they are
+    # small, and `meith audit verify` adds them up).
+    carried_bytes = sum(len(line) + _CARRY_OVERHEAD for line in result.carried)
+    if carried_bytes > budget:
+        kept: list[bytes] = []
+        for line in result.carried:
+            if carried_bytes > budget and b'"evidenceDropped"' not in line:
+                carried_bytes -= len(line) + _CARRY_OVERHEAD
+                result.dropped += 1
+            else:
+                kept.append(line)
+        result.carried = kept
+    return result
+
+
+def carried_batches(lines: list[bytes]) -> list[list[str]]:
+    """Carried lines grouped into records of at most CARRIED_BATCH_BYTES."""
+    batches: list[list[str]] = []
+    size = CARRIED_BATCH_BYTES
+    for line in lines:
+        if size + len(line) > CARRIED_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(line.decode("utf-8", "replace"))
+        size += len(line)
+    return batches
+
+
+def trail_bytes(current: Path) -> int:
+    """The size of every file of the trail."""
+    total = 0
+    for path in all_files(current):
+        with contextlib.suppress(OSError):
+            total += os.stat(path, follow_symlinks=False).st_size
+    return total
 
 
 def last_line(fd: int, size: int) -> tuple[bytes | None, int]:

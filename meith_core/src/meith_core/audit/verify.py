@@ -29,6 +29,11 @@ class Report:
     head: str | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Evidence records carried forward from segments deleted for size (each checked).
+    carried: int = 0
+    #: Privileged or denied records younger than the retention period that retention dropped
+    #: (`--strict` fails on it).
+    evidence_dropped: int = 0
 
     @property
     def ok(self) -> bool:
@@ -44,6 +49,8 @@ class Report:
             "firstProblem": self.problems[0] if self.problems else None,
             "problems": self.problems,
             "notes": self.notes,
+            "carried": self.carried,
+            "evidenceDropped": self.evidence_dropped,
         }
 
 
@@ -98,6 +105,24 @@ class _Walk:
         self.report.records += 1
         if record.get("kind") == "retention" and isinstance(record.get("prunedThrough"), int):
             self.pruned_through = max(self.pruned_through, record["prunedThrough"])
+            dropped = record.get("evidenceDropped")
+            if isinstance(dropped, int) and dropped > 0:
+                self.report.evidence_dropped += dropped
+        if record.get("kind") == "carried":
+            self.carried(name, lineno, record)
+
+    def carried(self, name: str, lineno: int, record: dict[str, Any]) -> None:
+        """Each carried line must still be the record that was sealed: its own hash checks."""
+        for i, inner in enumerate(segments.carried_lines(record)):
+            checked = check_line(inner)
+            if checked.error is not None or not checked.sealed:
+                why = checked.error or "carries a record without a hash"
+                self.problem(name, lineno, f"carried record {i}: {why}")
+            self.report.carried += 1
+            found = checked.record or {}
+            dropped = found.get("evidenceDropped")
+            if found.get("kind") == "retention" and isinstance(dropped, int) and dropped > 0:
+                self.report.evidence_dropped += dropped
 
 
 def _settled(current: Path, data: bytes) -> bytes:
@@ -170,6 +195,16 @@ def verify(current: Path) -> Report:
         )
     if walk.pruned_through >= 0:
         report.notes.append(f"segments up to {walk.pruned_through:06d} deleted by retention")
+    if report.carried:
+        report.notes.append(
+            f"{report.carried} privileged or denied record(s) carried forward from segments "
+            "deleted for size"
+        )
+    if report.evidence_dropped:
+        report.notes.append(
+            f"retention dropped {report.evidence_dropped} privileged or denied record(s) younger "
+            "than audit.retentionDays (the evidence outgrew its share of audit.maxBytes)"
+        )
     if report.legacy_records:
         report.notes.append(f"{report.legacy_records} older records carry no hash")
     report.head = walk.head

@@ -22,7 +22,7 @@ from typing import Any, Final
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from meith_core.audit.entry import audit_entry
+from meith_core.audit.entry import audit_entry, refused_frame_entry
 from meith_core.audit.log import AuditLog, now_ms
 from meith_core.audit.redact import sensitive_fields_of, summarize
 from meith_core.base.cancel import CancelToken
@@ -34,7 +34,6 @@ from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
 from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
 from meith_core.policy.asking import Decision
-from meith_core.policy.grants import acting_directory
 from meith_core.policy.service import PermissionService
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
@@ -178,18 +177,13 @@ class CallPipeline:
         if problem is not None:
             return Decision(False, problem, message=f'Tool "{defn.name}" was not run: {problem}.')
         arguments = call.arguments
-        return await self.permissions.authorize(
-            call.caller,
-            defn.name,
-            defn.capabilities,
-            tool.plugin_id,
-            request_id=call.request_id,
-            # Only grants look at the directory; resolving it costs syscalls.
-            cwd=acting_directory(call.cwd, args) if privileged else call.cwd,
-            arguments_summary=lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
-            cancel=call.cancel,
-            notify=_progress_notifier(call.emit),
+        request = call.auth_request(
+            tool,
+            args,
+            lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
+            _progress_notifier(call.emit),
         )
+        return await self.permissions.authorize(request)
 
     async def _run(self, call: CallRecord, tool: RegisteredTool, args: BaseModel) -> ToolResult:
         defn = tool.definition
@@ -251,6 +245,22 @@ class CallPipeline:
         token: CancelToken,
     ) -> ToolResult:
         return await self.call(caller, name, arguments, timeout_ms=timeout_ms, cancel=token)
+
+    def record_refused(
+        self, caller: CallerInfo, request_id: str | None, tool_name: str | None, reason: str
+    ) -> None:
+        """Audit a `tool_call` frame the connection rules refused before it became a call
+        (coalesced like every refusal)."""
+        entry = refused_frame_entry(
+            caller,
+            request_id=request_id,
+            tool_name=tool_name,
+            reason=reason,
+            entry_id=new_id("audit"),
+            ts=now_ms(),
+        )
+        if not self.audit.write(entry):
+            _log.error("audit record not written", toolName=tool_name, error=self.audit.last_error)
 
     def _audit(self, call: CallRecord, result: ToolResult) -> None:
         entry = audit_entry(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,14 @@ from meith_core.base.cancel import CancelToken
 from meith_core.call.catalogue import RegisteredTool
 from meith_core.call.context import EventSink
 from meith_core.policy.asking import Decision
+from meith_core.policy.request import AuthRequest, Target
+from meith_core.policy.service import acting_target
 from meith_core.protocol.caller import CallerInfo
+from meith_core.protocol.capabilities import privileged_of
+
+#: The target of a call no gate looks at (no privileged capability): not derived, it costs
+#: syscalls.
+_UNEXAMINED = Target("undeclared", None, "nothing a gate looks at")
 
 
 @dataclass(slots=True)
@@ -34,3 +42,30 @@ class CallRecord:
     tool: RegisteredTool | None = None
     #: Set once the permission service has decided.
     decision: Decision | None = None
+
+    def auth_request(
+        self,
+        tool: RegisteredTool,
+        args: object,
+        arguments_summary: Callable[[], str],
+        notify: Callable[[str], None] | None,
+    ) -> AuthRequest:
+        """The one request the permission service decides, built from this record and the
+        validated arguments (the only place one is built)."""
+        defn = tool.definition
+        privileged = privileged_of(defn.capabilities)
+        return AuthRequest(
+            request_id=self.request_id,
+            caller=self.caller,
+            tool=defn.name,
+            plugin_id=tool.plugin_id,
+            capabilities=defn.capabilities,
+            privileged=privileged,
+            target=(
+                acting_target(defn.declared_target, self.cwd, args) if privileged else _UNEXAMINED
+            ),
+            caller_cwd=self.cwd,
+            arguments_summary=arguments_summary,
+            cancel=self.cancel,
+            notify=notify,
+        )

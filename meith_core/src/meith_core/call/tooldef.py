@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from meith_core.call.schema import model_schema
+from meith_core.policy.request import ActsOn
 from meith_core.protocol.capabilities import Capability, parse_capabilities
 from meith_core.protocol.constants import DEFAULT_TOOL_TIMEOUT_MS, MAX_TIMEOUT_MS
 
@@ -62,6 +63,9 @@ class ToolDefinition:
     #: lines, a diff, a list as lines), sent as the MCP text content; the structured content
     #: stays the machine form. None: agents get the content as compact JSON.
     render: Callable[[Any], str] | None = field(default=None, repr=False)
+    #: What it acts on (`policy.request.ActsOn`; "path:cwd", "global", ActsOn.object(...)):
+    #: the permission service matches directory-confined grants against it.
+    acts_on: ActsOn | str | None = None
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -103,6 +107,17 @@ class ToolDefinition:
             )
         if not callable(self.func):
             raise ToolDefinitionError(f"{where}: func must be callable")
+        if self.acts_on is not None:
+            try:
+                acts_on = ActsOn.parse(self.acts_on)
+            except ValueError as exc:
+                raise ToolDefinitionError(f"{where}: {exc}") from None
+            if acts_on.kind == "path" and acts_on.name not in self.input_model.model_fields:
+                raise ToolDefinitionError(
+                    f"{where}: acts_on={acts_on.describe()!r} names no argument of "
+                    f"{self.input_model.__name__}"
+                )
+            object.__setattr__(self, "acts_on", acts_on)
         if self.grant_scope not in (None, "enforced", "not-applicable"):
             raise ToolDefinitionError(
                 f"{where}: grant_scope must be 'enforced' or 'not-applicable', not {self.grant_scope!r}"
@@ -115,6 +130,11 @@ class ToolDefinition:
         return inspect.iscoroutinefunction(self.func) or inspect.iscoroutinefunction(
             getattr(self.func, "__call__", None)  # noqa: B004 - the method itself, not callability
         )
+
+    @property
+    def declared_target(self) -> ActsOn | None:
+        """`acts_on`, parsed (None: the tool does not say)."""
+        return self.acts_on if isinstance(self.acts_on, ActsOn) else None
 
     @property
     def effective_timeout_ms(self) -> int | None:
@@ -173,6 +193,7 @@ def tool(
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
+    acts_on: ActsOn | str | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -189,6 +210,7 @@ def tool(
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
+    acts_on: ActsOn | str | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -204,6 +226,7 @@ def tool(
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
+    acts_on: ActsOn | str | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
@@ -220,7 +243,11 @@ def tool(
     The name defaults to the function name, the description to its docstring, the input model
     to the annotation of the second parameter. `grant_scope` says how a privileged tool that
     takes a path honours a grant confined to a directory (see `GrantScope`). `render` writes
-    the successful result for a model to read (see `ToolDefinition.render`).
+    the successful result for a model to read (see `ToolDefinition.render`). `acts_on` says
+    what the tool acts on — `"path:cwd"` (a path argument), `"global"` / `"global:settings"`
+    (state every session shares), or `ActsOn.object(resolver, what="dev server")` (an existing
+    object's own directory) — and decides which directory-confined grants cover a call
+    (`policy.request`; docs/plugin-guide.md, "What a tool acts on").
     """
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
@@ -247,6 +274,7 @@ def tool(
             idempotent=idempotent,
             grant_scope=grant_scope,
             render=render,
+            acts_on=acts_on,
         )
 
     if func is not None:

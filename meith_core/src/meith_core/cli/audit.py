@@ -18,6 +18,9 @@ from meith_core.cli.options import JsonOpt
 
 #: `meith audit verify` found the trail broken (a link, a segment or a record).
 EXIT_TRAIL_BROKEN: Final = 6
+#: `meith audit verify --strict`: the chain is sound, but retention dropped privileged or denied
+#: records younger than audit.retentionDays.
+EXIT_EVIDENCE_DROPPED: Final = 7
 
 audit_app = typer.Typer(
     help="The audit trail: who called what, the decision and why.",
@@ -58,12 +61,23 @@ def show(
 
 @audit_app.command(
     "verify",
-    epilog="\b\nExamples:\n  meith audit verify\n  meith audit verify --json | jq .head",
+    epilog="\b\nExamples:\n  meith audit verify\n  meith audit verify --json | jq .head\n  meith audit verify --strict",
 )
-def verify(json_output: JsonOpt = False) -> None:
+def verify(
+    json_output: JsonOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Also fail (exit 7) when retention removed privileged or denied records "
+            "younger than audit.retentionDays.",
+        ),
+    ] = False,
+) -> None:
     """Check the hash chain across all segments; report the first broken link, missing segment
-    or truncated record. Exits 6 when the trail is broken."""
-    raise typer.Exit(run_verify(json_output))
+    or truncated record, and privileged records retention removed before their age. Exits 6
+    when the trail is broken, 7 with --strict when evidence was dropped early."""
+    raise typer.Exit(run_verify(json_output, strict))
 
 
 # -- implementation ---------------------------------------------------------------------------
@@ -274,7 +288,7 @@ class _Follower:
             self.fh.close()
 
 
-def run_verify(as_json: bool) -> int:
+def run_verify(as_json: bool, strict: bool = False) -> int:
     from meith_core.audit.verify import verify as verify_trail
     from meith_core.base.home import MeithHome
     from meith_core.cli.output import EXIT_OK, pretty
@@ -299,6 +313,14 @@ def run_verify(as_json: bool) -> int:
                 + (f" ({more} more problem(s); --json lists them)" if more else "")
                 + "\n"
             )
+        if report.evidence_dropped:
+            sys.stdout.write(
+                f"Evidence dropped: retention removed {report.evidence_dropped} privileged or "
+                "denied record(s) younger than audit.retentionDays; raise audit.maxBytes "
+                "(meith settings set audit.maxBytes N)\n"
+            )
         for note in report.notes:
             sys.stdout.write(f"  note: {note}\n")
-    return EXIT_OK if report.ok else EXIT_TRAIL_BROKEN
+    if not report.ok:
+        return EXIT_TRAIL_BROKEN
+    return EXIT_EVIDENCE_DROPPED if strict and report.evidence_dropped else EXIT_OK

@@ -39,6 +39,14 @@ def mcp(
     allow_remote: Annotated[
         bool, typer.Option("--allow-remote", help="Allow --http on a non-loopback address.")
     ] = False,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="With --http: also accept requests from this browser origin "
+            "(scheme://host:port; repeatable). By default only the bridge's own origin is.",
+        ),
+    ] = None,
     no_start: Annotated[
         bool, typer.Option("--no-start", help="Fail instead of starting a runtime when none runs.")
     ] = False,
@@ -62,7 +70,18 @@ def mcp(
     if ctx.invoked_subcommand is not None:
         return
     raise typer.Exit(
-        run_mcp(http, allow_remote, not no_start, socket, instance, plugins, tools, read_only, cwd)
+        run_mcp(
+            http,
+            allow_remote,
+            not no_start,
+            socket,
+            instance,
+            plugins,
+            tools,
+            read_only,
+            cwd,
+            tuple(allow_origin or ()),
+        )
     )
 
 
@@ -85,6 +104,7 @@ def run_mcp(
     tools: str | None,
     read_only: bool,
     cwd: str | None,
+    origins: tuple[str, ...] = (),
 ) -> int:
     import anyio
 
@@ -94,7 +114,12 @@ def run_mcp(
 
     try:
         from meith_core.mcp.autostart import StartError, find_or_start
-        from meith_core.mcp.http import is_loopback, load_or_create_token, parse_bind
+        from meith_core.mcp.http import (
+            is_loopback,
+            load_or_create_token,
+            parse_bind,
+            parse_origin,
+        )
         from meith_core.mcp.serve import run_http, run_stdio
         from meith_core.mcp.sessions import BridgeConfig, log
         from meith_core.mcp.tools import Selection
@@ -117,6 +142,10 @@ def run_mcp(
                 "could try the token. Pass --allow-remote to bind it anyway.",
                 EXIT_USAGE,
             )
+    try:
+        origins = tuple(parse_origin(o) for o in origins)
+    except ValueError as exc:
+        return fail(str(exc), EXIT_USAGE)
     workdir = os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd()
     if not os.path.isdir(workdir):
         return fail(f"--cwd {workdir}: no such directory", EXIT_USAGE)
@@ -138,7 +167,7 @@ def run_mcp(
             anyio.run(run_stdio, config, backend="asyncio")
         else:
             token = load_or_create_token(home)
-            anyio.run(run_http, config, bind[0], bind[1], token, backend="asyncio")
+            anyio.run(run_http, config, bind[0], bind[1], token, origins, backend="asyncio")
     except KeyboardInterrupt:
         return 130
     except OSError as exc:

@@ -70,16 +70,54 @@ class CorePlugin:
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
         return [
-            tool(self.app_health, capabilities=["read-only"], idempotent=True, input=_NoArgs),
             tool(
-                self.app_list_instances, capabilities=["read-only"], idempotent=True, input=_NoArgs
+                self.app_health,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:runtime",
             ),
-            tool(self.list_plugins, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
-            tool(self.get_app_settings, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
             tool(
-                self.get_audit_log, capabilities=["read-only"], idempotent=True, input=AuditLogArgs
+                self.app_list_instances,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:runtime",
+            ),
+            tool(
+                self.list_plugins,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:plugins",
+            ),
+            tool(
+                self.reload_plugins,
+                capabilities=["read-only"],
+                input=_NoArgs,
+                acts_on="global:plugins",
+            ),
+            tool(
+                self.get_app_settings,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+                acts_on="global:settings",
+            ),
+            # Settings every session reads (the commit identity, the browser's options): a
+            # grant confined to a directory never covers writing them.
+            tool(
+                self.set_app_settings,
+                capabilities=["writes-files"],
+                input=SetSettingsArgs,
+                acts_on="global:settings",
+            ),
+            tool(
+                self.get_audit_log,
+                capabilities=["read-only"],
+                idempotent=True,
+                input=AuditLogArgs,
+                acts_on="global:runtime",
             ),
         ]
 
@@ -114,6 +152,10 @@ class CorePlugin:
                 "details": {**audit, "problem": problem},
             }
         )
+        usage = await anyio.to_thread.run_sync(rt.audit.usage)
+        capacity = _audit_capacity(usage)
+        if capacity is not None:
+            checks.append(capacity)
         landlock = landlock_status()
         checks.append(
             {
@@ -204,6 +246,29 @@ class CorePlugin:
             )
 
         return {"entries": self._rt().audit.tail(args.limit, keep)}
+
+
+#: app_health warns when the trail holds more than this share of audit.maxBytes.
+AUDIT_NEAR_LIMIT = 0.8
+
+
+def _audit_capacity(usage: dict[str, Any]) -> dict[str, Any] | None:
+    """A `warn` check when the trail is near its byte budget or retention dropped evidence."""
+    dropped = int(usage.get("evidenceDropped") or 0)
+    share = float(usage.get("share") or 0.0)
+    if not dropped and share < AUDIT_NEAR_LIMIT:
+        return None
+    if dropped:
+        message = (
+            f"retention dropped {dropped} privileged or denied record(s) younger than "
+            "audit.retentionDays; raise audit.maxBytes (meith settings set audit.maxBytes N)"
+        )
+    else:
+        message = (
+            f"the audit trail is at {share:.0%} of audit.maxBytes ({usage['maxBytes']} bytes): "
+            "size-based retention is deleting old segments; raise audit.maxBytes to keep more"
+        )
+    return {"name": "audit.capacity", "status": "warn", "message": message, "details": usage}
 
 
 def _installed_version(distribution: str | None) -> str | None:

@@ -2,7 +2,8 @@
 
 Plugins may declare the model of their own section (the `meith_settings` hook); those
 sections are validated on every write. Other sections are kept as given, as long as they are
-plain JSON.
+plain JSON — and only the local user writes them: a section no loaded plugin registered may
+belong to a plugin installed (or re-enabled) later, which would read it as policy.
 
 A section may mark some of its keys as *policy*: settings that loosen a plugin's own checks
 (URL schemes, unrestricted CDP). Those are part of the trust root: only the local user changes
@@ -138,6 +139,14 @@ class SettingsStore:
                 merged[key] = self._validate_section(key, value)
         if not allow_policy:
             for key in patch:
+                if key not in self.sections:
+                    # Whoever registers the section later (a plugin installed or re-enabled)
+                    # would read what was written here as the user's policy.
+                    raise PolicySettingError(
+                        f"settings section {key!r} is not registered by any loaded plugin, so "
+                        "its keys may be security policy; only the local user writes it, on "
+                        f"the command line: meith settings set {key}.KEY VALUE"
+                    )
                 self._check_policy_unchanged(key, before.get(key), merged.get(key))
         try:
             size = len(dumps_bytes(merged))

@@ -315,10 +315,17 @@ class Bridge:
         artifacts: list[dict[str, Any]],
     ) -> types.CallToolResult:
         error = result.get("error")
-        if isinstance(error, dict) and error.get("code") == "PERMISSION_DENIED":
-            raw = error.get("details")
-            details: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            required = details.get("required") or details.get("missing") or []
+        raw = error.get("details") if isinstance(error, dict) else None
+        details: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        required = details.get("required") or details.get("missing") or []
+        # Only a gate's denial names the capabilities a grant (or an approval) would give; an
+        # ownership denial, or a tool's own refusal, is not lifted by any grant.
+        if (
+            isinstance(error, dict)
+            and error.get("code") == "PERMISSION_DENIED"
+            and details.get("gate") in ("caller", "provider")
+            and required
+        ):
             descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
             hint = approval.denial_hint(
                 call.tool,

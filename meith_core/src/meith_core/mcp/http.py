@@ -68,8 +68,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def security_settings(host: str, port: int) -> TransportSecuritySettings:
-    """Only this server's own host names and origins (a web page elsewhere is refused)."""
+def security_settings(
+    host: str, port: int, extra_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """Only this server's own host names and its own origins — scheme, host *and port*: a page
+    served from another port of the same machine (any local web server) is refused too.
+    `extra_origins` are the ones the user allowed besides (`meith mcp --allow-origin`)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     names = {host, "127.0.0.1", "localhost", "[::1]"} if is_loopback(host) else {host}
@@ -78,9 +82,20 @@ def security_settings(host: str, port: int) -> TransportSecuritySettings:
     shown = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{n}:{port}" for n in shown] + [f"{n}:*" for n in shown],
-        allowed_origins=[f"http://{n}:{port}" for n in shown] + [f"http://{n}:*" for n in shown],
+        allowed_hosts=[f"{n}:{port}" for n in shown],
+        allowed_origins=[f"http://{n}:{port}" for n in shown] + list(extra_origins),
     )
+
+
+def parse_origin(value: str) -> str:
+    """An origin the user allows besides the bridge's own: `scheme://host[:port]`, exactly."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or "/" in rest or "*" in value:
+        raise ValueError(
+            f"--allow-origin {value!r}: expected an origin such as http://localhost:5173 "
+            "(scheme, host and port; no path, no wildcard)"
+        )
+    return value
 
 
 class BearerAuth:

@@ -27,7 +27,9 @@ async def run_stdio(config: BridgeConfig) -> None:
             await bridge.aclose()
 
 
-async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> None:
+async def run_http(
+    config: BridgeConfig, host: str, port: int, token: str, origins: tuple[str, ...] = ()
+) -> None:
     import uvicorn
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -38,7 +40,9 @@ async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> No
     bound = int(sock.getsockname()[1])  # port 0 asks for any free port
     bridge = Bridge(config)
     app = bridge.server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=security_settings(host, bound), host=host
+        streamable_http_path="/mcp",
+        transport_security=security_settings(host, bound, origins),
+        host=host,
     )
     shown = f"[{host}]" if ":" in host else host
     server = uvicorn.Server(

@@ -137,16 +137,6 @@ def new_grant(
     )
 
 
-def acting_directory(caller_cwd: str, arguments: object) -> str:
-    """The directory a call acts on, which a directory-confined grant is matched against: the
-    tool's own `cwd` argument when it has one (resolved against the caller's directory, as
-    tools resolve it), else the caller's directory."""
-    value = getattr(arguments, "cwd", None)
-    if not isinstance(value, str) or not value or "\0" in value:
-        return caller_cwd
-    return os.path.realpath(os.path.join(caller_cwd, os.path.expanduser(value)))
-
-
 class StandingGrants:
     """`grants.json`, re-read whenever its signature (inode, size, mtime) changes."""
 

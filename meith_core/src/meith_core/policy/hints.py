@@ -10,6 +10,10 @@ from pathlib import Path
 
 from meith_core.base.home import default_home
 from meith_core.protocol.capabilities import Capability
+from meith_core.protocol.errors import ErrorCode, ToolError
+
+#: `details.gate` of a denial that no grant can lift: the object belongs to someone else.
+OWNERSHIP_GATE = "ownership"
 
 
 def home_prefix(home: Path) -> str:
@@ -41,3 +45,14 @@ def grant_hint(
     who = f"--caller {caller}" + (f" --agent {shlex.quote(agent)}" if agent else "")
     where = f" --cwd {shlex.quote(cwd)}" if cwd else ""
     return f"{home_prefix(home)}meith grants add {who} {flags} --tool {tool}{where}"
+
+
+def ownership_error(what: str, owner: str, instead: str, **details: object) -> ToolError:
+    """PERMISSION_DENIED for acting on, or reading, what belongs to someone else: it says who
+    owns it and what the caller can do instead. No grant can lift it, so it names none (the
+    MCP bridge adds no `meith grants add` to a denial whose gate is "ownership")."""
+    return ToolError(
+        ErrorCode.PERMISSION_DENIED,
+        f"{what} belongs to {owner}; no grant changes that. Instead: {instead}",
+        {"reason": "not the owner", "gate": OWNERSHIP_GATE, "owner": owner, **details},
+    )

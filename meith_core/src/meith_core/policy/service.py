@@ -9,14 +9,16 @@ that lands in the audit entry. The grants sessions hold, and their revocation, a
 from __future__ import annotations
 
 import functools
+import os
+import time
 from collections.abc import Callable, Iterable
 
-from meith_core.base.cancel import CancelToken
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
 from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.held import GrantCheck, HeldGrant
 from meith_core.policy.hints import approve_hint, grant_hint
 from meith_core.policy.plugin_approvals import Approval, PluginApprovals
+from meith_core.policy.request import ActsOn, AuthRequest, Target
 from meith_core.policy.session_grants import SessionGrants
 from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind
@@ -136,46 +138,23 @@ class PermissionService:
             return True
         return self._provider_gate("", capabilities, plugin_id) is None
 
-    async def authorize(
-        self,
-        caller: CallerInfo,
-        tool_name: str,
-        capabilities: tuple[Capability, ...],
-        plugin_id: str,
-        *,
-        request_id: str,
-        cwd: str,
-        arguments_summary: Callable[[], str],
-        cancel: CancelToken | None = None,
-        notify: Callable[[str], None] | None = None,
-    ) -> Decision:
-        """Decide one call. `cancel` (the call's token) ends a pending approval prompt: a call
-        cancelled while waiting for a person is denied. `notify` reaches the caller while an
-        approver keeps it waiting (see ApprovalRequest.notify)."""
-        privileged = privileged_of(capabilities)
-        if not privileged:
+    async def authorize(self, request: AuthRequest) -> Decision:
+        """Decide one call. `request.cancel` (the call's token) ends a pending approval prompt:
+        a call cancelled while waiting for a person is denied. `request.notify` reaches the
+        caller while an approver keeps it waiting (see ApprovalRequest.notify)."""
+        if not request.privileged:
             return Decision(True, "no privileged capability")
 
-        provider = self._provider_gate(tool_name, capabilities, plugin_id)
+        provider = self._provider_gate(request.tool, request.capabilities, request.plugin_id)
         if provider is not None:
             return provider
 
+        caller = request.caller
         if caller.trusted:
             return Decision(True, f"trusted in-process caller ({caller.caller.value})")
         if caller.caller is CallerKind.PLUGIN:
-            return self._plugin_caller_gate(caller, tool_name, capabilities)
-        return await self._session_gate(
-            caller,
-            tool_name,
-            capabilities,
-            privileged,
-            plugin_id,
-            request_id,
-            cwd,
-            arguments_summary,
-            cancel,
-            notify,
-        )
+            return self._plugin_caller_gate(caller, request.tool, request.capabilities)
+        return await self._session_gate(request)
 
     def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
         """The plugin's valid approval, or None with why not."""
@@ -251,47 +230,41 @@ class PermissionService:
             )
         return Decision(True, f"plugin {pid} approved for {_caps(capabilities)}")
 
-    async def _session_gate(
-        self,
-        caller: CallerInfo,
-        tool: str,
-        capabilities: tuple[Capability, ...],
-        privileged: tuple[Capability, ...],
-        plugin_id: str,
-        request_id: str,
-        cwd: str,
-        arguments_summary: Callable[[], str],
-        cancel: CancelToken | None,
-        notify: Callable[[str], None] | None,
-    ) -> Decision:
+    async def _session_gate(self, request: AuthRequest) -> Decision:
+        caller, tool, privileged, target = (
+            request.caller,
+            request.tool,
+            request.privileged,
+            request.target,
+        )
         kind, session = caller.caller, caller.session_id
         if not session:
-            return self._deny(tool, privileged, f"{kind.value} caller without a session", kind)
+            return self._deny(request, f"{kind.value} caller without a session")
         if self._sessions.is_revoked(session):
-            return self._deny(tool, privileged, f"session {session} was revoked", kind)
-        deny = functools.partial(
-            self._deny, tool, privileged, kind=kind, cwd=cwd, label=caller.label
-        )
+            return self._deny(request, f"session {session} was revoked")
+        deny = functools.partial(self._deny, request)
 
-        grant = self._sessions.consume(kind, session, tool, privileged, cwd, caller.label)
+        grant = self._sessions.consume(
+            kind, session, tool, privileged, target.directory, caller.label
+        )
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
 
         if self.approver is not None:
-            request = ApprovalRequest(
-                request_id=request_id,
+            approval = ApprovalRequest(
+                request_id=request.request_id,
                 caller=caller,
                 tool_name=tool,
-                plugin_id=plugin_id,
-                capabilities=capabilities,
+                plugin_id=request.plugin_id,
+                capabilities=request.capabilities,
                 privileged=privileged,
-                cwd=cwd,
-                arguments_summary=arguments_summary(),
-                notify=notify,
+                cwd=target.directory or request.caller_cwd,
+                arguments_summary=request.arguments_summary(),
+                notify=request.notify,
             )
             try:
-                answer, by = await ask_unless_cancelled(self.approver, request, cancel)
+                answer, by = await ask_unless_cancelled(self.approver, approval, request.cancel)
             except PromptCancelled:
                 return deny("cancelled while waiting for approval")
             except Exception as exc:
@@ -307,26 +280,60 @@ class PermissionService:
                 return Decision(True, f"approved for this session {by}")
             if answer is ApprovalAnswer.DENY:
                 return deny(f"denied {by}")
+        confined = self._confined_near_miss(request)
+        if confined is not None:
+            if target.directory is None:
+                why = (
+                    f"grant {confined.id} is confined to {confined.cwd_prefix}, and a "
+                    f"directory-confined grant never covers {tool}: it acts on {target.what}"
+                )
+            else:
+                why = (
+                    f"grant {confined.id} is confined to {confined.cwd_prefix}, and {tool} acts "
+                    f"on {target.what}, {target.directory}, outside it"
+                )
+            return deny(why, confined=True)
         return deny(f"no grant for {_caps(privileged)}")
 
-    def _deny(
-        self,
-        tool: str,
-        privileged: tuple[Capability, ...],
-        reason: str,
-        kind: CallerKind,
-        cwd: str | None = None,
-        label: str | None = None,
-    ) -> Decision:
+    def _confined_near_miss(self, request: AuthRequest) -> Grant | None:
+        """A grant of the session that would cover the call but for its directory."""
+        caller = request.caller
+        kind, session = caller.caller, caller.session_id
+        now = time.time_ns() // 1_000_000
+        candidates = [g for g in self._sessions.of(session or "") if g.caller is kind] + [
+            g
+            for g in self.standing.current()
+            if g.caller is kind and (g.session is None or g.session == session)
+        ]
+        wanted = set(request.privileged)
+        for grant in candidates:
+            if grant.cwd_prefix is None or grant.expired(now):
+                continue
+            if grant.agent is not None and grant.agent != caller.label:
+                continue
+            if grant.tool is not None and grant.tool != request.tool:
+                continue
+            if wanted <= set(grant.capabilities) and (grant.uses is None or grant.uses > 0):
+                return grant
+        return None
+
+    def _deny(self, request: AuthRequest, reason: str, *, confined: bool = False) -> Decision:
+        """A caller-gate denial: the reason, and the narrowest standing grant that would allow
+        the call — without `--cwd` when the target has no directory (global state)."""
+        caller, tool, privileged = request.caller, request.tool, request.privileged
+        kind = caller.caller
         caps = _caps(privileged)
+        where = request.target.directory
         hint = ""
         if kind is CallerKind.CLI:
-            hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, cwd)}"
+            hint = f" To allow it, run: {grant_hint(self._home, tool, privileged, where)}"
         elif kind is CallerKind.AGENT:
             command = grant_hint(
-                self._home, tool, privileged, cwd, caller="agent", agent=label or None
+                self._home, tool, privileged, where, caller="agent", agent=caller.label or None
             )
             hint = f" To allow it for this agent, the user can run: {command}"
+        if confined and where is None and hint:
+            hint += " (a grant without --cwd: no directory-confined grant covers it)"
         return Decision(
             False,
             reason,
@@ -335,5 +342,42 @@ class PermissionService:
                 "gate": "caller",
                 "caller": kind.value,
                 "required": [c.value for c in privileged],
+                "target": request.target.kind,
+                **({"targetDirectory": where} if where is not None else {}),
             },
         )
+
+
+def acting_target(acts_on: ActsOn | None, caller_cwd: str, arguments: object) -> Target:
+    """What a call acts on, from its tool's declaration: the one place the directory a
+    confined grant is matched against is derived.
+
+    An undeclared tool with a `cwd` argument acts on that path (the caller's directory is only
+    that argument's default); an undeclared tool without one has no directory, so only an
+    unconfined grant covers it.
+    """
+    if acts_on is None:
+        if isinstance(getattr(arguments, "cwd", None), str):
+            return _path_target("cwd", caller_cwd, arguments)
+        return Target("undeclared", None, "something it does not declare")
+    if acts_on.kind == "path":
+        return _path_target(acts_on.name, caller_cwd, arguments)
+    if acts_on.kind == "global":
+        what = "global state" if acts_on.name == "state" else f"global state ({acts_on.name})"
+        return Target("global", None, what)
+    assert acts_on.resolver is not None
+    try:
+        directory = acts_on.resolver(arguments)
+    except Exception:
+        directory = None
+    if not isinstance(directory, str) or not os.path.isabs(directory) or "\0" in directory:
+        return Target("object", None, f"a {acts_on.name} whose directory is unknown")
+    return Target("object", os.path.realpath(directory), f"the {acts_on.name}'s directory")
+
+
+def _path_target(argument: str, caller_cwd: str, arguments: object) -> Target:
+    value = getattr(arguments, argument, None)
+    if not isinstance(value, str) or not value or "\0" in value:
+        return Target("path", None, f"argument {argument}, which names no path")
+    resolved = os.path.realpath(os.path.join(caller_cwd, os.path.expanduser(value)))
+    return Target("path", resolved, f"the path in argument {argument}")

@@ -102,10 +102,11 @@ class SessionGrants:
         session: str,
         tool: str,
         privileged: tuple[Capability, ...],
-        cwd: str,
+        cwd: str | None,
         label: str | None = None,
     ) -> Grant | None:
-        """The grant covering this call, one of its uses spent; None when none covers it."""
+        """The grant covering this call, one of its uses spent; None when none covers it
+        (`cwd` None: the call acts on no directory, so no directory-confined grant does)."""
         now = time.time_ns() // 1_000_000
         grants = self._by_session.get(session, [])
         for grant in grants:

@@ -59,7 +59,28 @@ class ApprovalAnswered(NamedTuple):
     reply: ApprovalReply
 
 
-Action = Send | StartCall | CancelCall | SendTools | SendSessions | IdentityFixed | ApprovalAnswered
+class RefusedCall(NamedTuple):
+    """A `tool_call` frame refused before it became a call (invalid, another protocol version,
+    a request id in flight, too many calls, a void token): the adapter has it audited, as the
+    pipeline audits the calls it refuses."""
+
+    request_id: str | None
+    #: The name the frame asked for, when it named one (cut to 200 characters).
+    tool_name: str | None
+    caller: CallerInfo
+    reason: str
+
+
+Action = (
+    Send
+    | StartCall
+    | CancelCall
+    | SendTools
+    | SendSessions
+    | IdentityFixed
+    | ApprovalAnswered
+    | RefusedCall
+)
 
 
 class ApprovalAsk(NamedTuple):

@@ -37,6 +37,7 @@ from meith_core.protocol.actions import (
     Identity,
     IdentityFixed,
     Refused,
+    RefusedCall,
     Send,
     SendSessions,
     SendTools,
@@ -188,19 +189,16 @@ class Connection:
             request_id = None
         proto = msg.get("protocol")
         if proto is not None and not (type(proto) is int and proto == PROTOCOL_VERSION):
-            out.append(
-                Send(
-                    error_frame(
-                        request_id,
-                        f"Unsupported protocol version {proto!r}; server requires {PROTOCOL_VERSION}",
-                    )
-                )
-            )
+            message = f"Unsupported protocol version {proto!r}; server requires {PROTOCOL_VERSION}"
+            out.append(Send(error_frame(request_id, message)))
+            self._refused_frame(msg, request_id, message, out)
             return
         try:
             parsed = client_message_adapter.validate_python(msg)
         except ValidationError as exc:
-            out.append(Send(error_frame(None, f"Invalid message: {_short_validation(exc)}")))
+            message = f"Invalid message: {_short_validation(exc)}"
+            out.append(Send(error_frame(None, message)))
+            self._refused_frame(msg, request_id, message, out)
             return
         if isinstance(parsed, ToolCall):
             self._start_call(parsed, out)
@@ -236,6 +234,26 @@ class Connection:
             out.append(Send(error_frame(request_id, refused)) if refused else SendSessions())
         elif isinstance(parsed, Ping):
             out.append(Send(PONG))
+
+    def _refused_frame(
+        self, msg: dict[str, Any], request_id: str | None, reason: str, out: list[Action]
+    ) -> None:
+        """A refused frame that asked to run a tool is audited (other frames run nothing)."""
+        if msg.get("type") != "tool_call":
+            return
+        name = msg.get("toolName")
+        tool_name = name[:200] if isinstance(name, str) else None
+        out.append(RefusedCall(request_id, tool_name, self._refusal_caller(), reason))
+
+    def _refusal_caller(self) -> CallerInfo:
+        """Who sent a refused frame: the connection's identity so far, nothing the frame says."""
+        ident = self.identity
+        return CallerInfo(
+            caller=ident.caller,
+            session_id=ident.session_id or self.session_id,
+            cwd=self._runtime_cwd,
+            label=ident.label,
+        )
 
     # -- identity --------------------------------------------------------------------------
 
@@ -324,24 +342,28 @@ class Connection:
             message = (
                 f"requestId {rid!r} is already in flight on this connection; the call was not run"
             )
-            out.append(Send(error_frame(rid, message)))
+            self._refuse_call(call, message, out)
             return
         if len(self._in_flight) >= self._max_in_flight:
             message = f"too many calls in flight on this connection (limit {self._max_in_flight})"
-            out.append(Send(error_frame(rid, message)))
+            self._refuse_call(call, message, out)
             return
         claimed = self._claim(call.clientInfo, out)
         refused = self._token_refusal()
         if refused:
-            out.append(Send(error_frame(rid, refused)))
+            self._refuse_call(call, refused, out)
             return
         try:
             caller = self._caller(call.clientInfo, claimed)
         except Refused as exc:
-            out.append(Send(error_frame(rid, str(exc))))
+            self._refuse_call(call, str(exc), out)
             return
         self._in_flight.add(rid)
         out.append(StartCall(call, caller))
+
+    def _refuse_call(self, call: ToolCall, message: str, out: list[Action]) -> None:
+        out.append(Send(error_frame(call.requestId, message)))
+        out.append(RefusedCall(call.requestId, call.toolName, self._refusal_caller(), message))
 
     def call_finished(self, request_id: str, now: float) -> None:
         self._in_flight.discard(request_id)

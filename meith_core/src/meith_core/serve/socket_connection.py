@@ -21,6 +21,7 @@ from meith_core.protocol.actions import (
     ApprovalAnswered,
     CancelCall,
     IdentityFixed,
+    RefusedCall,
     Send,
     SendSessions,
     SendTools,
@@ -132,6 +133,10 @@ class SocketConnection(asyncio.Protocol):
                 server.runtime.set_session_approver(self.session_id, self._ask_approval)
         elif isinstance(action, CancelCall):
             self._cancel(action)
+        elif isinstance(action, RefusedCall):
+            server.runtime.pipeline.record_refused(
+                action.caller, action.request_id, action.tool_name, action.reason
+            )
         elif isinstance(action, ApprovalAnswered):
             fut = self._approvals.get(action.approval_id)
             if fut is not None and not fut.done():

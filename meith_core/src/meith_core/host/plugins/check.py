@@ -25,7 +25,7 @@ from meith_core.host.plugins.api import declared_range
 from meith_core.host.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 from meith_core.host.plugins.imports import scan
 from meith_core.host.plugins.manager import PluginRecord
-from meith_core.protocol.capabilities import Capability
+from meith_core.protocol.capabilities import PRIVILEGED, Capability
 
 Level = Literal["error", "warning"]
 #: Importing a plugin slower than this slows `meith serve` start-up noticeably.
@@ -132,6 +132,15 @@ def check_tool(report: PluginReport, tool: ToolDefinition) -> None:
             f"{', '.join(sorted(c.value for c in scoped))}, but does not say how it honours a "
             'grant confined to a directory: check ctx.grant_scope and declare grant_scope="enforced" '
             '(or grant_scope="not-applicable" when its paths never lead to writes or processes)',
+        )
+    if caps & PRIVILEGED and tool.declared_target is None:
+        report.add(
+            "error",
+            f"{where}: declares {', '.join(sorted(c.value for c in caps & PRIVILEGED))} but not "
+            'what it acts on: acts_on="path:ARG" (the path in argument ARG, e.g. "path:cwd"), '
+            'acts_on="global" (state every session shares: settings, plugins, the runtime) or '
+            'acts_on=ActsOn.object(resolver, what="...") (an existing object\'s own directory). '
+            "Undeclared, a grant confined to a directory covers it only through a `cwd` argument",
         )
     if tool.grant_scope is not None and not scoped:
         report.add(
