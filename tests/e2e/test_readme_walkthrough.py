@@ -29,7 +29,9 @@ from tests.readme import (
     transcript,
 )
 
-pytestmark = pytest.mark.slow
+# The installs (a venv with meith and its plugins, then a plugin) take most of it: about 2 min
+# on a quiet 2-core machine, over 5 on a busy one, so this test has more than the suite's 300 s.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _person_env(home: Path) -> dict[str, str]:
