@@ -319,6 +319,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
     return [
         tool(
             workspace_read_file,
+            acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,
             output=ReadFileResult,
@@ -326,6 +327,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_write_file,
+            acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
             idempotent=True,
@@ -334,6 +336,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_apply_patch,
+            acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
             output=PatchResult,
@@ -341,6 +344,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_undo,
+            acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
             output=UndoResult,
@@ -348,6 +352,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_list_files,
+            acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,
             output=ListFilesResult,
@@ -355,6 +360,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_search,
+            acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,
             output=SearchResult,

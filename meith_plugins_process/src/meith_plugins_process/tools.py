@@ -465,6 +465,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             run_command,
+            acts_on="path:cwd",
             capabilities=["starts-process", "accesses-network"],
             output=RunCommandResult,
             grant_scope="enforced",
