@@ -40,6 +40,10 @@ _EXPORTS: dict[str, str] = {
     "resolve_within": "meith_core.base.paths",
     "is_within": "meith_core.base.paths",
     "PathEscapeError": "meith_core.base.paths",
+    # caller-supplied regular expressions: linear time (RE2), memory-bounded
+    "compile_pattern": "meith_core.base.patterns",
+    "CallerPattern": "meith_core.base.patterns",
+    "PatternError": "meith_core.base.patterns",
     # private files under MEITH_HOME: 0700 directories, 0600 files written atomically
     "new_id": "meith_core.base.ids",
     "ensure_private_dir": "meith_core.base.home",
@@ -67,6 +71,7 @@ __all__ = [
     "ApprovalRequest",
     "CallerInfo",
     "CallerKind",
+    "CallerPattern",
     "CancelToken",
     "Capability",
     "Confinement",
@@ -75,6 +80,7 @@ __all__ = [
     "EventKind",
     "MeithHome",
     "PathEscapeError",
+    "PatternError",
     "PluginHost",
     "Runtime",
     "SettingsSection",
@@ -85,6 +91,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "compile_pattern",
     "ensure_private_dir",
     "error_result",
     "hookimpl",
@@ -124,6 +131,7 @@ if TYPE_CHECKING:
     )
     from meith_core.base.ids import new_id
     from meith_core.base.paths import PathEscapeError, is_within, resolve_within, write_file_beneath
+    from meith_core.base.patterns import CallerPattern, PatternError, compile_pattern
     from meith_core.call.context import ToolContext
     from meith_core.call.tooldef import (
         NO_TIMEOUT,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 from typing import TYPE_CHECKING, Any, Final
 
@@ -17,6 +16,7 @@ from meith_core import (
     ToolDefinition,
     ToolError,
     ToolResult,
+    compile_pattern,
     is_within,
     landlock_status,
     ok_result,
@@ -374,7 +374,8 @@ async def _wait_ready(
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + args.timeoutMs / 1000
-    pattern = re.compile(args.logPattern) if args.logPattern else None
+    # A caller's pattern runs on RE2 (linear time) on the event loop: it cannot stall others.
+    pattern = compile_pattern(args.logPattern) if args.logPattern else None
     wants_port = args.port is not None or (pattern is None and args.url is None)
     port_ok, url_ok = not wants_port, args.url is None
     matched = asyncio.Event()
