@@ -56,6 +56,12 @@ _EXPORTS: dict[str, str] = {
     # kernel confinement of started processes (Landlock)
     "Confinement": "meith_core.policy.confinement",
     "landlock_status": "meith_core.policy.confinement",
+    # git metadata a confined process plants: found, neutralised, reported
+    "GitMetadataWatch": "meith_core.policy.planted_git",
+    "PlantedGit": "meith_core.policy.planted_git",
+    "PlantedGitReport": "meith_core.policy.planted_git",
+    "GIT_PROGRAM_KEYS": "meith_core.policy.planted_git",
+    "is_program_valued": "meith_core.policy.planted_git",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -64,6 +70,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
@@ -78,9 +85,12 @@ __all__ = [
     "Diagnostic",
     "ErrorCode",
     "EventKind",
+    "GitMetadataWatch",
     "MeithHome",
     "PathEscapeError",
     "PatternError",
+    "PlantedGit",
+    "PlantedGitReport",
     "PluginHost",
     "Runtime",
     "SettingsSection",
@@ -95,6 +105,7 @@ __all__ = [
     "ensure_private_dir",
     "error_result",
     "hookimpl",
+    "is_program_valued",
     "is_within",
     "landlock_status",
     "new_id",
@@ -146,6 +157,13 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.policy.planted_git import (
+        GIT_PROGRAM_KEYS,
+        GitMetadataWatch,
+        PlantedGit,
+        PlantedGitReport,
+        is_program_valued,
+    )
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability
