@@ -250,10 +250,15 @@ class GitMetadataWatch:
     def for_confinement(cls, scope: str, plan: Any, **kwargs: Any) -> GitMetadataWatch:
         """The watch of a process confined by `plan` (a `Confinement`) beneath `scope`."""
         root = os.path.realpath(scope)
-        writable = tuple(os.path.realpath(d) for d in plan.write_dirs)
-        roots = tuple(d for d in writable if is_within(d, root)) or (root,)
+        writable = (
+            *(os.path.realpath(d) for d in plan.write_dirs),
+            *(os.path.realpath(f) for f in plan.write_files),
+        )
         read_only = tuple(os.path.realpath(p) for p in plan.read_only)
-        return cls(roots, writable, read_only, **kwargs)
+        # The whole directory is walked, carved-out parts included (a `.git` pointer file the
+        # process may rewrite can sit in a directory it cannot add entries to); what it could
+        # not write is never touched.
+        return cls((root,), tuple(writable), read_only, **kwargs)
 
     # -- at spawn -------------------------------------------------------------------------
 
