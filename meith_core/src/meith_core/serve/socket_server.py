@@ -76,8 +76,8 @@ class SocketServer:
         self.partial_frame_timeout_s = partial_frame_timeout_s
         self.idle_timeout_s = idle_timeout_s
         self.watch_interval_s = watch_interval_s
-        #: A connection that must present a session token and has none valid after this long
-        #: is closed.
+        #: A connection on the children's socket that has no valid session token after this
+        #: long is closed.
         self.token_grace_s = token_grace_s
         self.connections: set[SocketConnection] = set()
         limits = dataclasses.replace(limits or Limits(), per_peer=max_connections_per_peer)
@@ -175,7 +175,8 @@ class SocketServer:
                         now,
                         self.partial_frame_timeout_s,
                         self.idle_timeout_s,
-                        self.token_grace_s,
+                        # On the children's socket a connection is its token, or is closed.
+                        self.token_grace_s if conn.token_only else None,
                     )
                     if conn.rules
                     else ""
