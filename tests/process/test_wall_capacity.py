@@ -98,8 +98,9 @@ ATTACK = textwrap.dedent(
         if mode != "token":
             # Everything admitted without a token is closed by the server: nothing is left.
             result["stillOpen"] = sum(1 for s in held if not closed(s))
-        with open(os.path.join(out, f"kid{i}.json"), "w") as f:
+        with open(os.path.join(out, f".kid{i}.json"), "w") as f:
             json.dump(result, f)
+        os.rename(os.path.join(out, f".kid{i}.json"), os.path.join(out, f"kid{i}.json"))
         time.sleep(600)
 
     for i in range(%(kids)d):
