@@ -180,6 +180,8 @@ def test_what_a_confined_dev_server_plants_is_neutralised_when_it_stops(
     check = next(c for c in health["checks"] if c["name"] == "planted-git")
     assert check["status"] == "warn"
     assert check["details"]["neutralised"] >= 4  # sub, the pointer's gitdir, look, deep
+    verified = srv.cli("audit", "verify")  # the records are sealed into the chain
+    assert verified.returncode == 0, verified.stdout + verified.stderr
     assert srv.stop() == 0
 
 

@@ -50,11 +50,16 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from meith_core.base.paths import is_within
+from meith_core.policy.confinement import (
+    _gitdir_of,
+    _read_pointer,
+    repository_metadata,
+)
 
 #: Program-valued config keys (lower-case; `*` a driver or subsection name) and a neutral value
 #: (what the git plugin sets with `-c` when the repository names one). The one table: the git
@@ -268,7 +273,8 @@ class GitMetadataWatch:
         directories (a few reads, no walk), so that a change there removes only what is new."""
         self.started_ns = time.time_ns()
         for root in self.roots:
-            for gitdir in _top_gitdirs(root):
+            # The same repositories confinement mounts read-only where it can.
+            for gitdir in (p for p in repository_metadata(root) if os.path.isdir(p)):
                 for name in _CONFIG_FILES:
                     path = os.path.join(gitdir, name)
                     data = _read_regular(path)
@@ -735,48 +741,6 @@ def _read_regular(path: str) -> bytes | None:
         return data if len(data) <= _MAX_CONFIG_BYTES else None
     finally:
         os.close(fd)
-
-
-def _top_gitdirs(root: str) -> Iterable[str]:
-    """The gitdirs of `root` and of its direct subdirectories (pointer files followed)."""
-    candidates = [os.path.join(root, ".git"), root]
-    with contextlib.suppress(OSError), os.scandir(root) as it:
-        candidates += [os.path.join(e.path, ".git") for e in it if e.is_dir(follow_symlinks=False)]
-    for dotgit in candidates:
-        if os.path.islink(dotgit):
-            continue
-        if os.path.isdir(dotgit):
-            if dotgit != root or os.path.exists(os.path.join(root, "HEAD")):
-                yield os.path.realpath(dotgit)
-        elif os.path.isfile(dotgit):
-            target = _gitdir_of(dotgit)
-            if target is not None:
-                yield target
-
-
-def _gitdir_of(pointer: str) -> str | None:
-    try:
-        with open(pointer, encoding="utf-8", errors="replace") as f:
-            line = f.readline(4096).strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    return _resolve_dir(line[len("gitdir:") :].strip(), os.path.dirname(pointer))
-
-
-def _read_pointer(path: str, base: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            value = f.readline(4096).strip()
-    except OSError:
-        return None
-    return _resolve_dir(value, base) if value else None
-
-
-def _resolve_dir(value: str, base: str) -> str | None:
-    path = os.path.realpath(os.path.join(base, value))
-    return path if os.path.isdir(path) else None
 
 
 __all__ = [
