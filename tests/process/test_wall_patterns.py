@@ -70,10 +70,12 @@ async def test_a_catastrophic_pattern_does_not_stall_other_callers(meith_server:
     waiter = await RawConnection.open(srv.socket)
     other = await RawConnection.open(srv.socket)
     try:
+        # Its own timeout is shorter than the stall the pattern caused before (8 s for 27
+        # characters, doubling per character): then its answer came first, the other's after.
         await waiter.call(
             "w",
             "wait_for_dev_server",
-            {"devServerId": server["id"], "logPattern": "^(a+)+$", "timeoutMs": 3000},
+            {"devServerId": server["id"], "logPattern": "^(a+)+$", "timeoutMs": 5000},
         )
         # The waiter's call has started (its first progress event) before the other is sent.
         await waiter.until(lambda f: f.get("type") == "tool_event", timeout=30)
