@@ -85,26 +85,22 @@ class Capacity:
         self._sessions: Counter[str] = Counter()
         self.descendants = 0
 
-    def admit(self, pid: int, tree: int | None) -> Slot | tuple[str, bool]:
+    def admit(self, pid: int, tree: int | None) -> Slot | str:
         """A slot for a peer (`tree`: its process tree when it descends from the runtime),
-        or `(why not, whether the refusal is the caller's own doing)`."""
+        or why not."""
         lim = self.limits
         if self.count >= lim.total:
-            return f"too many connections (limit {lim.total})", False
+            return f"too many connections (limit {lim.total})"
         if self._peers[pid] >= lim.per_peer:
-            return f"this process holds too many connections (limit {lim.per_peer})", True
+            return f"this process holds too many connections (limit {lim.per_peer})"
         if tree is not None:
             if self.descendants >= lim.descendants:
                 return (
                     "processes started by this runtime hold too many connections (limit "
-                    f"{lim.descendants}; the rest are kept for the local user)",
-                    True,
+                    f"{lim.descendants}; the rest are kept for the local user)"
                 )
             if self._trees[tree] >= lim.per_tree:
-                return (
-                    f"this process tree holds too many connections (limit {lim.per_tree})",
-                    True,
-                )
+                return f"this process tree holds too many connections (limit {lim.per_tree})"
             self._trees[tree] += 1
             self.descendants += 1
         self._peers[pid] += 1

@@ -26,7 +26,6 @@ from meith_core.host.runtime import Runtime
 from meith_core.protocol import frames
 from meith_core.serve.admission import Admitted, Refusal
 from meith_core.serve.capacity import (
-    MAX_CONNECTIONS,
     MAX_CONNECTIONS_PER_PEER,
     TOKEN_GRACE_S,
     Capacity,
@@ -44,7 +43,6 @@ _log = structlog.get_logger("meith.server")
 MAX_OUTBOUND_BYTES: Final = 16 * 1024 * 1024
 #: A frame started but not finished within this many seconds closes the connection.
 PARTIAL_FRAME_TIMEOUT_S: Final = 30.0
-__all__ = ["MAX_CONNECTIONS", "MAX_CONNECTIONS_PER_PEER", "SocketServer"]
 #: A connection with nothing in flight that sends nothing for this long is closed. Any frame
 #: resets it; `{"type":"ping"}` is the cheap one.
 IDLE_TIMEOUT_S: Final = 600.0
@@ -126,7 +124,7 @@ class SocketServer:
         descendant = peer_descends_from(sock, pid, runtime_pid)
         slot = self.capacity.admit(pid, tree_root(pid, runtime_pid) if descendant else None)
         if not isinstance(slot, Slot):
-            return Refusal(slot[0], tell=True)
+            return Refusal(slot, tell=True)
         return Admitted(pid, descendant, slot)
 
     def bind_session(self, conn: SocketConnection, session_id: str) -> str | None:
