@@ -134,6 +134,9 @@ _CONFIG_FILES: Final = ("config", "config.worktree")
 _MAX_CONFIG_BYTES: Final = 1024 * 1024
 #: Entries one walk may visit before it stops and says it is incomplete.
 MAX_SCAN_ENTRIES: Final = 1_000_000
+#: Findings one scan makes (a process planting thousands of repositories costs several scans,
+#: each bounded; what one reported is not examined again unless it changes).
+MAX_GITDIRS_PER_SCAN: Final = 2000
 #: Directories whose listing a watch remembers between walks.
 _MAX_CACHED_DIRS: Final = 500_000
 #: Change times this close before the start count as the process's (file systems stamp with
@@ -305,6 +308,12 @@ class GitMetadataWatch:
                 real = os.path.realpath(gitdir)
                 if real in seen:
                     continue
+                if len(findings) >= MAX_GITDIRS_PER_SCAN:
+                    self._incomplete = (
+                        f"git metadata scan stopped after {MAX_GITDIRS_PER_SCAN} repositories; "
+                        "the next scan goes on with the rest"
+                    )
+                    break
                 seen.add(real)
                 found = self._examine(real, kind, via, forced, queue)
                 if found is not None:
@@ -745,6 +754,7 @@ def _read_regular(path: str) -> bytes | None:
 
 __all__ = [
     "GIT_PROGRAM_KEYS",
+    "MAX_GITDIRS_PER_SCAN",
     "MAX_SCAN_ENTRIES",
     "GitMetadataWatch",
     "PlantedGit",
