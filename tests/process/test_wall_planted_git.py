@@ -359,3 +359,27 @@ def test_a_hook_planted_in_the_directory_core_hookspath_names_is_disabled(
     assert os.access(husky / "commit-msg", os.X_OK)  # untouched: it did not change
     assert "hooksPath = .husky" in (ws / ".git/config").read_text()  # the user's setting stays
     assert not watch.scan()
+
+
+def test_many_planted_repositories_take_several_bounded_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from meith_core.policy import planted_git
+
+    monkeypatch.setattr(planted_git, "MAX_GITDIRS_PER_SCAN", 2)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    watch = GitMetadataWatch((str(ws),), (str(ws),))
+    watch.snapshot()
+    for i in range(3):
+        _git(ws, "init", "-q", f"r{i}")
+        _git(ws, "-C", f"r{i}", "config", "core.editor", "evil")
+    first = watch.scan()
+    assert len(first.neutralised) == 2
+    assert first.complete is False
+    assert "stopped after 2 repositories" in (first.note or "")
+    second = watch.scan()
+    assert len(second.neutralised) == 1
+    assert second.complete is True
+    for i in range(3):
+        assert "evil" not in (ws / f"r{i}/.git/config").read_text()
