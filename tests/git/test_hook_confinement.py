@@ -175,3 +175,30 @@ async def test_a_checkout_hook_of_a_new_worktree_runs_confined(git_rt, make_repo
     )
     assert report.read_text().splitlines() == ["ok", "refused"]
     assert (scope / "wt" / "README.md").exists()
+
+
+async def test_git_metadata_a_confined_hook_plants_is_neutralised_and_audited(
+    git_rt, make_repo, sh, tmp_path
+):
+    """Issue 19, attack 4 for hooks: a confined pre-commit hook makes a nested repository with
+    a `core.fsmonitor` and a `!` alias; after the commit both are gone (the repository stays),
+    and the audit trail has a `planted-git` record."""
+    repo = make_repo("project/repo")
+    scope = repo.parent
+    ran = tmp_path / "ran"
+    _hook(
+        repo,
+        "pre-commit",
+        f"git init -q '{scope}/nested' && "
+        f"git -C '{scope}/nested' config core.fsmonitor 'touch {ran}-fsmonitor' && "
+        f"git -C '{scope}/nested' config alias.x '!touch {ran}-alias'\n",
+    )
+    await _commit(git_rt, repo, sh, _agent(git_rt, scope))
+    config = (scope / "nested/.git/config").read_text()
+    assert "fsmonitor" not in config
+    assert "alias" not in config.split("[alias]")[-1] or "touch" not in config
+    assert "repositoryformatversion" in config  # still a repository
+    records = [r for r in git_rt.audit.read() if r.get("kind") == "planted-git"]
+    assert records, "no planted-git record"
+    assert records[-1]["subject"]["kind"] == "git-hooks"
+    assert "core.fsmonitor" in str(records[-1]["findings"])

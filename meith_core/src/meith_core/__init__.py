@@ -42,6 +42,10 @@ _EXPORTS: dict[str, str] = {
     "resolve_within": "meith_core.base.paths",
     "is_within": "meith_core.base.paths",
     "PathEscapeError": "meith_core.base.paths",
+    # caller-supplied regular expressions: linear time (RE2), memory-bounded
+    "compile_pattern": "meith_core.base.patterns",
+    "CallerPattern": "meith_core.base.patterns",
+    "PatternError": "meith_core.base.patterns",
     # private files under MEITH_HOME: 0700 directories, 0600 files written atomically
     "new_id": "meith_core.base.ids",
     "ensure_private_dir": "meith_core.base.home",
@@ -54,6 +58,12 @@ _EXPORTS: dict[str, str] = {
     # kernel confinement of started processes (Landlock)
     "Confinement": "meith_core.policy.confinement",
     "landlock_status": "meith_core.policy.confinement",
+    # git metadata a confined process plants: found, neutralised, reported
+    "GitMetadataWatch": "meith_core.policy.planted_git",
+    "PlantedGit": "meith_core.policy.planted_git",
+    "PlantedGitReport": "meith_core.policy.planted_git",
+    "GIT_PROGRAM_KEYS": "meith_core.policy.planted_git",
+    "is_program_valued": "meith_core.policy.planted_git",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -62,6 +72,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
@@ -70,14 +81,19 @@ __all__ = [
     "ApprovalRequest",
     "CallerInfo",
     "CallerKind",
+    "CallerPattern",
     "CancelToken",
     "Capability",
     "Confinement",
     "Diagnostic",
     "ErrorCode",
     "EventKind",
+    "GitMetadataWatch",
     "MeithHome",
     "PathEscapeError",
+    "PatternError",
+    "PlantedGit",
+    "PlantedGitReport",
     "PluginHost",
     "Runtime",
     "SettingsSection",
@@ -88,9 +104,11 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "compile_pattern",
     "ensure_private_dir",
     "error_result",
     "hookimpl",
+    "is_program_valued",
     "is_within",
     "landlock_status",
     "new_id",
@@ -128,6 +146,7 @@ if TYPE_CHECKING:
     )
     from meith_core.base.ids import new_id
     from meith_core.base.paths import PathEscapeError, is_within, resolve_within, write_file_beneath
+    from meith_core.base.patterns import CallerPattern, PatternError, compile_pattern
     from meith_core.call.context import ToolContext
     from meith_core.call.tooldef import (
         NO_TIMEOUT,
@@ -143,6 +162,13 @@ if TYPE_CHECKING:
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.confinement import Confinement, landlock_status
     from meith_core.policy.request import ActsOn
+    from meith_core.policy.planted_git import (
+        GIT_PROGRAM_KEYS,
+        GitMetadataWatch,
+        PlantedGit,
+        PlantedGitReport,
+        is_program_valued,
+    )
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

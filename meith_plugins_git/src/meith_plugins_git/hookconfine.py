@@ -10,6 +10,10 @@ and socket hidden and `.git` read-only where user namespaces work.
 
 The wrapper directory is outside the confinement's reach (a hook could otherwise rewrite the
 wrapper of the next hook git runs, unconfined), and both directories are removed afterwards.
+
+Git metadata a confined hook plants beneath the directory (a nested repository with
+`core.fsmonitor`, ...) is found and neutralised after the command by the core's one scanner,
+`meith_core.GitMetadataWatch`, and reported (`PluginHost.report_planted_git`).
 """
 
 from __future__ import annotations
@@ -19,10 +23,14 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from meith_core import Confinement, landlock_status
+from meith_core import Confinement, GitMetadataWatch, PlantedGitReport, landlock_status
+
+#: Where a planted-git report goes (`PluginHost.report_planted_git`).
+ReportPlanted = Callable[[PlantedGitReport, Mapping[str, Any]], None]
 
 #: Variables that would lead a hook back to meith's trust root or socket.
 _CALLBACK_ENV = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
@@ -37,6 +45,8 @@ class HookConfinement:
     home: str
     #: Further paths to cover (the runtime's socket).
     hide: tuple[str, ...] = ()
+    #: Where what the hooks planted is reported (bound when the plugin starts).
+    report: ReportPlanted | None = field(default=None, compare=False)
 
     @property
     def enforced(self) -> bool:
@@ -58,8 +68,11 @@ def executable_hooks(hooks_dir: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator[str]:
-    """A private hooks directory whose wrappers run the hooks of `hooks_dir` confined."""
+def confined_hooks_dir(
+    confinement: HookConfinement, hooks_dir: str
+) -> Iterator[tuple[str, GitMetadataWatch | None]]:
+    """A private hooks directory whose wrappers run the hooks of `hooks_dir` confined, and the
+    watch to scan once the command is done (None when there is no hook to run)."""
     wrappers = tempfile.mkdtemp(prefix="meith-hooks-")
     scratch = tempfile.mkdtemp(prefix="meith-hook-tmp-")
     try:
@@ -72,7 +85,11 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
         )
         prologue = [f"unset {' '.join(_CALLBACK_ENV)}"]
         prologue += [f"{k}={shlex.quote(scratch)}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]
-        for name in executable_hooks(hooks_dir):
+        names = executable_hooks(hooks_dir)
+        watch = GitMetadataWatch.for_confinement(confinement.scope, plan) if names else None
+        if watch is not None:
+            watch.snapshot()
+        for name in names:
             argv = plan.wrap([os.path.join(hooks_dir, name)])
             script = "#!/bin/sh\n" + "\n".join(prologue) + "\n"
             script += f'exec {" ".join(shlex.quote(a) for a in argv)} "$@"\n'
@@ -80,7 +97,7 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
             with os.fdopen(fd, "w") as fh:
                 fh.write(script)
-        yield wrappers
+        yield wrappers, watch
     finally:
         shutil.rmtree(wrappers, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)

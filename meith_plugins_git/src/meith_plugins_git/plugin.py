@@ -39,6 +39,8 @@ class Plugin:
         if self.tools is not None and host.socket_path:
             # Hooks run confined must not reach the runtime (its socket may lie outside home).
             self.tools.git.hidden_paths = (host.socket_path,)
+        if self.tools is not None:
+            self.tools.git.report_planted = host.report_planted_git
         # Probing namespace support spawns a process: now, off the event loop, rather than
         # in the first commit that runs hooks.
         await anyio.to_thread.run_sync(landlock_status)

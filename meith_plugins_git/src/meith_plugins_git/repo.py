@@ -31,7 +31,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from meith_core import CancelToken, ErrorCode, ToolContext, ToolError, is_within
+import anyio.to_thread
+
+from meith_core import (
+    CancelToken,
+    ErrorCode,
+    GitMetadataWatch,
+    ToolContext,
+    ToolError,
+    is_within,
+)
 from meith_plugins_git.hookconfine import HookConfinement, confined_hooks_dir
 from meith_plugins_git.process import Completed, gather
 from meith_plugins_git.repoconfig import (
@@ -101,9 +110,10 @@ class Repo:
         )
         with contextlib.ExitStack() as stack:
             hooks_path = None
+            watch = None
             if confine:
                 assert self.hook_confinement is not None
-                hooks_path = stack.enter_context(
+                hooks_path, watch = stack.enter_context(
                     confined_hooks_dir(self.hook_confinement, self.run_hooks_dir)
                 )
             try:
@@ -129,6 +139,23 @@ class Repo:
                 if "index.lock': File exists" in exc.result.stderr_text:
                     raise (self.index_lock_error() or exc) from None
                 raise
+            finally:
+                if watch is not None:
+                    # What the confined hooks planted is neutralised before anyone runs git.
+                    await self._scan_planted(watch, command)
+
+    async def _scan_planted(self, watch: GitMetadataWatch, command: Sequence[str]) -> None:
+        confinement = self.hook_confinement
+        assert confinement is not None
+        report = await anyio.to_thread.run_sync(watch.scan, abandon_on_cancel=True)
+        if report and confinement.report is not None:
+            subject = {
+                "kind": "git-hooks",
+                "cwd": self.root,
+                "confinedTo": confinement.scope,
+                "tool": f"git {' '.join(command[:1])}",
+            }
+            confinement.report(report, subject)
 
     def _remove_index_lock_since(self, started: float) -> None:
         """After a writer had to be stopped: git removes its index.lock on SIGTERM but not on
@@ -227,7 +254,9 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     held = ctx.held_grant("starts-process", cwd=root)
     confinement = None
     if held is not None and held.scope is not None:
-        confinement = HookConfinement(held.scope, str(ctx.home.root), git.hidden_paths)
+        confinement = HookConfinement(
+            held.scope, str(ctx.home.root), git.hidden_paths, git.report_planted
+        )
     return Repo(
         git,
         root,

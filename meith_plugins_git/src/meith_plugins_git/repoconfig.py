@@ -19,48 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from meith_core import GIT_PROGRAM_KEYS
+
 #: Scopes written by the user rather than by whoever produced the repository.
 USER_SCOPES: Final = frozenset({"system", "global"})
 
-#: Program-valued keys (lower-case, `*` = a driver or subsection name) and their neutral value.
-PROGRAM_KEYS: Final[tuple[tuple[str, str], ...]] = (
-    ("core.fsmonitor", "false"),
-    # Hooks are programs too; where a command may run them, they come from the repository's
-    # own hooks directory (discovery passes it), never from a directory its config names.
-    ("core.hookspath", "/dev/null"),
-    ("core.sshcommand", ""),
-    ("core.gitproxy", ""),
-    ("core.askpass", ""),
-    ("core.editor", ""),
-    ("core.pager", "cat"),
-    ("core.alternaterefscommand", ""),
-    ("sequence.editor", ""),
-    ("diff.external", ""),
-    ("diff.*.command", ""),
-    ("diff.*.textconv", ""),
-    ("filter.*.clean", ""),
-    ("filter.*.smudge", ""),
-    ("filter.*.process", ""),
-    ("filter.*.required", "false"),
-    ("merge.*.driver", ""),
-    ("gpg.program", "gpg"),
-    ("gpg.openpgp.program", "gpg"),
-    ("gpg.x509.program", "gpgsm"),
-    ("gpg.ssh.program", "ssh-keygen"),
-    ("gpg.ssh.defaultkeycommand", ""),
-    ("credential.helper", ""),
-    ("credential.*.helper", ""),
-    ("pager.*", "cat"),
-    ("remote.*.uploadpack", ""),
-    ("remote.*.receivepack", ""),
-    ("uploadpack.packobjectshook", ""),
-    ("difftool.*.cmd", ""),
-    ("mergetool.*.cmd", ""),
-    ("interactive.difffilter", ""),
-    ("man.*.cmd", ""),
-    ("browser.*.cmd", ""),
-    ("web.browser", ""),
-)
+#: Program-valued keys (lower-case, `*` = a driver or subsection name) and their neutral value:
+#: the core's one table, shared with the scanner of planted git metadata
+#: (`meith_core.GitMetadataWatch`).
+PROGRAM_KEYS: Final = GIT_PROGRAM_KEYS
 
 _PATTERNS: Final = tuple(
     (re.compile(fnmatch.translate(pattern)), neutral) for pattern, neutral in PROGRAM_KEYS

@@ -25,9 +25,9 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from meith_core import CancelToken, ErrorCode, ToolError
+from meith_core import CancelToken, ErrorCode, PlantedGitReport, ToolError
 from meith_plugins_git.process import Completed, run_program
 
 #: `--end-of-options` appeared in git 2.24; older git cannot be run safely.
@@ -143,6 +143,8 @@ class Git:
         #: Paths a confined hook must not see besides meith's home: the runtime's socket (set
         #: when the runtime starts).
         self.hidden_paths: tuple[str, ...] = ()
+        #: Where git metadata planted by confined hooks is reported (bound at start-up).
+        self.report_planted: Callable[[PlantedGitReport, Mapping[str, Any]], None] | None = None
 
     @classmethod
     def locate(cls, environ: Mapping[str, str] | None = None) -> Git:

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import CallerInfo, ErrorCode, ToolError, new_id
+from meith_core import CallerInfo, ErrorCode, PlantedGitReport, ToolError, new_id
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
@@ -91,6 +91,8 @@ class DevServer:
         self._linger: asyncio.TimerHandle | None = None
         #: Attached callers that cannot keep up: while any, its pipes are not read.
         self._output_holds: set[object] = set()
+        #: The planted-git watch of a confined one; its result is the scan at exit.
+        self.git_watch: asyncio.Task[PlantedGitReport] | None = None
 
     # -- the record ---------------------------------------------------------------------
 
@@ -123,6 +125,22 @@ class DevServer:
 
     def system(self, text: str) -> None:
         self.logs.append("system", [text])
+
+    def subject(self) -> dict[str, Any]:
+        """Who a planted-git report is about."""
+        return {
+            "processId": self.id,
+            "kind": "dev-server",
+            "cwd": self.cwd,
+            "confinedTo": self.confined.scope if self.confined else None,
+            "caller": self.owner.kind.value,
+            "sessionId": self.owner.session_id,
+            "tool": "start_dev_server",
+        }
+
+    def planted_git(self, report: PlantedGitReport) -> None:
+        """Say in its log what was found planted and neutralised."""
+        self.logs.append("system", [d["message"] for d in report.diagnostics()])
 
     def same_as(self, cwd: str, command: str, args: list[str]) -> bool:
         return self.cwd == cwd and self.command == command and self.args == args
@@ -318,6 +336,10 @@ class DevServerManager:
         server.pid = transport.get_pid()
         server.create_time = self.sup.track(
             server.id, "dev-server", server.pid, server.display_command
+        )
+        # Git metadata it plants is neutralised while it runs and when it exits.
+        server.git_watch = self.sup.watch_git(
+            confined, server.subject(), server.exited, server.planted_git
         )
         if server.status == "starting":
             server.status = "running"

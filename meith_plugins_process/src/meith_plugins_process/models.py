@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
 
-from meith_core import ToolArgs
+from meith_core import PatternError, ToolArgs, compile_pattern
 from meith_plugins_process.killer import parse_signal
 
 _ID = Annotated[str, Field(min_length=1, max_length=200)]
@@ -150,7 +150,11 @@ class WaitForDevServerArgs(ToolArgs):
         description="Wait for this port (default: the port the server announced)",
     )
     logPattern: str | None = Field(
-        None, min_length=1, max_length=1000, description="Wait for a log line matching this regex"
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Wait for a log line matching this regular expression (RE2 syntax: no "
+        "backreferences or lookaround; matching takes linear time)",
     )
     url: str | None = Field(
         None, description="Wait until this http(s) URL answers with a status below 500"
@@ -162,9 +166,9 @@ class WaitForDevServerArgs(ToolArgs):
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression: {exc}") from None
+                compile_pattern(value)
+            except PatternError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("url")

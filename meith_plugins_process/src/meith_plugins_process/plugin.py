@@ -44,6 +44,7 @@ class Plugin:
     @hookimpl
     async def meith_startup(self, host: PluginHost) -> None:
         self.supervisor.bind(host.home, host.socket_path)
+        self.supervisor.report_planted = host.report_planted_git
         # Probing namespace support spawns a process: do it now, off the event loop, rather
         # than in the first confined start.
         await anyio.to_thread.run_sync(landlock_status)

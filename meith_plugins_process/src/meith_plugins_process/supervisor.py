@@ -10,6 +10,7 @@ still matches (so the pid was not reused), and anything carrying their marker, a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -17,17 +18,20 @@ import signal
 import sys
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import anyio.to_thread
 import psutil
 import structlog
 
 from meith_core import (
     Confinement,
+    GitMetadataWatch,
     MeithHome,
+    PlantedGitReport,
     ensure_private_dir,
     landlock_status,
     read_json,
@@ -41,6 +45,18 @@ _log = structlog.get_logger("meith.process")
 RECOVERY_GRACE_S: Final = 1.0
 
 KIND_SIGNAL: Final = {"dev-server": signal.SIGTERM, "terminal": signal.SIGHUP}
+
+#: How often a running confined process's directory is scanned for planted git metadata
+#: (besides the scan when it exits); `MEITH_PLANTED_GIT_SCAN_S` tunes it.
+GIT_SCAN_INTERVAL_S: Final = 30.0
+
+
+def _git_scan_interval() -> float:
+    try:
+        value = float(os.environ.get("MEITH_PLANTED_GIT_SCAN_S", ""))
+    except ValueError:
+        return GIT_SCAN_INTERVAL_S
+    return value if 0 < value <= 86400 else GIT_SCAN_INTERVAL_S
 
 
 #: Where a child finds its session's token (see `ToolContext.child_environment`).
@@ -65,6 +81,8 @@ class Confined:
     tmpdir: str
     #: What lets the process call back as its session (the socket as it sees it, the token).
     callback: Mapping[str, str] | None = None
+    #: The watch for git metadata it plants (`meith_core.GitMetadataWatch`).
+    watch: GitMetadataWatch | None = None
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.plan.wrap(argv)
@@ -87,6 +105,9 @@ class Supervisor:
         self._managed: dict[str, dict[str, Any]] = {}
         self._record_path: Path | None = None
         self._self_time = _create_time(os.getpid())
+        #: Where planted-git reports go (`PluginHost.report_planted_git`, bound at start-up).
+        self.report_planted: Callable[[PlantedGitReport, Mapping[str, Any]], None] | None = None
+        self._git_watches: set[asyncio.Task[PlantedGitReport]] = set()
 
     # -- runtime binding ----------------------------------------------------------------
 
@@ -131,7 +152,69 @@ class Supervisor:
                 bind.append((callback["MEITH_SOCKET"], inner))
                 callback["MEITH_SOCKET"] = inner
         plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind)
-        return Confined(scope, plan, tmpdir, callback)
+        watch = GitMetadataWatch.for_confinement(scope, plan)
+        watch.snapshot()  # the configs at the top of the directory: a few reads, no walk
+        return Confined(scope, plan, tmpdir, callback, watch)
+
+    # -- planted git metadata -----------------------------------------------------------
+
+    def scan_git(self, confined: Confined, subject: Mapping[str, Any]) -> PlantedGitReport:
+        """Scan a confined process's directory for git metadata it planted, neutralise and
+        report it (blocking: call it in a worker thread, e.g. when a command exited)."""
+        if confined.watch is None:
+            return PlantedGitReport()
+        try:
+            report = confined.watch.scan()
+        except Exception as exc:  # a scan must never take the process tools down
+            _log.exception("planted git scan failed", error=str(exc))
+            return PlantedGitReport(complete=False, note=f"git metadata scan failed: {exc}")
+        if report and self.report_planted is not None:
+            self.report_planted(report, subject)
+        return report
+
+    def watch_git(
+        self,
+        confined: Confined | None,
+        subject: Mapping[str, Any],
+        exited: asyncio.Event,
+        on_report: Callable[[PlantedGitReport], None] | None = None,
+    ) -> asyncio.Task[PlantedGitReport] | None:
+        """For a long-lived confined process: a scan every `MEITH_PLANTED_GIT_SCAN_S` while it
+        runs and one when it exits; the task's result is that last scan's report."""
+        if confined is None or confined.watch is None:
+            return None
+        task = asyncio.get_running_loop().create_task(
+            self._watch_git(confined, subject, exited, on_report)
+        )
+        self._git_watches.add(task)
+        task.add_done_callback(self._git_watches.discard)
+        return task
+
+    async def _watch_git(
+        self,
+        confined: Confined,
+        subject: Mapping[str, Any],
+        exited: asyncio.Event,
+        on_report: Callable[[PlantedGitReport], None] | None,
+    ) -> PlantedGitReport:
+        watch = confined.watch
+        assert watch is not None
+        # Learn the directories while the process starts, so later scans list only changes.
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(watch.prime, abandon_on_cancel=True)
+        interval = _git_scan_interval()
+        while True:
+            if not exited.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(exited.wait(), interval)
+            last = exited.is_set()
+            report = await anyio.to_thread.run_sync(
+                self.scan_git, confined, subject, abandon_on_cancel=True
+            )
+            if report and on_report is not None:
+                on_report(report)
+            if last:
+                return report
 
     # -- children's environment ---------------------------------------------------------
 
@@ -247,6 +330,8 @@ class Supervisor:
 
     def close(self) -> None:
         """Clean shutdown: nothing is left to recover."""
+        for task in list(self._git_watches):
+            task.cancel()
         self._managed.clear()
         if self._record_path is not None:
             with contextlib.suppress(OSError):

@@ -19,7 +19,7 @@ import termios
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from meith_core import CallerInfo, ErrorCode, ToolError, new_id
+from meith_core import CallerInfo, ErrorCode, PlantedGitReport, ToolError, new_id
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
@@ -110,6 +110,8 @@ class Terminal:
         self._master: int | None = None
         self._transport: asyncio.SubprocessTransport | None = None
         self._loop = asyncio.get_running_loop()
+        #: The planted-git watch of a confined one; its result is the scan at exit.
+        self.git_watch: asyncio.Task[PlantedGitReport] | None = None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -128,6 +130,18 @@ class Terminal:
 
     def target(self, sig: signal.Signals) -> Target:
         return Target(self.id, self.pid, self.create_time, sig)
+
+    def subject(self) -> dict[str, Any]:
+        """Who a planted-git report is about."""
+        return {
+            "processId": self.id,
+            "kind": "terminal",
+            "cwd": self.cwd,
+            "confinedTo": self.confined.scope if self.confined else None,
+            "caller": self.owner.kind.value,
+            "sessionId": self.owner.session_id,
+            "tool": "create_terminal",
+        }
 
     # -- the PTY ------------------------------------------------------------------------
 
@@ -291,6 +305,8 @@ class TerminalManager:
         term._attach(master, transport)
         term.pid = transport.get_pid()
         term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
+        # Git metadata it plants is neutralised while it runs and when it exits.
+        term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)
         self.terminals[term.id] = term
         return term
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 from typing import TYPE_CHECKING, Any, Final
 
@@ -14,10 +13,12 @@ from meith_core import (
     ActsOn,
     Diagnostic,
     ErrorCode,
+    PlantedGitReport,
     ToolContext,
     ToolDefinition,
     ToolError,
     ToolResult,
+    compile_pattern,
     is_within,
     landlock_status,
     ok_result,
@@ -76,6 +77,27 @@ _WAIT_PROGRESS_S: Final = 1.0
 #: The tool's own deadline is the call's `timeoutMs` (at most 10 min); this only backstops it.
 _WAIT_TOOL_TIMEOUT_MS: Final = 610_000
 _TAIL_ON_FAILURE: Final = 20
+#: How long stopping a confined process waits for its exit scan for planted git metadata.
+_EXIT_SCAN_WAIT_S: Final = 20.0
+
+
+async def _exit_scan(
+    task: asyncio.Task[PlantedGitReport] | None,
+) -> list[Diagnostic | dict[str, str]]:
+    """The diagnostics of a confined process's exit scan for planted git metadata."""
+    if task is None:
+        return []
+    try:
+        report = await asyncio.wait_for(asyncio.shield(task), _EXIT_SCAN_WAIT_S)
+    except (TimeoutError, asyncio.CancelledError):
+        return [
+            {
+                "level": "warn",
+                "message": "the scan for git metadata this process planted has not finished; "
+                "it goes on, and app_health (check planted-git) shows what it finds",
+            }
+        ]
+    return list(report.diagnostics())
 
 
 def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
@@ -154,20 +176,23 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         was_running = term.status == "running"
         grace_s = KILL_GRACE_S if args.graceMs is None else args.graceMs / 1000
         found = await terms.kill(term, parse_signal(args.signal, DEFAULT_KILL_SIGNAL), grace_s)
-        diagnostics: list[Diagnostic | dict[str, str]] | None = None
+        diagnostics: list[Diagnostic | dict[str, str]] = []
         if not was_running:
             message = f"Terminal {term.id} had already exited"
             if found:
                 message += "; its leftover processes were ended"
             diagnostics = [{"level": "info", "message": message}]
-        return ok_result(term.record(), diagnostics=diagnostics)
+        diagnostics += await _exit_scan(term.git_watch)
+        return ok_result(term.record(), diagnostics=diagnostics or None)
 
-    async def close_terminal(ctx: ToolContext, args: TerminalIdArgs) -> dict[str, Any]:
+    async def close_terminal(ctx: ToolContext, args: TerminalIdArgs) -> ToolResult:
         """Kill a terminal and forget it; `closed` is false for an unknown id."""
-        return {
-            "terminalId": args.terminalId,
-            "closed": await terms.close(args.terminalId, ctx.caller),
-        }
+        term = terms.terminals.get(args.terminalId)
+        closed = await terms.close(args.terminalId, ctx.caller)
+        diagnostics = await _exit_scan(term.git_watch) if term is not None and closed else []
+        return ok_result(
+            {"terminalId": args.terminalId, "closed": closed}, diagnostics=diagnostics or None
+        )
 
     async def get_terminal_snapshot(ctx: ToolContext, args: SnapshotArgs) -> dict[str, Any]:
         """A terminal's buffered raw output (all, or from `sinceSeq`) and the `nextSeq` cursor."""
@@ -234,10 +259,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         stopped, message = await devs.stop(
             server, parse_signal(args.signal, signal.SIGTERM), grace_s
         )
-        diagnostics: list[Diagnostic | dict[str, str]] | None = (
-            None if stopped else [{"level": "info", "message": message}]
+        diagnostics: list[Diagnostic | dict[str, str]] = (
+            [] if stopped else [{"level": "info", "message": message}]
         )
-        return ok_result({"devServerId": server.id, "stopped": stopped}, diagnostics=diagnostics)
+        diagnostics += await _exit_scan(server.git_watch)
+        return ok_result(
+            {"devServerId": server.id, "stopped": stopped}, diagnostics=diagnostics or None
+        )
 
     async def wait_for_dev_server(ctx: ToolContext, args: WaitForDevServerArgs) -> dict[str, Any]:
         """Wait until a dev server is ready: its port accepts connections (the default), a log
@@ -481,7 +509,8 @@ async def _wait_ready(
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + args.timeoutMs / 1000
-    pattern = re.compile(args.logPattern) if args.logPattern else None
+    # A caller's pattern runs on RE2 (linear time) on the event loop: it cannot stall others.
+    pattern = compile_pattern(args.logPattern) if args.logPattern else None
     wants_port = args.port is not None or (pattern is None and args.url is None)
     port_ok, url_ok = not wants_port, args.url is None
     matched = asyncio.Event()

@@ -166,6 +166,8 @@ class CorePlugin:
                 "details": landlock.to_dict(),
             }
         )
+        # Git metadata confined processes planted, and what was neutralised in it.
+        checks.append(rt.planted.check())
         # Plugins' own checks (`meith_health`); `warn` is advice and leaves the status ok.
         contributed = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
         for plugin_id, plugin_checks in contributed.items():

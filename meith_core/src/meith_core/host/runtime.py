@@ -26,6 +26,7 @@ from meith_core.call.pipeline import CallPipeline
 from meith_core.call.tooldef import ToolDefinition
 from meith_core.host import logs
 from meith_core.host.approver_chain import AddedApprover, ApproverChain
+from meith_core.host.planted import PlantedFindings
 from meith_core.host.plugin_loading import PluginLoading
 from meith_core.host.plugins.lifecycle import LifecycleHooks
 from meith_core.host.plugins.manager import PluginManager, PluginRecord
@@ -73,6 +74,8 @@ class Runtime:
             self.home.audit_path,
             limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
         )
+        #: What confinement found planted by confined processes (audit, `app_health`).
+        self.planted = PlantedFindings(self.audit)
         self._approvers = ApproverChain(self.plugins)
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
@@ -387,6 +390,7 @@ class Runtime:
             cwd=self.cwd,
             shutdown_deadline=shutdown_deadline,
             _call=self._call_as_plugin,
+            _report=self.planted.record,
         )
 
     async def _call_as_plugin(

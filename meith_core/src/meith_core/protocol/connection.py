@@ -124,6 +124,7 @@ class Connection:
         self._closed = False
         self._partial_since: float | None = None
         self._last_active = now
+        self._opened = now
         self._watching = False
         self._congested = False
 
@@ -377,10 +378,28 @@ class Connection:
     def resume_writing(self) -> None:
         self._congested = False
 
-    def overdue(self, now: float, partial_timeout_s: float, idle_timeout_s: float | None) -> str:
-        """Why the connection should be closed now, or "" when it should not."""
+    def overdue(
+        self,
+        now: float,
+        partial_timeout_s: float,
+        idle_timeout_s: float | None,
+        token_grace_s: float | None = None,
+    ) -> str:
+        """Why the connection should be closed now, or "" when it should not. A connection
+        that must present a session token and holds no valid one `token_grace_s` after it
+        opened is closed: presenting nothing (or a dead session's token) holds no slot."""
         if self._closed:
             return ""
+        if (
+            token_grace_s is not None
+            and now - self._opened > token_grace_s
+            and (self._token_required or self._token is not None)
+            and self._token_refusal()
+        ):
+            return (
+                f"no valid session token presented within {token_grace_s:g}s; closing the "
+                "connection"
+            )
         since = self._partial_since
         if since is not None and now - since > partial_timeout_s:
             return f"frame not completed within {partial_timeout_s:g}s; closing the connection"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from meith_core.serve.capacity import Slot
+
 
 class Refusal(NamedTuple):
     """A connection the server will not serve; `tell`: say why to the peer (a same-user
@@ -21,3 +23,5 @@ class Admitted(NamedTuple):
 
     pid: int
     descendant: bool
+    #: Its place in the connection counts (`serve.capacity`), given back when it closes.
+    slot: Slot | None = None

@@ -15,6 +15,7 @@ from typing import Literal
 import structlog
 
 from meith_core._version import __version__
+from meith_core.base.envknobs import seconds_from_env
 from meith_core.base.home import MeithHome, UnsafePathError, write_json_atomic
 from meith_core.base.instances import (
     InstanceRecord,
@@ -27,6 +28,7 @@ from meith_core.base.instances import (
 from meith_core.host import logs
 from meith_core.host.runtime import Runtime
 from meith_core.protocol.constants import PROTOCOL_VERSION
+from meith_core.serve.capacity import TOKEN_GRACE_S
 from meith_core.serve.prompt import TerminalApprover
 from meith_core.serve.socket_server import IDLE_TIMEOUT_S, SocketServer
 from meith_core.serve.socketbind import (
@@ -150,7 +152,13 @@ async def _serve(
     instance_path: Path | None = None
     try:
         await runtime.start()
-        server = SocketServer(runtime, bound, idle_timeout_s=idle_timeout_s, child=child)
+        server = SocketServer(
+            runtime,
+            bound,
+            idle_timeout_s=idle_timeout_s,
+            child=child,
+            token_grace_s=seconds_from_env(os.environ, "MEITH_TOKEN_GRACE_S", TOKEN_GRACE_S, 60.0),
+        )
         runtime.server = server
         reaped = reap_stale_instances(home)
         if reaped:

@@ -34,6 +34,7 @@ from meith_core.protocol.events import EventDict
 from meith_core.protocol.framing import dumps_bytes
 from meith_core.protocol.messages import ToolCall
 from meith_core.serve.admission import Refusal
+from meith_core.serve.capacity import Slot
 
 if TYPE_CHECKING:
     from meith_core.serve.socket_server import SocketServer
@@ -58,6 +59,8 @@ class SocketConnection(asyncio.Protocol):
         #: The cancellation token of each call in flight, by request id.
         self._tokens: dict[str, CancelToken] = {}
         self.peer_pid = 0
+        #: Its place in the server's connection counts, while it holds one.
+        self.slot: Slot | None = None
         self._approvals: dict[str, asyncio.Future[ApprovalReply]] = {}
         #: Set while the transport's write buffer is below the high-water mark.
         self.writable = asyncio.Event()
@@ -91,6 +94,7 @@ class SocketConnection(asyncio.Protocol):
                 transport.abort()
             return
         self.peer_pid = admitted.pid
+        self.slot = admitted.slot
         runtime = self.server.runtime
         self.rules = Connection(
             new_session_id("socket"),
@@ -128,6 +132,12 @@ class SocketConnection(asyncio.Protocol):
             self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
         elif isinstance(action, IdentityFixed):
             ident = action.identity
+            if ident.session_id:
+                # A child's token binds it to a session: that session's slots are bounded.
+                over = server.bind_session(self, ident.session_id)
+                if over:
+                    self.close(over)
+                    return
             server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
             if ident.approvals:
                 server.runtime.set_session_approver(self.session_id, self._ask_approval)

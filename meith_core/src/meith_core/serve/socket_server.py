@@ -13,9 +13,9 @@ growing the runtime's memory). The protocol rules live in the sans-IO `Connectio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
-from collections import Counter
 from typing import Any, Final
 
 import structlog
@@ -25,6 +25,14 @@ from meith_core.call.tasks import TaskSet
 from meith_core.host.runtime import Runtime
 from meith_core.protocol import frames
 from meith_core.serve.admission import Admitted, Refusal
+from meith_core.serve.capacity import (
+    MAX_CONNECTIONS_PER_PEER,
+    TOKEN_GRACE_S,
+    Capacity,
+    Limits,
+    Slot,
+    tree_root,
+)
 from meith_core.serve.orphans import OrphanReaper, adopt_orphans, release_orphans
 from meith_core.serve.socket_connection import SocketConnection
 from meith_core.serve.socketbind import BoundSocket
@@ -35,9 +43,6 @@ _log = structlog.get_logger("meith.server")
 MAX_OUTBOUND_BYTES: Final = 16 * 1024 * 1024
 #: A frame started but not finished within this many seconds closes the connection.
 PARTIAL_FRAME_TIMEOUT_S: Final = 30.0
-MAX_CONNECTIONS: Final = 4096
-#: Connections one peer process may hold at once (one process cannot take every slot).
-MAX_CONNECTIONS_PER_PEER: Final = 256
 #: A connection with nothing in flight that sends nothing for this long is closed. Any frame
 #: resets it; `{"type":"ping"}` is the cheap one.
 IDLE_TIMEOUT_S: Final = 600.0
@@ -55,6 +60,8 @@ class SocketServer:
         max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER,
         watch_interval_s: float = 1.0,
         child: BoundSocket | None = None,
+        limits: Limits | None = None,
+        token_grace_s: float = TOKEN_GRACE_S,
     ) -> None:
         self.runtime = runtime
         self.bound = bound
@@ -66,10 +73,14 @@ class SocketServer:
         self.max_outbound_bytes = max_outbound_bytes
         self.partial_frame_timeout_s = partial_frame_timeout_s
         self.idle_timeout_s = idle_timeout_s
-        self.max_connections_per_peer = max_connections_per_peer
         self.watch_interval_s = watch_interval_s
+        #: A connection on the children's socket that has no valid session token after this
+        #: long is closed.
+        self.token_grace_s = token_grace_s
         self.connections: set[SocketConnection] = set()
-        self._per_peer: Counter[int] = Counter()
+        limits = dataclasses.replace(limits or Limits(), per_peer=max_connections_per_peer)
+        #: Slots per peer, per process tree the runtime started, per session (`serve.capacity`).
+        self.capacity = Capacity(limits)
         self.call_tasks = TaskSet("calls")
         self._server: asyncio.AbstractServer | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -109,21 +120,24 @@ class SocketServer:
             return Refusal(f"peer credentials unavailable ({exc})")
         if uid != self.uid and uid != 0:
             return Refusal(f"peer pid {pid} belongs to another user (uid {uid})")
-        if len(self.connections) >= MAX_CONNECTIONS:
-            return Refusal(f"too many connections (limit {MAX_CONNECTIONS})", tell=True)
-        if self._per_peer[pid] >= self.max_connections_per_peer:
-            limit = self.max_connections_per_peer
-            return Refusal(f"this process holds too many connections (limit {limit})", tell=True)
-        descendant = peer_descends_from(sock, pid, os.getpid())
-        self._per_peer[pid] += 1
-        return Admitted(pid, descendant)
+        runtime_pid = os.getpid()
+        descendant = peer_descends_from(sock, pid, runtime_pid)
+        slot = self.capacity.admit(pid, tree_root(pid, runtime_pid) if descendant else None)
+        if not isinstance(slot, Slot):
+            return Refusal(slot, tell=True)
+        return Admitted(pid, descendant, slot)
+
+    def bind_session(self, conn: SocketConnection, session_id: str) -> str | None:
+        """Count `conn` for the session its token names; why it must close when over."""
+        slot = conn.slot
+        return self.capacity.bind_session(slot, session_id) if slot is not None else None
 
     def forget(self, conn: SocketConnection) -> None:
         if conn in self.connections:
             self.connections.discard(conn)
-            self._per_peer[conn.peer_pid] -= 1
-            if self._per_peer[conn.peer_pid] <= 0:
-                del self._per_peer[conn.peer_pid]
+        if conn.slot is not None:
+            self.capacity.release(conn.slot)
+            conn.slot = None
 
     # -- answers ----------------------------------------------------------------------------
 
@@ -146,6 +160,7 @@ class SocketServer:
         interval = min(self.watch_interval_s, self.partial_frame_timeout_s / 4)
         if self.idle_timeout_s is not None:
             interval = min(interval, self.idle_timeout_s / 4)
+        interval = min(interval, self.token_grace_s / 4)
         catalogue = self.runtime.catalogue_version()
         while True:
             await asyncio.sleep(interval)
@@ -154,7 +169,13 @@ class SocketServer:
                 self._orphans.sweep(now)
             for conn in list(self.connections):
                 why = (
-                    conn.rules.overdue(now, self.partial_frame_timeout_s, self.idle_timeout_s)
+                    conn.rules.overdue(
+                        now,
+                        self.partial_frame_timeout_s,
+                        self.idle_timeout_s,
+                        # On the children's socket a connection is its token, or is closed.
+                        self.token_grace_s if conn.token_only else None,
+                    )
                     if conn.rules
                     else ""
                 )
@@ -176,6 +197,7 @@ class SocketServer:
             "socketPath": self.socket_path,
             "listening": self._server is not None and self._server.is_serving(),
             "connections": len(self.connections),
+            "capacity": self.capacity.status(),
             "inFlight": sum(c.rules.in_flight for c in self.connections if c.rules),
         }
 

@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from meith_core.base.home import MeithHome
+    from meith_core.policy.planted_git import PlantedGitReport
     from meith_core.protocol.results import ToolResult
 
 #: `(plugin_id, name, arguments, timeout_ms) -> ToolResult`, bound by the runtime.
 CallAsPlugin = Callable[[str, str, dict[str, Any], int | None], Awaitable["ToolResult"]]
+#: `(plugin_id, report, subject) -> None`, bound by the runtime.
+ReportPlanted = Callable[[str, "PlantedGitReport", "Mapping[str, Any]"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,7 @@ class PluginHost:
     cwd: str
     shutdown_deadline: float | None = None
     _call: CallAsPlugin | None = field(default=None, repr=False, compare=False)
+    _report: ReportPlanted | None = field(default=None, repr=False, compare=False)
 
     def remaining_s(self) -> float | None:
         """Seconds left before the shutdown deadline (never negative), or None without one."""
@@ -50,3 +56,11 @@ class PluginHost:
         if self._call is None:
             raise RuntimeError("this PluginHost is not bound to a runtime")
         return await self._call(self.plugin_id, name, dict(arguments or {}), timeout_ms)
+
+    def report_planted_git(self, report: PlantedGitReport, subject: Mapping[str, Any]) -> None:
+        """Tell the runtime what a `GitMetadataWatch` scan of a confined process found and
+        neutralised: one audit record of kind `planted-git`, and the `app_health` check of
+        that name. `subject` says which process (`processId`, `kind`, `cwd`, `confinedTo`,
+        `caller`, `sessionId`, `tool`); a report with nothing in it is dropped."""
+        if self._report is not None:
+            self._report(self.plugin_id, report, subject)
