@@ -499,6 +499,32 @@ async def test_confined_commands_leave_nothing_behind_either(proc: Proc, tmp_pat
         assert gone(pid)
 
 
+@needs_landlock
+@pytest.mark.slow
+async def test_git_metadata_a_confined_command_plants_is_neutralised_and_reported(
+    proc: Proc, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    cli = proc.rt.open_session("cli", cwd=str(project))
+    proc.rt.grant(cli, ["starts-process"], cwd_prefix=str(project))
+    marker = tmp_path / "fsmonitor-ran"
+    script = (
+        "git init -q sub && "
+        f"git -C sub config core.fsmonitor 'touch {marker}' && "
+        "git -C sub config alias.st '!touch ran-alias' && echo planted"
+    )
+    result = await proc.rt.call("run_command", {"cwd": str(project), "shell": script}, caller=cli)
+    assert ok(result)["stdout"].strip() == "planted", result.content["stderr"]
+    config = (project / "sub" / ".git" / "config").read_text()
+    assert "fsmonitor" not in config
+    assert "alias" not in config or "!touch" not in config
+    assert result.diagnostics, "the result says what was neutralised"
+    assert any("sub" in d.message for d in result.diagnostics)
+    # The repository itself stays a repository (a scaffolder's `git init` keeps working).
+    assert (project / "sub" / ".git" / "HEAD").is_file()
+
+
 # -- a real `meith serve` -------------------------------------------------------------------
 
 

@@ -161,7 +161,6 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.confinement import Confinement, landlock_status
-    from meith_core.policy.request import ActsOn
     from meith_core.policy.planted_git import (
         GIT_PROGRAM_KEYS,
         GitMetadataWatch,
@@ -169,6 +168,7 @@ if TYPE_CHECKING:
         PlantedGitReport,
         is_program_valued,
     )
+    from meith_core.policy.request import ActsOn
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

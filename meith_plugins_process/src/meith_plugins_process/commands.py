@@ -252,9 +252,25 @@ class CommandRunner:
         diagnostics: list[Diagnostic | dict[str, str]],
     ) -> ToolResult:
         try:
-            return await self._run(
+            result = await self._run(
                 ctx, args, cwd, owner, confined, session_callback, list(diagnostics)
             )
+            if confined is not None and result.ok:
+                # What the command planted (a `git init` with a program-valued key, a hook)
+                # is neutralised before the caller's next git runs it, and said in the result.
+                subject = {
+                    "kind": "command",
+                    "cwd": cwd,
+                    "confinedTo": confined.scope,
+                    "caller": owner.kind.value,
+                    "sessionId": owner.session_id,
+                    "tool": "run_command",
+                }
+                report = await asyncio.to_thread(self.sup.scan_git, confined, subject)
+                if report:
+                    found = [Diagnostic.model_validate(d) for d in report.diagnostics()]
+                    result.diagnostics = [*(result.diagnostics or []), *found]
+            return result
         finally:
             if confined is not None:
                 confined.cleanup()
