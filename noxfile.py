@@ -1,16 +1,46 @@
-"""Sessions: `nox` runs lint, typecheck, tests, isolated, bench_smoke and docs; `nox -s bench`
-runs the benchmarks for their figures."""
+"""Sessions: `nox` runs lint, typecheck, tests, tests_system (where the distribution's Python is
+another interpreter), isolated, bench_smoke and docs; `nox -s bench` runs the benchmarks for
+their figures. `python3 install.py --dev` makes `.venv` with nox in it: `.venv/bin/nox`."""
 
 from __future__ import annotations
 
 import glob
 import os
 import shutil
+import subprocess
+import sys
 
 import nox
 
+#: The distribution's own Python. Debian 12's (3.11.2) is the oldest release meith supports.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _system_python_is_another() -> bool:
+    """Whether /usr/bin/python3 exists and is not the interpreter `tests` already runs on."""
+    try:
+        done = subprocess.run(
+            [SYSTEM_PYTHON, "-c", "import sys; print(sys.base_prefix, sys.version)"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except OSError:
+        return False
+    return done.returncode == 0 and done.stdout.strip() != f"{sys.base_prefix} {sys.version}"
+
+
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "typecheck", "tests", "isolated", "bench_smoke", "docs"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    *(["tests_system"] if _system_python_is_another() else []),
+    "isolated",
+    "bench_smoke",
+    "docs",
+]
 nox.options.error_on_missing_interpreters = True
 
 PACKAGES = [
@@ -48,6 +78,17 @@ def tests(session: nox.Session) -> None:
     # pytest exits 5 when nothing was collected, which fails the session: CI can never pass
     # by running no tests.
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python=SYSTEM_PYTHON)
+def tests_system(session: nox.Session) -> None:
+    """The fast tests on the distribution's Python (/usr/bin/python3, Debian 12: 3.11.2).
+
+    `-m "not slow"` unless arguments are given: the oldest patch release meith claims keeps
+    passing. The default `nox` runs it when /usr/bin/python3 is not the Python nox runs on
+    (there `tests` already covers it)."""
+    session.install(*PACKAGES, *TEST_DEPS)
+    session.run("pytest", *(session.posargs or ["-m", "not slow"]))
 
 
 @nox.session(venv_backend="venv")

@@ -46,6 +46,34 @@ structlog.configure(
 )
 
 
+#: A test not marked `slow` whose call takes longer than this is listed at the end of the run.
+SLOW_REPORT_S = 1.0
+#: ... and fails the run past this (headroom for a loaded machine: the rule is "about a second").
+SLOW_LIMIT_S = float(os.environ.get("MEITH_SLOW_LIMIT_S", "4"))
+_unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.duration > SLOW_REPORT_S and "slow" not in report.keywords:
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _unmarked_slow:
+        return
+    terminalreporter.section("tests over a second not marked slow")
+    for nodeid, duration in sorted(_unmarked_slow, key=lambda x: -x[1]):
+        over = "  (over the limit: mark it @pytest.mark.slow)" if duration > SLOW_LIMIT_S else ""
+        terminalreporter.write_line(f"{duration:6.2f}s {nodeid}{over}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # The fast loop (`-m "not slow"`) stays fast only if slow tests say so: one that runs past
+    # the limit unmarked fails the run (listed by the terminal summary above).
+    if exitstatus == 0 and any(d > SLOW_LIMIT_S for _, d in _unmarked_slow):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         uses_server = "meith_server" in getattr(item, "fixturenames", ())

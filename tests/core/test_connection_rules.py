@@ -331,7 +331,7 @@ def test_an_answer_is_taken_once(decision: str, expected: ApprovalAnswer) -> Non
     assert got.approval_id == ask.approval_id
     assert got.reply.answer is expected
     assert got.reply.answered_by == (
-        "the calling agent connection 'bot' (answeredBy: uservia elicitation)"
+        "uservia elicitation (reported by the calling agent connection 'bot')"
     )
     assert feed(c, answer(ask.approval_id)) == []  # a repeat is ignored
     assert c.pending_approvals == 0
@@ -368,7 +368,7 @@ def test_answered_by_is_bounded() -> None:
     ask = c.approvals.ask(request())
     assert ask is not None
     (got,) = feed(c, answer(ask.approval_id, by="y" * 4000))
-    assert got.reply.answered_by.endswith("y" * 80 + ")")
+    assert got.reply.answered_by.startswith("y" * 80 + " (reported by")
     assert "y" * 81 not in got.reply.answered_by
 
 

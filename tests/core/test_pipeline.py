@@ -104,6 +104,31 @@ async def test_invalid_arguments_are_a_validation_error_and_the_tool_does_not_ru
     assert ran["n"] == 0
 
 
+class ActsOnATerminal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    terminalId: str
+    data: str = ""
+
+
+@pytest.mark.anyio
+async def test_an_id_passed_as_id_is_told_the_argument_name(runtime: Runtime) -> None:
+    """A result says `id`; the tools acting on it say `terminalId`: the one line says which."""
+    ran, counted = counter()
+    runtime.register(make_tool(counted, input=ActsOnATerminal))
+    result = await runtime.call("counted", {"id": "term_1", "data": "x"})
+    assert result.error.code is ErrorCode.VALIDATION_ERROR
+    assert result.error.message == (
+        'Invalid arguments for "counted": unknown argument "id": this tool takes the id as '
+        '"terminalId"'
+    )
+    assert ran["n"] == 0
+    # Anything else keeps the first error as it is.
+    other = await runtime.call("counted", {"id": "term_1", "terminalId": "term_1"})
+    assert (
+        other.error.message == 'Invalid arguments for "counted": id: Extra inputs are not permitted'
+    )
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("args", [[1, 2], "text", 42, True])
 async def test_arguments_that_are_not_an_object_are_a_validation_error(

@@ -1,6 +1,8 @@
 """A new plugin author's first fifteen minutes, exactly as docs/plugin-guide.md's tutorial
-says: its shell blocks are run in order in a fresh venv holding only meith-core installed from
-this tree (scaffold, test, check, install, list, approve, serve, call, build)."""
+says: its shell blocks are run in order (activate, scaffold, test, check, install, list,
+approve, serve, call, build) in a fresh venv where `python3 install.py` puts meith's
+(`~/.local/share/meith/venv` of a new HOME), holding only meith-core installed from this tree:
+nothing comes from an index that does not have it."""
 
 from __future__ import annotations
 
@@ -45,16 +47,27 @@ def _run(
 
 
 def test_the_tutorial_runs_as_written_in_a_fresh_venv(tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
+    home = tmp_path / "you"
+    venv = home / ".local" / "share" / "meith" / "venv"
     _run(sys.executable, "-m", "venv", venv)
     bin_dir = venv / "bin"
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MEITH_", "VIRTUAL_ENV", "PYTHON"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEITH_", "VIRTUAL_ENV", "PYTHON", "XDG_DATA_HOME"))
     }
-    env |= {"MEITH_HOME": str(tmp_path / "home"), "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
-    _run(bin_dir / "pip", "install", "-q", ROOT / "meith_core", env=env)
+    # pip's configuration and cache stay the machine's.
+    env.setdefault("XDG_CONFIG_HOME", str(Path.home() / ".config"))
+    env.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+    env |= {"HOME": str(home), "MEITH_HOME": str(tmp_path / "home")}
+    _run(bin_dir / "python", "-m", "pip", "install", "-q", ROOT / "meith_core", env=env)
 
     commands = tutorial_commands()
+    # Activation is the shell's state: each command below runs in a shell of its own, so it is
+    # applied here as `activate` would (its PATH first, VIRTUAL_ENV set).
+    assert commands[0] == ". ~/.local/share/meith/venv/bin/activate"
+    env |= {"PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "VIRTUAL_ENV": str(venv)}
+    commands = commands[1:]
     assert commands[0] == "meith plugins new weather --dir meith-weather"
     cwd = tmp_path
     out: dict[str, str] = {}

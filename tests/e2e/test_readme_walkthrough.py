@@ -95,7 +95,9 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
     # Quick start: install, then the runtime in the foreground of "one terminal".
     quick = readme_block("python3 install.py && ", "sh").text.strip()
     install, serve_command = quick.split(" && ")
-    _ok(install, ROOT, env)  # "from a clone of this repository"
+    installed = _ok(install, ROOT, env)  # "from a clone of this repository"
+    venv_python = home / ".local" / "share" / "meith" / "venv" / "bin" / "python"
+    assert f"meith's Python is {venv_python}" in installed, installed  # for Python examples
     log = tmp_path / "serve.out"
     with log.open("wb") as sink:
         serve = subprocess.Popen(
@@ -152,8 +154,9 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
 def _install_the_example_plugin_while_it_runs(
     tmp_path: Path, repo: Path, env: dict[str, str], log: Path
 ) -> None:
-    """ "`pip install` it next to meith-core and it appears in `meith plugins` and `meith
-    tools`; its privileged tools work once the user runs `meith plugins approve hello`"."""
+    """ "Install it next to meith-core (`python3 install.py ./meith-plugins-hello` ...) and it
+    appears in `meith plugins` and `meith tools`; its privileged tools work once the user runs
+    `meith plugins approve hello`". The install names the plugin and installs only it."""
     project = tmp_path / "meith-plugins-hello"
     package = project / "src" / "meith_plugins_hello"
     package.mkdir(parents=True)
@@ -163,8 +166,9 @@ def _install_the_example_plugin_while_it_runs(
     (package / "__init__.py").write_text(
         doc_block("docs/plugins.md", "class Plugin:", "python").text
     )
-    pip = Path(env["HOME"]) / ".local" / "share" / "meith" / "venv" / "bin" / "pip"
-    _ok(f"{pip} install -q {project}", repo, env)
+    added = _ok(f"python3 {ROOT / 'install.py'} ./{project.name}", tmp_path, env)
+    assert "meith-core and the git, process, browser and files plugins" not in added, added
+    assert "installed meith-plugins-hello 0.1.0: plugin hello" in added, added
 
     listed = _ok("meith plugins", repo, env)
     assert "hello  (meith-plugins-hello 0.1.0)  loaded" in listed, listed

@@ -215,3 +215,18 @@ async def test_metadata_entries_that_name_another_ref_are_ignored(git_rt, make_r
     path.write_text(json.dumps([forged, *entries]))
     listed = await call_ok(git_rt, "git_checkpoint_list", {"cwd": str(repo)})
     assert [c["id"] for c in listed] == [meta["id"]]
+
+
+async def test_create_takes_message_as_git_commit_does(git_rt, busy_repo):
+    """`message`, the name git_commit uses, is the label; two different ones are refused."""
+    meta = await call_ok(
+        git_rt, "git_checkpoint_create", {"cwd": str(busy_repo), "message": "before agent"}
+    )
+    assert meta["label"] == "before agent"
+    same = {"cwd": str(busy_repo), "message": "x", "label": "x"}
+    assert (await call_ok(git_rt, "git_checkpoint_create", same))["label"] == "x"
+    code, message = await call_err(
+        git_rt, "git_checkpoint_create", {"cwd": str(busy_repo), "message": "a", "label": "b"}
+    )
+    assert code == "VALIDATION_ERROR"
+    assert "label or message" in message

@@ -70,7 +70,7 @@ async def test_an_unanswered_elicitation_is_a_denial_and_the_next_call_works(
     # Who (did not) answer: the calling agent's connection, named.
     assert "the calling agent connection 'idle-agent': no answer within 2s" in denied["reason"]
     assert allowed["decision"] == "allow"
-    assert "MCP elicitation" in allowed["reason"]
+    assert "by the user at the MCP client (reported by" in allowed["reason"]
 
 
 @pytest.mark.parametrize("era", ERAS)

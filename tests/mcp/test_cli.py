@@ -84,6 +84,22 @@ def test_grants_add_agent_name(agent_server: Any) -> None:
 @pytest.mark.anyio
 async def test_sessions_lists_the_agent_session_with_its_label(agent_server: Any) -> None:
     srv = agent_server()
+    mine, theirs = (
+        json.loads(
+            srv.cli(
+                "grants",
+                "add",
+                "--caller",
+                "agent",
+                "--agent",
+                name,
+                "-c",
+                "writes-files",
+                "--json",
+            ).stdout
+        )["id"]
+        for name in ("listed-agent", "someone-else")
+    )
     async with stdio_client(srv, name="listed-agent") as client:
         await client.call_tool("mcptest_echo", {"value": 1})
         proc = srv.cli("sessions", "--json")
@@ -94,7 +110,15 @@ async def test_sessions_lists_the_agent_session_with_its_label(agent_server: Any
     assert len(agents) == 1
     assert agents[0]["caller"] == "agent"
     assert agents[0]["calls"] >= 1
-    assert "listed-agent" in table.stdout
+    # A standing grant is shown as standing, never as the session's own; one for another agent
+    # name does not apply.
+    assert agents[0]["grants"] == []
+    assert [g["id"] for g in agents[0]["standingGrants"]] == [mine]
+    assert theirs not in table.stdout
+    header, *rows = table.stdout.splitlines()
+    assert header.split()[-4:] == ["SESSION", "GRANTS", "STANDING", "GRANTS"]
+    [row] = [r for r in rows if "listed-agent" in r]
+    assert row.split()[-3:] == ["-", "writes-files", f"({mine})"]
 
 
 @pytest.mark.anyio

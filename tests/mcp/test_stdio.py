@@ -134,7 +134,15 @@ async def test_privileged_call_denied_then_approved_then_declined(
     writes = [r for r in audit_records(srv) if r.get("toolName") == "mcptest_write"]
     assert [r["decision"] for r in writes] == ["deny", "allow", "deny"]
     assert "careful-agent" in writes[1]["reason"]
-    assert "MCP elicitation" in writes[1]["reason"]  # who answered
+    # Who answered, as the bridge reports it: the person, and a decline reads as theirs.
+    assert writes[1]["reason"] == (
+        "approved once by the user at the MCP client "
+        "(reported by the calling agent connection 'careful-agent')"
+    )
+    assert writes[2]["reason"] == (
+        "denied by the user at the MCP client, who declined "
+        "(reported by the calling agent connection 'careful-agent')"
+    )
 
 
 async def test_a_call_to_an_unapproved_plugin_is_refused_by_the_runtime_and_audited(

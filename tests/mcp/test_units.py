@@ -157,6 +157,15 @@ def test_only_an_explicit_allow_allows(answer: types.ElicitResult | None, decisi
     assert approval.decision_of(answer) == decision
 
 
+def test_who_answered_says_the_user_and_a_decline_is_theirs() -> None:
+    accepted = types.ElicitResult(action="accept", content={"decision": "deny"})
+    assert approval.answered_by(accepted) == "the user at the MCP client"
+    declined = approval.answered_by(types.ElicitResult(action="decline"))
+    assert declined == "the user at the MCP client, who declined"
+    assert "dismissed" in approval.answered_by(types.ElicitResult(action="cancel"))
+    assert approval.answered_by(None).startswith("nobody")
+
+
 def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
     message = approval.elicitation_message(
         {
@@ -238,8 +247,15 @@ def test_the_mcp_page_snippets_are_valid_json() -> None:
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, flags=re.S)]
-    assert blocks[0]["mcpServers"]["meith"] == {"command": "meith", "args": ["mcp"]}
-    assert blocks[1]["mcpServers"]["meith"]["url"].endswith("/mcp")
+    # The stdio configurations are started for real by tests/docs/test_mcp_client_configs.py;
+    # the HTTP one needs a token, so its shape is checked here.
+    (http,) = [
+        b["mcpServers"]["meith"]
+        for b in blocks
+        if "url" in b.get("mcpServers", {}).get("meith", {})
+    ]
+    assert http["url"].endswith("/mcp")
+    assert http["headers"]["Authorization"].startswith("Bearer ")
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meith_plugins_process.lines import LineSplitter
@@ -121,3 +121,34 @@ def test_port_patterns_of_the_original() -> None:
 def test_long_complete_lines_are_cut_too() -> None:
     lines = feed_all([b"a" * 25 + b"\nshort\n"], max_line=10)
     assert lines == ["a" * 10, "a" * 10, "a" * 5, "short"]
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.text(max_size=200), min_size=1, max_size=30),
+    st.sampled_from(["stdout", "stderr", "system"]),
+)
+def test_emit_lines_sends_every_line_in_order_in_bounded_events(
+    lines: list[str], stream: str
+) -> None:
+    from meith_plugins_process.attach import EVENT_TEXT_MAX, emit_lines, level_and_prefix
+
+    sent: list[tuple[str, str]] = []
+    emit_lines(lambda level, message: sent.append((level, message)), stream, lines)
+    level, prefix = level_and_prefix(stream)
+    assert {lv for lv, _ in sent} == {level}
+    assert "\n".join(m for _, m in sent) == "\n".join(prefix + line for line in lines)
+    # An event is over the limit only when it is one line that alone is.
+    for _, message in sent:
+        assert len(message) <= EVENT_TEXT_MAX or "\n" not in message
+
+
+def test_emit_lines_splits_what_one_event_cannot_carry() -> None:
+    from meith_plugins_process.attach import EVENT_TEXT_MAX, emit_lines
+
+    lines = ["a" * 100_000, "b" * 100_000, "c" * 100_000, "d"]
+    sent: list[str] = []
+    emit_lines(lambda _level, message: sent.append(message), "stderr", lines)
+    assert len(sent) == 2
+    assert all(len(m) <= EVENT_TEXT_MAX for m in sent)
+    assert "\n".join(sent) == "\n".join("[stderr] " + line for line in lines)

@@ -19,6 +19,7 @@ PRIVILEGED = {
     "close_terminal",
     "start_dev_server",
     "stop_dev_server",
+    "run_command",
 }
 
 
@@ -28,12 +29,13 @@ async def test_declared_capabilities_and_registration_order(proc: Proc) -> None:
         "create_terminal", "list_terminals", "write_terminal", "resize_terminal", "kill_terminal",
         "close_terminal", "get_terminal_snapshot", "start_dev_server", "list_dev_servers",
         "stop_dev_server", "get_process_tree", "get_process_logs", "attach_process_logs",
-        "wait_for_dev_server",
+        "wait_for_dev_server", "run_command",
     ]  # fmt: skip
     caps = {t["name"]: set(t["capabilities"]) for t in tools}
     for name in PRIVILEGED:
         assert "starts-process" in caps[name], name
     assert caps["start_dev_server"] == {"starts-process", "accesses-network"}
+    assert caps["run_command"] == {"starts-process", "accesses-network"}
     assert caps["wait_for_dev_server"] == {"read-only", "accesses-network"}
     for name in set(caps) - PRIVILEGED - {"wait_for_dev_server"}:
         assert caps[name] == {"read-only"}, name

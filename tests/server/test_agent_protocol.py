@@ -115,8 +115,8 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
     assert (await conn.result("w1"))["ok"] is True
     reason = _last(served, "probe_write")["reason"]
     assert reason == (
-        "approved once by the calling agent connection 'bridge' "
-        "(answeredBy: user at the MCP client)"
+        "approved once by user at the MCP client "
+        "(reported by the calling agent connection 'bridge')"
     )
     # Once means once: the next call asks again.
     await conn.call("w2", "probe_write", {"name": "once"}, clientInfo=info)
@@ -155,7 +155,7 @@ async def test_deny_and_allow_session_through_the_async_client(served) -> None:
         denied = await client.call("probe_write", {"name": "s"})
         assert denied.error is not None
         assert denied.error.code == WRITE_DENIED
-        assert "denied by the calling agent connection 'bot' (answeredBy: client)" in str(
+        assert "denied by client (reported by the calling agent connection 'bot')" in str(
             denied.error.details
         )
         assert served.marks("s") == []

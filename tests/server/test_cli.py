@@ -315,6 +315,15 @@ def test_instances_and_stop(meith_server) -> None:
     assert a.cli("instances").stdout.strip() == "No running meith instances."
 
 
+def test_an_instance_started_without_a_label_has_none(meith_server) -> None:
+    """Not the home folder's name (`.meith` for the default home): all share that."""
+    srv = meith_server()
+    [record] = json.loads(srv.cli("instances", "--json").stdout)
+    assert record["label"] is None
+    [_, row] = srv.cli("instances").stdout.splitlines()
+    assert row.split()[5] == "-"  # PID, STARTED (date, time, UTC), VERSION, then LABEL
+
+
 def test_plugins_approve_and_revoke_take_effect_without_a_restart(probe_server) -> None:
     srv = probe_server()
     listing = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}
@@ -395,7 +404,9 @@ def test_audit_table_filters_and_json(probe_server) -> None:
     srv.call("probe_echo", {"value": "x", "token": "Bearer abcdefghijklmnopqrstuvwxyz123456"})
     srv.call("probe_write", {"name": "nope"})
     table = srv.cli("audit").stdout
-    assert "TIME (UTC)" in table
+    assert table.splitlines()[0].split() == [
+        "TIME", "(UTC)", "CALLER", "AGENT", "TOOL", "DECISION", "OUTCOME", "DURATION", "REASON"
+    ]  # fmt: skip
     assert "probe_write" in table
     denied = [
         json.loads(line) for line in srv.cli("audit", "--denied", "--json").stdout.splitlines()
@@ -542,3 +553,16 @@ def test_output_into_a_closed_pipe_ends_quietly(meith_server) -> None:
         os.close(write)
     assert done.returncode == 141
     assert done.stderr == ""
+
+
+def test_audit_reasons_are_cut_after_a_whole_word() -> None:
+    from meith_core.cli.audit import clip
+
+    reason = "denied by the user at the MCP client, who declined (reported by the calling agent)"
+    assert clip(reason, 200) == reason
+    cut = clip(reason, 40)
+    assert cut == "denied by the user at the MCP client…"
+    assert len(cut) <= 40
+    assert reason.startswith(cut[:-1])
+    # One long word (a path) is cut where it must be.
+    assert clip("x" * 100, 10) == "x" * 9 + "…"

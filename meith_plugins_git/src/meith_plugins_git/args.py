@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from meith_core import ToolArgs
 
@@ -135,6 +135,11 @@ class CheckpointCreateArgs(ToolArgs):
     label: str | None = Field(
         default=None, max_length=1000, description="What the checkpoint is for (its message)"
     )
+    message: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="The same as label, by the name git_commit uses (give one of the two)",
+    )
     source: str | None = Field(
         default=None, max_length=200, description="Who made it (recorded with the checkpoint)"
     )
@@ -144,6 +149,14 @@ class CheckpointCreateArgs(ToolArgs):
     toolCallId: str | None = Field(
         default=None, max_length=200, description="A tool call id to record with the checkpoint"
     )
+
+    @model_validator(mode="after")
+    def _message_is_the_label(self) -> Self:
+        if self.message is not None:
+            if self.label is not None and self.label != self.message:
+                raise ValueError("give label or message (the same thing), not two different ones")
+            self.label = self.message
+        return self
 
 
 class CheckpointListArgs(ToolArgs):

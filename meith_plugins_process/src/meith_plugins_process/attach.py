@@ -1,7 +1,7 @@
 """`attach_process_logs`: a dev server's lines to one caller as `log` events, at its pace.
 
 A `log` event carries one line, or several consecutive lines of one stream joined by newlines
-when they were read together (see `LogForwarder._emit`).
+when they were read together (see `emit_lines`).
 
 Lines go out synchronously as the dev server's output is read (no queue, no task switch) while
 the caller keeps up. When it falls behind (`ctx.events_congested`: the socket client reads
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Final
 
 import anyio
@@ -41,6 +42,35 @@ def level_and_prefix(stream: str) -> tuple[str, str]:
     level = "warn" if stream == "stderr" else "info"
     prefix = "" if stream in ("stdout", "pty") else f"[{stream}] "
     return level, prefix
+
+
+def emit_lines(log: Callable[[str, str], None], stream: str, lines: list[str]) -> None:
+    """Send consecutive lines of one stream as few `log` events as possible.
+
+    They travel in one event, joined by newlines (at most EVENT_TEXT_MAX characters each): one
+    frame per read of a process's output instead of one per line is what lets a client keep up
+    with a fast producer. A process printing a line at a time still produces one event per line.
+    """
+    if not lines:
+        return
+    level, prefix = level_and_prefix(stream)
+    if len(lines) == 1:
+        log(level, prefix + lines[0])
+        return
+    # The usual case, one read's worth, is joined without a Python step per line.
+    if sum(map(len, lines)) + len(lines) * (len(prefix) + 1) <= EVENT_TEXT_MAX:
+        log(level, prefix + ("\n" + prefix).join(lines) if prefix else "\n".join(lines))
+        return
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        text = prefix + line if prefix else line
+        if size + len(text) > EVENT_TEXT_MAX and chunk:
+            log(level, "\n".join(chunk))
+            chunk, size = [], 0
+        chunk.append(text)
+        size += len(text) + 1
+    log(level, "\n".join(chunk))
 
 
 class LogForwarder:
@@ -89,28 +119,12 @@ class LogForwarder:
             start = end
 
     def _emit(self, batch: list[Entry]) -> None:
-        """Send one batch (one stream) as few `log` events as possible.
-
-        Consecutive lines of one stream travel in one event, joined by newlines (at most
-        EVENT_TEXT_MAX characters each): one frame per read of the dev server's output instead
-        of one per line is what lets a client keep up with a fast server. A server printing a
-        line at a time still produces one event per line.
-        """
-        level, prefix = level_and_prefix(batch[0][1])
-        log = self._log
+        """Send one batch (one stream) as few `log` events as possible (see `emit_lines`)."""
         if len(batch) == 1:
-            log(level, prefix + batch[0][2])
+            level, prefix = level_and_prefix(batch[0][1])
+            self._log(level, prefix + batch[0][2])
             return
-        lines: list[str] = []
-        size = 0
-        for entry in batch:
-            text = prefix + entry[2] if prefix else entry[2]
-            if size + len(text) > EVENT_TEXT_MAX and lines:
-                log(level, "\n".join(lines))
-                lines, size = [], 0
-            lines.append(text)
-            size += len(text) + 1
-        log(level, "\n".join(lines))
+        emit_lines(self._log, batch[0][1], [e[2] for e in batch])
 
     # -- the drain task -----------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
 
@@ -175,6 +175,82 @@ class WaitForDevServerArgs(ToolArgs):
         return value
 
 
+#: run_command: how long a command may run, and how much of each stream is kept.
+RUN_TIMEOUT_DEFAULT_MS: Final = 120_000
+RUN_TIMEOUT_MAX_MS: Final = 30 * 60 * 1000
+#: The answer carries each stream twice (structured, and in the text for a model): two
+#: streams at this cap still fit one 8 MiB result frame, with room for JSON escapes.
+RUN_OUTPUT_MAX_BYTES: Final = 1024 * 1024
+RUN_OUTPUT_DEFAULT_BYTES: Final = RUN_OUTPUT_MAX_BYTES
+RUN_STDIN_MAX_CHARS: Final = 4 * 1024 * 1024
+
+
+class RunCommandArgs(ToolArgs):
+    cwd: str = Field(min_length=1, description="Directory to run in (default: the caller's)")
+    command: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="The program and its arguments, run without a shell (no expansion, no "
+        "quoting); give this or `shell`",
+    )
+    shell: str | None = Field(
+        None,
+        min_length=1,
+        description="A command line run through /bin/sh -c (pipes, &&, globs); give this or "
+        "`command`",
+    )
+    env: _ENV
+    stdin: str | None = Field(
+        None,
+        max_length=RUN_STDIN_MAX_CHARS,
+        description="Text written to the command's standard input (default: none, /dev/null)",
+        json_schema_extra={"sensitive": True},
+    )
+    timeoutMs: int = Field(
+        RUN_TIMEOUT_DEFAULT_MS,
+        ge=1,
+        le=RUN_TIMEOUT_MAX_MS,
+        description="Milliseconds before its processes get SIGTERM, then SIGKILL (default "
+        "120000, at most 1800000)",
+    )
+    maxOutputBytes: int = Field(
+        RUN_OUTPUT_DEFAULT_BYTES,
+        ge=1,
+        le=RUN_OUTPUT_MAX_BYTES,
+        description="Bytes kept of each of stdout and stderr: the first and the last half; the "
+        "middle is elided with a count (default and most: 1048576)",
+    )
+
+    _env = field_validator("env")(_check_env)
+
+    @field_validator("command")
+    @classmethod
+    def _argv(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not value[0]:
+                raise ValueError("command[0], the program, must not be empty")
+            if any("\0" in part for part in value):
+                raise ValueError("command must not contain NUL characters")
+        return value
+
+    @field_validator("shell")
+    @classmethod
+    def _line(cls, value: str | None) -> str | None:
+        if value is not None and "\0" in value:
+            raise ValueError("shell must not contain NUL characters")
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> RunCommandArgs:
+        if (self.command is None) == (self.shell is None):
+            raise ValueError(
+                "Give exactly one of command (an argv list, run without a shell) or shell "
+                "(a command line for /bin/sh -c)"
+                + ("; both were given" if self.command is not None else "; neither was given")
+            )
+        return self
+
+
 # -- outputs --------------------------------------------------------------------------------
 
 
@@ -279,3 +355,15 @@ class TerminalList(RootModel[list[TerminalSession]]):
 
 class DevServerList(RootModel[list[DevServerRecord]]):
     pass
+
+
+class RunCommandResult(BaseModel):
+    exitCode: int | None = Field(description="The exit status; null when a signal ended it")
+    signal: str | None = Field(description="The signal that ended it (SIGTERM, SIGKILL, ...)")
+    timedOut: bool = Field(description="True when timeoutMs passed and meith ended it")
+    stdout: str
+    stderr: str
+    truncated: bool = Field(description="True when the middle of stdout or stderr was elided")
+    durationMs: int = Field(description="From start to exit, in milliseconds")
+    #: The directory its writes are confined to by the kernel (None: not confined).
+    confinedTo: str | None = None

@@ -9,6 +9,7 @@ import anyio.to_thread
 import structlog
 
 from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
+from meith_plugins_process.commands import CommandRunner
 from meith_plugins_process.devservers import DevServerManager
 from meith_plugins_process.supervisor import Supervisor
 from meith_plugins_process.terminals import TerminalManager
@@ -27,12 +28,14 @@ SHUTDOWN_KILL_WAIT_S: Final = 0.3
 
 
 class Plugin:
-    """Terminals, dev servers, process trees and live logs; one instance per runtime."""
+    """Terminals, dev servers, one-shot commands, process trees and live logs; one instance
+    per runtime."""
 
     def __init__(self) -> None:
         self.supervisor = Supervisor()
         self.dev_servers = DevServerManager(self.supervisor)
         self.terminals = TerminalManager(self.supervisor)
+        self.commands = CommandRunner(self.supervisor)
 
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
@@ -58,7 +61,7 @@ class Plugin:
     @hookimpl
     async def meith_shutdown(self, host: PluginHost) -> None:
         self.dev_servers.mark_all_stopped()
-        targets = self.dev_servers.targets() + self.terminals.targets()
+        targets = self.dev_servers.targets() + self.terminals.targets() + self.commands.targets()
         remaining = host.remaining_s()
         grace = SHUTDOWN_GRACE_S
         if remaining is not None:

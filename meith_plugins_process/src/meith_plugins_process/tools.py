@@ -1,4 +1,4 @@
-"""The fourteen process tools, bound to one plugin instance's managers."""
+"""The process tools, bound to one plugin instance's managers."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from meith_core import (
     tool,
 )
 from meith_plugins_process.attach import LogForwarder
+from meith_plugins_process.commands import TOOL_TIMEOUT_MS as _RUN_TOOL_TIMEOUT_MS
+from meith_plugins_process.commands import render_result
 from meith_plugins_process.devservers import STOP_GRACE_S, DevServer, resolve_cwd
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.logbuffer import Entry, entry_dict
@@ -39,6 +41,8 @@ from meith_plugins_process.models import (
     ProcessLogsResult,
     ProcessTreeResult,
     ResizeTerminalArgs,
+    RunCommandArgs,
+    RunCommandResult,
     SnapshotArgs,
     SnapshotResult,
     StartDevServerArgs,
@@ -97,7 +101,7 @@ def _check_scope(ctx: ToolContext, cwd: str) -> None:
 
 
 def build_tools(p: Plugin) -> list[ToolDefinition]:
-    sup, devs, terms = p.supervisor, p.dev_servers, p.terminals
+    sup, devs, terms, cmds = p.supervisor, p.dev_servers, p.terminals, p.commands
 
     # -- terminals ----------------------------------------------------------------------
 
@@ -241,6 +245,28 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         server = devs.get(args.devServerId, ctx.caller)
         return await _wait_ready(ctx, p, server, args)
 
+    # -- one-shot commands ----------------------------------------------------------------
+
+    async def run_command(ctx: ToolContext, args: RunCommandArgs) -> ToolResult:
+        """Run one command to completion (tests, builds, linters) and return its exit status and
+        output. `command` (an argv list) runs without a shell; `shell` runs through /bin/sh -c.
+        Output streams as log events while it runs; each stream keeps its first and last
+        halves of `maxOutputBytes`. At `timeoutMs` (default 120 s) its processes are ended;
+        none of them outlives the call."""
+        sup.bind_home(ctx.home)
+        cwd = resolve_cwd(args.cwd, ctx.cwd)
+        _check_scope(ctx, cwd)
+        callback = ctx.child_environment()
+        return await cmds.run(
+            ctx,
+            args,
+            cwd=cwd,
+            owner=Owner.of(ctx.caller),
+            confined=sup.confine(ctx.grant_scope, callback),
+            session_callback=callback,
+            diagnostics=_unconfined_warning(ctx),
+        )
+
     # -- processes and logs -------------------------------------------------------------
 
     async def get_process_tree(ctx: ToolContext, args: EmptyArgs) -> dict[str, Any]:
@@ -364,6 +390,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             capabilities=["read-only", "accesses-network"],
             output=DevServerRecord,
             timeout_ms=_WAIT_TOOL_TIMEOUT_MS,
+        ),
+        tool(
+            run_command,
+            capabilities=["starts-process", "accesses-network"],
+            output=RunCommandResult,
+            grant_scope="enforced",
+            timeout_ms=_RUN_TOOL_TIMEOUT_MS,
+            render=render_result,
         ),
     ]
 

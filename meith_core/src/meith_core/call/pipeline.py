@@ -297,10 +297,9 @@ def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:
         return defn.input_model.model_validate(arguments)
     except ValidationError as exc:
         details = _validation_details(exc)
+        first = _id_hint(details) or _first_error(details)
         return error_result(
-            ErrorCode.VALIDATION_ERROR,
-            f'Invalid arguments for "{defn.name}": {_first_error(details)}',
-            details,
+            ErrorCode.VALIDATION_ERROR, f'Invalid arguments for "{defn.name}": {first}', details
         )
 
 
@@ -313,6 +312,22 @@ def _rendered(defn: ToolDefinition, content: Any) -> str | None:
         _log.error("tool renderer raised", toolName=defn.name, error=f"{type(exc).__name__}: {exc}")
         return None
     return text if isinstance(text, str) else None
+
+
+def _id_hint(details: dict[str, Any]) -> str | None:
+    """Results name an object's id `id` (`create_terminal` → `{"id": "term_…"}`) where the
+    tools that act on it take `terminalId`, `tabId`, …: a call that passes `id` for the one
+    missing `…Id` argument is told which name to use, in the one line."""
+    errors = details["errors"]
+    extra = any(e["type"] == "extra_forbidden" and e["path"] == ["id"] for e in errors)
+    missing = [
+        str(e["path"][0])
+        for e in errors
+        if e["type"] == "missing" and len(e["path"]) == 1 and str(e["path"][0]).endswith("Id")
+    ]
+    if not extra or len(missing) != 1:
+        return None
+    return f'unknown argument "id": this tool takes the id as "{missing[0]}"'
 
 
 def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:

@@ -81,15 +81,43 @@ def _row(r: dict[str, Any]) -> list[str]:
     return [
         utc_time(r.get("ts")),
         caller,
+        str(r.get("label") or "-"),
         str(r.get("toolName")),
         str(r.get("decision")),
         outcome,
-        str(r.get("reason", ""))[:60],
         f"{float(r.get('durationMs') or 0):.1f}ms" if "durationMs" in r else "-",
+        clip(str(r.get("reason", "")), REASON_CHARS),
     ]
 
 
-_HEADER: Final = ["TIME (UTC)", "CALLER", "TOOL", "DECISION", "OUTCOME", "REASON", "DURATION"]
+#: The reason is the last column, cut at a word to about this many characters (`--json` has it
+#: whole).
+REASON_CHARS: Final = 90
+_HEADER: Final = [
+    "TIME (UTC)",
+    "CALLER",
+    "AGENT",
+    "TOOL",
+    "DECISION",
+    "OUTCOME",
+    "DURATION",
+    "REASON",
+]
+
+
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut after a whole word and marked with `…`; a
+    single word longer than half the width is cut where it must be."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    if space > width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"
+
+
 #: Records about the trail itself, shown as they are.
 _TRAIL_KINDS: Final = ("torn-tail", "retention")
 

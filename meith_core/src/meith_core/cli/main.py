@@ -65,7 +65,10 @@ def serve(
     ] = None,
     label: Annotated[
         str | None,
-        typer.Option("--label", help="A name for this instance (default: the home folder name)."),
+        typer.Option(
+            "--label",
+            help="A name for this instance, for `meith instances` and `meith stop` (default: none).",
+        ),
     ] = None,
     idle_timeout: Annotated[
         float | None,

@@ -161,7 +161,6 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
         return EXIT_OK
     rows = []
     for s in sessions:
-        grants = s.get("grants") or []
         rows.append(
             [
                 str(s.get("sessionId") or "-"),
@@ -169,21 +168,32 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
                 str(s.get("label") or "-"),
                 str(s.get("since") or "-")[:19].replace("T", " "),
                 str(s.get("calls", 0)),
-                ", ".join(_grant_text(g) for g in grants) or "-",
+                _grants_text(s.get("grants"), with_id=False),
+                _grants_text(s.get("standingGrants"), with_id=True),
             ]
         )
     if not rows:
         sys.stdout.write("No live sessions.\n")
         return EXIT_OK
-    table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "GRANTS"])
+    # The session's own grants end with it; standing ones (`meith grants`) are shared and
+    # named by id, so `meith grants revoke ID` is at hand.
+    table(
+        rows,
+        ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "SESSION GRANTS", "STANDING GRANTS"],
+    )
     return EXIT_OK
 
 
-def _grant_text(grant: Any) -> str:
+def _grants_text(grants: Any, with_id: bool) -> str:
+    return ", ".join(_grant_text(g, with_id) for g in grants or []) or "-"
+
+
+def _grant_text(grant: Any, with_id: bool) -> str:
     if not isinstance(grant, dict):
         return str(grant)
     caps = "+".join(str(c) for c in grant.get("capabilities") or [])
-    return f"{caps}{'@' + str(grant['tool']) if grant.get('tool') else ''}"
+    text = f"{caps}{'@' + str(grant['tool']) if grant.get('tool') else ''}"
+    return f"{text} ({grant.get('id')})" if with_id else text
 
 
 def register(app: typer.Typer) -> None:
@@ -196,5 +206,6 @@ def register(app: typer.Typer) -> None:
         socket: SocketOpt = None,
         instance: InstanceOpt = None,
     ) -> None:
-        """List the runtime's live sessions: id, caller, label, since, calls, session grants."""
+        """List the runtime's live sessions: id, caller, label, since, calls, the session's own
+        grants and the standing grants that apply to it."""
         raise typer.Exit(run_sessions(json_output, socket, instance))

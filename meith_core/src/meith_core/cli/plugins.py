@@ -269,16 +269,25 @@ def run_plugins_revoke(plugin_id: str) -> int:
 
 
 def run_plugins_new(name: str, directory: str | None) -> int:
-    from meith_core.host.plugins.scaffold import ScaffoldError, scaffold
+    from meith_core.host.plugins.scaffold import ScaffoldError, meith_environment, scaffold
 
     try:
         names, target, files = scaffold(name, Path(directory) if directory else None)
     except ScaffoldError as exc:
         return fail(str(exc), EXIT_USAGE)
     shown = os.path.relpath(target) if not os.path.isabs(directory or "") else str(target)
+    env = meith_environment()
+    # meith-core is not on PyPI: the plugin is developed and installed in meith's own
+    # environment, where its dependency on meith-core is already met.
+    activate = (
+        f"  . {env / 'bin' / 'activate'}   # meith's environment, which has meith-core (not on PyPI)\n"
+        if env is not None and os.environ.get("VIRTUAL_ENV") != str(env)
+        else ""
+    )
     sys.stdout.write(
         f"Created plugin {names.id!r} (distribution {names.distribution}) in {shown}: "
         f"{len(files)} files.\n\nNext:\n"
+        f"{activate}"
         f"  cd {shown}\n"
         "  pip install -e '.[test]' && pytest     # the generated tests pass as they are\n"
         "  meith plugins check .                  # what to fix before publishing\n"

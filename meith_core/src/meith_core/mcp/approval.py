@@ -66,6 +66,23 @@ def elicit_request(request: dict[str, Any]) -> types.ElicitRequest:
     )
 
 
+#: Who answered an elicitation, as the bridge reports it (the runtime adds that the bridge
+#: said so). A decline is the person's own refusal, and reads as one.
+ANSWERED_BY_USER = "the user at the MCP client"
+_ANSWERED_BY = {
+    "accept": ANSWERED_BY_USER,
+    "decline": f"{ANSWERED_BY_USER}, who declined",
+    "cancel": f"{ANSWERED_BY_USER}, who dismissed the request",
+}
+
+
+def answered_by(answer: types.ElicitResult | None) -> str:
+    """The words for who answered `answer`: the user at the MCP client, and how."""
+    if answer is None:
+        return "nobody: the MCP client sent no answer"
+    return _ANSWERED_BY.get(answer.action, ANSWERED_BY_USER)
+
+
 def decision_of(answer: types.ElicitResult | None) -> str:
     if answer is None or answer.action != "accept" or not answer.content:
         return DENY

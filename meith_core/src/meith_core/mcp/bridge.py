@@ -163,10 +163,10 @@ class Bridge:
                 "PERMISSION_DENIED",
                 "This approval is no longer pending (it was answered or expired); call the tool again.",
             )
-        answer = (params.input_responses or {}).get("approval")
-        decision = approval.decision_of(answer if isinstance(answer, types.ElicitResult) else None)
+        raw = (params.input_responses or {}).get("approval")
+        answer = raw if isinstance(raw, types.ElicitResult) else None
         if not parked.answer.done():
-            parked.answer.set_result((decision, "user, through an MCP elicitation"))
+            parked.answer.set_result((approval.decision_of(answer), approval.answered_by(answer)))
         return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
 
     def _expire_parked(self) -> None:
@@ -265,7 +265,7 @@ class Bridge:
         if isinstance(elicited, str):
             answered_by = elicited
         else:
-            answered_by = "user, through an MCP elicitation"
+            answered_by = approval.answered_by(elicited)
             decision = approval.decision_of(elicited)
         if not answer.done():
             answer.set_result((decision, answered_by))

@@ -87,16 +87,12 @@ class SessionTable:
 def describe_sessions(
     sessions: SessionTable, permissions: PermissionService
 ) -> list[dict[str, Any]]:
-    """The live sessions with their grants (session grants, then standing ones that apply)."""
+    """The live sessions with their grants: `grants` are the session's own (they end with it),
+    `standingGrants` the standing ones that apply to it (`meith grants`, shared by every session
+    of that caller, or of that agent name)."""
     standing = permissions.standing.current()
     out = []
     for rec in sessions:
-        grants = [grant_summary(g) for g in permissions.session_grants(rec.session_id)]
-        grants += [
-            grant_summary(g)
-            for g in standing
-            if g.caller is rec.caller and g.session in (None, rec.session_id)
-        ]
         out.append(
             {
                 "sessionId": rec.session_id,
@@ -104,7 +100,14 @@ def describe_sessions(
                 "label": rec.label,
                 "since": iso_utc(rec.since),
                 "calls": rec.calls,
-                "grants": grants,
+                "grants": [grant_summary(g) for g in permissions.session_grants(rec.session_id)],
+                "standingGrants": [
+                    grant_summary(g)
+                    for g in standing
+                    if g.caller is rec.caller
+                    and g.session in (None, rec.session_id)
+                    and g.agent in (None, rec.label)
+                ],
             }
         )
     return out

@@ -85,9 +85,12 @@ class ApprovalDesk:
         is waiting."""
         if self._waiting.pop(msg.approvalId, None) is None:
             return None  # unknown, already answered or timed out: ignored
-        by = sanitize_label(msg.answeredBy) or "no name given"
-        by = by[:MAX_ANSWERED_BY_CHARS]
-        reply = ApprovalReply(ApprovalAnswer(msg.decision), f"{self._who()} (answeredBy: {by})")
+        # Who answered is the peer's word, so the reason says who reported it: "denied by the
+        # user at the MCP client, who declined (reported by the calling agent connection 'x')"
+        # reads as the person's answer, not as the connection's.
+        by = (sanitize_label(msg.answeredBy) or "")[:MAX_ANSWERED_BY_CHARS]
+        words = f"{by} (reported by {self._who()})" if by else f"{self._who()} (it named no one)"
+        reply = ApprovalReply(ApprovalAnswer(msg.decision), words)
         return ApprovalAnswered(msg.approvalId, reply)
 
     def abandon_all(self) -> list[str]:

@@ -85,7 +85,9 @@ def _publish(
         version=__version__,
         protocol_version=PROTOCOL_VERSION,
         cwd=cwd,
-        label=label or home.root.name,
+        # No default name: every runtime listed by `meith instances` shares this home, so its
+        # folder's name (`.meith`) would tell them apart no better than nothing.
+        label=label,
     )
     write_json_atomic(instance_path, record.to_json())
     write_json_atomic(

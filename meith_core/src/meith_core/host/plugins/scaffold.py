@@ -3,11 +3,14 @@ shipped in this package (`_plugins/template/*.tmpl`)."""
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from meith_core._version import __version__
 
@@ -42,6 +45,28 @@ def core_requirement() -> str:
     return f"meith-core>={__version__},<{max(major + 1, 1)}"
 
 
+def core_source() -> str:
+    """Where a new plugin's dev tools install meith-core from. meith-core is not on PyPI: this
+    is the directory the running meith-core was installed from (a clone's `meith_core`, by
+    `install.py` or `uv sync`), else the release range."""
+    try:
+        raw = metadata.distribution("meith-core").read_text("direct_url.json")
+        url = json.loads(raw or "{}").get("url", "")
+    except (metadata.PackageNotFoundError, ValueError, AttributeError):
+        url = ""
+    if isinstance(url, str) and url.startswith("file://"):
+        path = Path(unquote(urlparse(url).path))
+        if (path / "pyproject.toml").is_file():
+            return str(path)
+    return core_requirement()
+
+
+def meith_environment() -> Path | None:
+    """The virtual environment meith runs in (where a plugin is installed next to it), or None
+    when meith is not in one."""
+    return Path(sys.prefix) if sys.prefix != sys.base_prefix else None
+
+
 def _template_files(root: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:
     out: list[tuple[str, Traversable]] = []
     for item in sorted(root.iterdir(), key=lambda t: t.name):
@@ -65,6 +90,7 @@ def scaffold(name: str, directory: Path | None = None) -> tuple[Names, Path, lis
         "package": names.package,
         "distribution": names.distribution,
         "core_requirement": core_requirement(),
+        "core_source": core_source(),
     }
     written: list[Path] = []
     for rel, source in _template_files(resources.files("meith_core.host.plugins") / "template"):

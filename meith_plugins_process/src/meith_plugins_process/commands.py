@@ -1,0 +1,444 @@
+"""`run_command`: one command run to completion, its output streamed while it runs and kept,
+capped, for the answer.
+
+The command runs as the leader of a session of its own, with the environment and the
+confinement a dev server started by the same caller gets (`Supervisor.child_env`,
+`Supervisor.confine`), and is in the crash record while it runs. Its output is read through a
+subprocess protocol, as a dev server's is: each chunk goes to a head-and-tail cap per stream
+(`OutputCap`) and, split into lines, out as `log` events. Nothing is queued for a caller that
+does not keep up: its events are skipped, it is told how many, and the answer still has the
+output.
+
+No process of the command outlives the call, through the one killer (`killer.py`): at exit,
+whatever it left in its process group or carrying its marker is ended; at `timeoutMs` the
+group gets SIGTERM, then SIGKILL after a grace; a cancelled call SIGKILLs it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from typing import Any, Final
+
+from meith_core import Diagnostic, ErrorCode, ToolContext, ToolError, ToolResult, new_id, ok_result
+from meith_plugins_process.attach import emit_lines
+from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
+from meith_plugins_process.killer import Target
+from meith_plugins_process.lines import LineSplitter
+from meith_plugins_process.models import RunCommandArgs
+from meith_plugins_process.owners import Owner
+from meith_plugins_process.supervisor import Confined, Supervisor
+
+#: After `timeoutMs`: SIGTERM, then SIGKILL after this long.
+TIMEOUT_GRACE_S: Final = 2.0
+#: What a command left running after it exited gets between SIGTERM and SIGKILL.
+LEFTOVER_GRACE_S: Final = 1.0
+#: How long, once its processes are gone, output still in the pipes may take to arrive.
+DRAIN_S: Final = 1.0
+#: A command still running this long after its start goes into the crash record.
+RECORD_AFTER_S: Final = 0.05
+#: A progress event this often while it runs (clients that reset their timeout on progress).
+PROGRESS_S: Final = 5.0
+#: The tool's deadline: the longest `timeoutMs`, then the grace, then a margin. The call's own
+#: deadline never cuts a command off before its `timeoutMs` has.
+TOOL_TIMEOUT_MS: Final = 30 * 60 * 1000 + 30_000
+
+_STREAMS: Final = {1: "stdout", 2: "stderr"}
+
+
+class OutputCap:
+    """One stream's bytes within `limit`: the first half and the last half kept, the middle
+    counted."""
+
+    __slots__ = ("_head", "_head_max", "_tail", "_tail_max", "total")
+
+    def __init__(self, limit: int) -> None:
+        self._head_max = limit // 2
+        self._tail_max = limit - self._head_max
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_max - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            # Trimmed in bulk, not per chunk: the tail is at most twice its size meanwhile.
+            if len(self._tail) > 2 * self._tail_max + 65536:
+                del self._tail[: len(self._tail) - self._tail_max]
+
+    def render(self) -> tuple[str, int]:
+        """`(text, elided bytes)`: the kept bytes as UTF-8 (invalid bytes replaced), with a
+        marker saying how many bytes are missing where the middle was cut out."""
+        tail = bytes(self._tail[len(self._tail) - self._tail_max :]) if self._tail_max else b""
+        head = bytes(self._head)
+        if self.total == len(head) + len(tail):
+            return (head + tail).decode("utf-8", "replace"), 0
+        # A character cut in two at either edge goes to the elided middle, not to U+FFFD.
+        head, tail = _whole_chars_head(head), _whole_chars_tail(tail)
+        elided = self.total - len(head) - len(tail)
+        marker = f"\n[... {elided} bytes elided ...]\n"
+        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace"), elided
+
+
+def _whole_chars_head(data: bytes) -> bytes:
+    """`data` without a UTF-8 sequence left incomplete at its end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue  # a continuation byte: look further back for its lead
+        if byte >= 0xC0:
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return data[:-back] if need > back else data
+        return data
+    return data
+
+
+def _whole_chars_tail(data: bytes) -> bytes:
+    """`data` without the continuation bytes of a sequence that began before it."""
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1
+    return data[skip:]
+
+
+class _Run:
+    """One running command's output and exit, fed by the subprocess protocol."""
+
+    def __init__(self, ctx: ToolContext, limit: int) -> None:
+        self.ctx = ctx
+        self.caps = {1: OutputCap(limit), 2: OutputCap(limit)}
+        self._splitters = {1: LineSplitter(), 2: LineSplitter()}
+        self.open_pipes = {1, 2}
+        self.returncode: int | None = None
+        self.exited = asyncio.Event()
+        self.pipes_closed = asyncio.Event()
+        self.exited_at: float | None = None
+        #: Lines not sent to a caller that did not keep up.
+        self._skipped = 0
+
+    def on_output(self, fd: int, data: bytes) -> None:
+        cap = self.caps.get(fd)
+        if cap is None:
+            return
+        cap.feed(data)
+        self._send(fd, self._splitters[fd].feed(data))
+
+    def on_pipe_closed(self, fd: int) -> None:
+        if fd not in self.open_pipes:
+            return
+        self.open_pipes.discard(fd)
+        self._send(fd, self._splitters[fd].flush())
+        if not self.open_pipes:
+            self.pipes_closed.set()
+
+    def on_exit(self, returncode: int | None) -> None:
+        self.returncode = returncode
+        self.exited_at = asyncio.get_running_loop().time()
+        self.exited.set()
+
+    def _send(self, fd: int, lines: list[str]) -> None:
+        if not lines:
+            return
+        if self.ctx.events_congested:
+            self._skipped += len(lines)
+            return
+        self.report_skipped()
+        emit_lines(self.ctx.log, _STREAMS[fd], lines)
+
+    def report_skipped(self) -> None:
+        if self._skipped:
+            skipped, self._skipped = self._skipped, 0
+            self.ctx.log(
+                "warn",
+                f"[system] skipped {skipped} lines: this client fell behind "
+                "(the result still has the output)",
+            )
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.run.on_output(fd, data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.run.on_pipe_closed(fd)
+
+    def process_exited(self) -> None:
+        assert self.transport is not None
+        self.run.on_exit(self.transport.get_returncode())
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process is still in the group (a zombie counts; the killer sorts it out)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _find_program(argv: list[str], cwd: str, env: Mapping[str, str]) -> None:
+    """Fail clearly, before spawning, for a program that cannot be run (confined or not)."""
+    program = argv[0]
+    if "/" in program:
+        path = os.path.join(cwd, program)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            what = "not executable" if os.path.exists(path) else "not found"
+            raise ToolError(ErrorCode.TOOL_FAILED, f"command {what}: {program}")
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise ToolError(
+            ErrorCode.TOOL_FAILED,
+            f"command not found: {program} (not on PATH; give a path, or use `shell`)",
+        )
+
+
+class _Running:
+    """A command of the runner while it runs: what ending it needs."""
+
+    __slots__ = ("create_time", "id", "pid", "run")
+
+    def __init__(self, run_id: str, pid: int, run: _Run) -> None:
+        self.id = run_id
+        self.pid = pid
+        self.run = run
+        self.create_time: float | None = None
+
+    def target(self, sig: signal.Signals = signal.SIGTERM) -> Target:
+        """The killer's target. While the leader has not been reaped its pid is still ours;
+        once it has, only the marker can tell the command's processes from a reused pid."""
+        if self.run.returncode is not None:
+            return Target(self.id, None, None, sig)
+        return Target(self.id, self.pid, self.create_time, sig)
+
+
+class CommandRunner:
+    """The commands running now, so that runtime shutdown ends them too."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.sup = supervisor
+        self.running: dict[str, _Running] = {}
+
+    def targets(self) -> list[Target]:
+        return [r.target() for r in self.running.values()]
+
+    async def run(
+        self,
+        ctx: ToolContext,
+        args: RunCommandArgs,
+        *,
+        cwd: str,
+        owner: Owner,
+        confined: Confined | None,
+        session_callback: Mapping[str, str] | None,
+        diagnostics: list[Diagnostic | dict[str, str]],
+    ) -> ToolResult:
+        try:
+            return await self._run(
+                ctx, args, cwd, owner, confined, session_callback, list(diagnostics)
+            )
+        finally:
+            if confined is not None:
+                confined.cleanup()
+
+    def _record(self, running: _Running, display: str) -> None:
+        if running.id in self.running:
+            running.create_time = self.sup.track(running.id, "command", running.pid, display)
+
+    async def _run(
+        self,
+        ctx: ToolContext,
+        args: RunCommandArgs,
+        cwd: str,
+        owner: Owner,
+        confined: Confined | None,
+        session_callback: Mapping[str, str] | None,
+        diagnostics: list[Diagnostic | dict[str, str]],
+    ) -> ToolResult:
+        run_id = new_id("run")
+        if args.shell is not None:
+            argv, display = ["/bin/sh", "-c", args.shell], args.shell
+        else:
+            argv = list(args.command or ())
+            display = shlex.join(argv)
+        env = self.sup.child_env(
+            run_id,
+            extra=args.env,
+            defaults={"PYTHONUNBUFFERED": "1"},
+            confined=confined,
+            calls_back=owner.user,
+            session_callback=session_callback,
+        )
+        if args.command is not None:
+            _find_program(argv, cwd, env)
+        run = _Run(ctx, args.maxOutputBytes)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: _Protocol(run),
+                *(confined.wrap(argv) if confined is not None else argv),
+                stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
+        running = _Running(run_id, transport.get_pid(), run)
+        self.running[run_id] = running
+        # Into the crash record only if it is still running a moment later: most commands an
+        # agent runs are over sooner, and the record costs two synced writes.
+        record = loop.call_later(RECORD_AFTER_S, self._record, running, display)
+        ended = False
+        outcome = "cancelled"
+        try:
+            if args.stdin is not None:
+                pipe = transport.get_pipe_transport(0)
+                if isinstance(pipe, asyncio.WriteTransport):
+                    pipe.write(args.stdin.encode("utf-8"))
+                    pipe.write_eof()
+            outcome = await self._wait(ctx, run, started, args.timeoutMs / 1000)
+            if outcome == "cancelled":
+                await self.sup.terminate([running.target(signal.SIGKILL)], grace_s=0)
+                ended = True
+                raise ToolError(
+                    ErrorCode.CANCELLED,
+                    f'Tool "{ctx.tool_name}" was cancelled; the command and its processes were '
+                    "ended",
+                )
+            if outcome == "timeout":
+                await self.sup.terminate([running.target()], grace_s=TIMEOUT_GRACE_S)
+                ended = True
+                diagnostics.append(
+                    {
+                        "level": "warn",
+                        "message": f"Timed out after {args.timeoutMs} ms: its processes were "
+                        "ended (SIGTERM, then SIGKILL)",
+                    }
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.exited.wait(), DRAIN_S)
+            else:
+                # Exited. Its pipes close with it unless something it started holds them.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.pipes_closed.wait(), EXIT_LINGER_S)
+                if run.open_pipes or _group_alive(running.pid):
+                    left = await self.sup.terminate([running.target()], grace_s=LEFTOVER_GRACE_S)
+                    if left[0].found:
+                        diagnostics.append(
+                            {
+                                "level": "info",
+                                "message": f"Ended {len(left[0].found)} process(es) the command "
+                                "left running after it exited",
+                            }
+                        )
+                ended = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.pipes_closed.wait(), DRAIN_S)
+        finally:
+            record.cancel()
+            # However the call ends (cancelled from outside included): none of it is left.
+            if not ended:
+                with contextlib.suppress(Exception):
+                    await self.sup.terminate([running.target(signal.SIGKILL)], grace_s=0)
+            del self.running[run_id]
+            self.sup.untrack(run_id)
+            transport.close()
+        run.report_skipped()
+        ended_at = run.exited_at if run.exited_at is not None else loop.time()
+        stdout, out_elided = run.caps[1].render()
+        stderr, err_elided = run.caps[2].render()
+        code = run.returncode
+        content: dict[str, Any] = {
+            "exitCode": code if code is not None and code >= 0 else None,
+            "signal": signal_name(code),
+            "timedOut": outcome == "timeout",
+            "stdout": stdout,
+            "stderr": stderr,
+            "truncated": bool(out_elided or err_elided),
+            "durationMs": round((ended_at - started) * 1000),
+            "confinedTo": confined.scope if confined is not None else None,
+        }
+        return ok_result(content, diagnostics=diagnostics or None)
+
+    @staticmethod
+    async def _wait(ctx: ToolContext, run: _Run, started: float, timeout_s: float) -> str:
+        """ "exited", "timeout" or "cancelled", whichever comes first; progress meanwhile."""
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def on_cancel() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(wake.set)
+
+        remove = ctx.cancel_token.add_callback(on_cancel)
+        waiter = asyncio.ensure_future(run.exited.wait())
+        waiter.add_done_callback(lambda _: wake.set())
+        deadline = started + timeout_s
+        try:
+            while True:
+                if run.exited.is_set():
+                    return "exited"
+                if ctx.cancelled:
+                    return "cancelled"
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return "timeout"
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), min(remaining, PROGRESS_S))
+                if not wake.is_set() and loop.time() < deadline:
+                    ctx.progress(f"running for {loop.time() - started:.0f} s")
+        finally:
+            remove()
+            waiter.cancel()
+
+
+def _duration(ms: int) -> str:
+    return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def render_result(content: dict[str, Any]) -> str:
+    """The result as a model reads it (`@tool(render=...)`): one line saying how it ended,
+    then each stream that printed anything under its name, the cap's elision marks included.
+
+    `exit 1 in 2.3 s`, `killed by SIGKILL in 40 ms`, `timed out, ended by SIGTERM after
+    120.1 s`; `, confined to DIR` when it ran confined.
+    """
+    took = _duration(int(content.get("durationMs") or 0))
+    signal_ = content.get("signal")
+    if content.get("timedOut"):
+        how = f"ended by {signal_}" if signal_ else f"exit {content.get('exitCode')}"
+        line = f"timed out, {how} after {took}"
+    elif signal_:
+        line = f"killed by {signal_} in {took}"
+    else:
+        line = f"exit {content.get('exitCode')} in {took}"
+    if content.get("confinedTo"):
+        line += f", confined to {content['confinedTo']}"
+    parts = [line]
+    for stream in ("stdout", "stderr"):
+        text = str(content.get(stream) or "").removesuffix("\n")
+        if text:
+            parts.append(f"--- {stream}\n{text}")
+    return "\n".join(parts)
