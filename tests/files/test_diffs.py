@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +45,8 @@ def apply(before: str, diff: str) -> str:
 lines = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    pass\n"]), max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
 @given(before=lines, after=lines)
 def test_applying_the_diff_to_the_old_text_gives_the_new(
     before: list[str], after: list[str]

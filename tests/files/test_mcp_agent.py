@@ -1,9 +1,10 @@
 """An agent through `meith mcp` (the MCP SDK's own client, stdio) against a real `meith serve`
 with the files plugin: search, read, edit, undo — the text it reads, the hints it is given,
-and the wall around its workspace."""
+the wall around its workspace — and the whole loop with the process plugin's run_command."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,40 @@ async def test_an_agent_searches_reads_edits_and_undoes_over_mcp(
         assert outside.is_error is True
         assert _text(outside).startswith("PERMISSION_DENIED: ")
         assert f"its workspace is {ws}" in _text(outside)
+
+
+CHECK = "import sys; sys.exit(0 if 'i.price' in open('src/cart.py').read() else 1)"
+
+
+async def test_the_whole_loop_with_run_command_over_mcp(meith_server: Any, tmp_path: Path) -> None:
+    ws = (tmp_path / "ws").resolve()
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    srv = meith_server(plugins="files,process")
+    srv.approve("files")
+    srv.approve("process")
+    srv.grant("writes-files", caller="agent", cwd=str(ws))
+    srv.grant("starts-process", caller="agent", cwd=str(ws))
+    check = {"cwd": str(ws), "command": [sys.executable, "-c", CHECK]}
+    async with stdio_client(srv, "--cwd", str(ws)) as client:
+
+        async def exit_code() -> int:
+            ran = await client.call_tool("run_command", check)
+            assert ran.is_error is False, _text(ran)
+            return int(ran.structured_content["exitCode"])
+
+        hits = await client.call_tool("workspace_search", {"query": "sum(items)"})
+        assert _text(hits).startswith("src/cart.py:2:")
+        assert await exit_code() == 1  # the "test" fails before the fix
+        edit = await client.call_tool(
+            "workspace_apply_patch",
+            {
+                "path": "src/cart.py",
+                "edits": [{"oldText": "sum(items)", "newText": "sum(i.price for i in items)"}],
+            },
+        )
+        assert edit.is_error is False, _text(edit)
+        assert await exit_code() == 0
+        undone = await client.call_tool("workspace_undo", {"path": "src/cart.py"})
+        assert undone.is_error is False, _text(undone)
+        assert await exit_code() == 1

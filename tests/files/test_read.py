@@ -129,8 +129,9 @@ def test_a_fifo_is_not_read(files: MeithHarness, ws: Path) -> None:
     assert "not a regular file" in err.message
 
 
+@pytest.mark.slow
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=st.text(alphabet="ab\n\r\t é", max_size=60))
 def test_windows_of_one_line_put_together_are_the_whole_read(tmp_path: Path, text: str) -> None:

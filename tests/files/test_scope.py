@@ -196,3 +196,23 @@ def test_a_read_only_grant_from_the_python_api_widens_what_an_agent_reads(
         caller=agent,
     )
     assert err.code == ErrorCode.PERMISSION_DENIED  # reading is not writing
+
+
+def test_secret_paths_are_skipped_when_listing_a_subdirectory_above_them(
+    files: MeithHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "user"
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text("oauth_token: SECRET\n")
+    (home / ".config" / "app.toml").write_text("x = 1\n")
+    monkeypatch.setenv("HOME", str(home))
+    agent = files.session("agent").with_cwd(str(home))
+    listed = ok(files, "workspace_list_files", {"cwd": str(home), "path": ".config"}, caller=agent)
+    assert listed["files"] == [".config/app.toml"]
+    found = ok(
+        files,
+        "workspace_search",
+        {"cwd": str(home), "path": ".config", "query": "SECRET"},
+        caller=agent,
+    )
+    assert found["matches"] == []

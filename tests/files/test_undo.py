@@ -70,6 +70,7 @@ def test_undo_restores_the_mode_too(files: MeithHarness, ws: Path) -> None:
     assert target.read_text() == "a\n"
 
 
+@pytest.mark.slow
 def test_at_most_50_steps_are_kept_per_file(files: MeithHarness, ws: Path) -> None:
     for i in range(55):
         last = write(files, ws, f"v{i}\n")

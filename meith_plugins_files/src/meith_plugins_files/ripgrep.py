@@ -171,11 +171,15 @@ class Run:
                 self.stderr = await self._stderr_task
 
     async def lines(self) -> AsyncIterator[bytes]:
-        assert self.proc is not None
-        assert self.proc.stdout is not None
-        stdout = self.proc.stdout
-        while line := await stdout.readline():
-            yield line
+        # Split from 64 KiB reads: one await per chunk rather than one per line.
+        rest = b""
+        async for chunk in self.chunks():
+            parts = (rest + chunk).split(b"\n")
+            rest = parts.pop()
+            for part in parts:
+                yield part
+        if rest:
+            yield rest
 
     async def chunks(self) -> AsyncIterator[bytes]:
         assert self.proc is not None
