@@ -308,3 +308,24 @@ def test_hostile_values_never_crash_and_give_a_valid_bounded_summary(kind: str) 
     out.encode("utf-8")  # no lone surrogates left
     if not out.endswith("...[truncated]"):
         json.loads(out)
+
+
+def test_sensitive_marks_of_nested_models_are_collected() -> None:
+    from pydantic import BaseModel, Field
+
+    from meith_core.audit.redact import sensitive_fields, summarize
+
+    class Edit(BaseModel):
+        oldText: str = Field(json_schema_extra={"sensitive": True})
+        line: int = 0
+
+    class Args(BaseModel):
+        path: str
+        edits: list[Edit]
+        first: Edit | None = None
+
+    names = sensitive_fields(Args, None)
+    assert names == {"oldText"}
+    summary = summarize({"path": "a", "edits": [{"oldText": "SECRET-OLD", "line": 2}]}, names)
+    assert "SECRET-OLD" not in summary
+    assert '"line":2' in summary

@@ -163,11 +163,6 @@ def test_file_contents_and_diffs_are_redacted_to_lengths_in_the_audit_trail(
     assert "[REDACTED_TEXT 11 chars]" in records[0]["argsSummary"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs core: sensitive markers are collected from a model's top-level fields only, "
-    "so oldText (inside edits) and search context lines (inside matches) are not redacted",
-)
 def test_old_text_and_context_lines_are_redacted_in_the_audit_trail(
     files: MeithHarness, ws: Path
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import typing
 from collections import Counter
 from collections.abc import Mapping
 from itertools import islice
@@ -132,18 +133,32 @@ def _names_environment(key: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def sensitive_fields(*models: type[BaseModel] | None) -> frozenset[str]:
-    """Names (and aliases) of the fields a tool's models mark `sensitive`: redacted as text."""
+    """Names (and aliases) of the fields a tool's models mark `sensitive`, at any depth (a
+    marked field of a model inside a list of edits counts too): redacted as text wherever a
+    key of that name appears."""
     names: set[str] = set()
-    for model in models:
-        if model is None:
+    seen: set[type[BaseModel]] = set()
+    todo = [m for m in models if m is not None]
+    while todo:
+        model = todo.pop()
+        if model in seen:
             continue
+        seen.add(model)
         for name, info in model.model_fields.items():
             extra = info.json_schema_extra
             if isinstance(extra, dict) and extra.get(SENSITIVE_MARKER):
                 names.add(name)
                 if info.alias:
                     names.add(info.alias)
+            todo.extend(_models_in(info.annotation))
     return frozenset(names)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (`Edit`, `list[Edit]`, `Edit | None`, ...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def sensitive_fields_of(tool: AuditedDefinition) -> frozenset[str]:
