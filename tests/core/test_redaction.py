@@ -329,3 +329,36 @@ def test_sensitive_marks_of_nested_models_are_collected() -> None:
     summary = summarize({"path": "a", "edits": [{"oldText": "SECRET-OLD", "line": 2}]}, names)
     assert "SECRET-OLD" not in summary
     assert '"line":2' in summary
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_summary_cut_short_is_the_same_as_the_whole_one_cut(seed: int) -> None:
+    """Past the summary's cut nothing is walked; what is shown does not change."""
+    from meith_core.audit import redact as r
+
+    rng = random.Random(seed)
+
+    def value(depth: int) -> Any:
+        pick = rng.random()
+        if depth > 3 or pick < 0.4:
+            return rng.choice(
+                [
+                    "".join(rng.choices(string.ascii_letters + ' "\\\n', k=rng.randint(0, 300))),
+                    rng.randint(-(10**6), 10**6),
+                    None,
+                    True,
+                    "Bearer " + "x" * 40,
+                ]
+            )
+        if pick < 0.7:
+            return [value(depth + 1) for _ in range(rng.randint(0, 8 if depth else 60))]
+        keys = ["path", "token", "text", "status", "password", "env", "cwd", "name"]
+        return {
+            f"{rng.choice(keys)}{i}" if rng.random() < 0.5 else rng.choice(keys): value(depth + 1)
+            for i in range(rng.randint(0, 6))
+        }
+
+    data = {"files": [value(1) for _ in range(rng.randint(1, 80))]}
+    whole = r._serialise(r._Redactor(frozenset()), data)
+    cut = r._serialise(r._Redactor(frozenset(), cut=True), data)
+    assert cut == whole

@@ -231,10 +231,17 @@ def redact(
 
 
 class _Redactor:
-    __slots__ = ("budget", "known", "secrets", "sensitive")
+    __slots__ = ("budget", "known", "limit", "secrets", "sensitive", "spent")
 
-    def __init__(self, sensitive: frozenset[str], known: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, sensitive: frozenset[str], known: tuple[str, ...] = (), *, cut: bool = False
+    ) -> None:
         self.budget = MAX_NODES
+        #: A lower bound of the JSON characters produced so far, in the order they will be
+        #: serialised; past `limit` the rest is beyond the summary's cut and is not walked
+        #: (`cut`: for a summary, whose first MAX_SUMMARY_CHARS are then exactly the same).
+        self.spent = 0
+        self.limit = MAX_SUMMARY_CHARS + 1 if cut else None
         self.sensitive = sensitive
         #: Secret values taken out of this call's arguments (`secrets`), and removed wherever
         #: they reappear in its result (`known`): an error message quoting the typed text.
@@ -255,6 +262,10 @@ class _Redactor:
         self.budget -= 1
         if self.budget < 0:
             return "[...]"
+        limit = self.limit
+        if limit is not None and self.spent > limit:
+            return "[...]"  # beyond the summary's cut: never shown
+        self.spent += 1
         if key:
             kind = _key_kind(key, in_env)
             if kind == 1:
@@ -268,7 +279,9 @@ class _Redactor:
         # lists and strings); subclasses and other objects take the general path below.
         kind_of = type(value)
         if kind_of is str:
-            return self._string(value, key)
+            out = self._string(value, key)
+            self.spent += len(out) + 1
+            return out
         if kind_of is dict and depth < MAX_DEPTH:
             return self._mapping(value, key, depth)
         if kind_of is list and depth < MAX_DEPTH:
@@ -334,6 +347,7 @@ class _Redactor:
                 name = k  # what _clean and the cut below would give, without the calls
             else:
                 name = _clean(str(k))[:MAX_STRING_CHARS]
+            self.spent += len(name) + 3
             out[name] = run(v, name, depth + 1, env)
         if len(items) > MAX_OBJECT_KEYS:
             out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"
@@ -342,7 +356,7 @@ class _Redactor:
 
 def summarize(value: Any, sensitive: frozenset[str] = frozenset()) -> str:
     """`redact` then serialise, capped at MAX_SUMMARY_CHARS. Never raises."""
-    return _serialise(_Redactor(sensitive), value)
+    return _serialise(_Redactor(sensitive, cut=True), value)
 
 
 def summarize_call(
@@ -350,10 +364,12 @@ def summarize_call(
 ) -> tuple[str, str]:
     """Summaries of a call's arguments and result; secret values of the arguments are also
     removed from the result (an error message that quotes what was typed)."""
+    # The arguments are walked whole: every secret value in them is to be removed from the
+    # result, even one past the arguments' own cut.
     args = _Redactor(sensitive)
     args_summary = _serialise(args, arguments)
     known = tuple(sorted(set(args.secrets), key=len, reverse=True))
-    return args_summary, _serialise(_Redactor(sensitive, known), result)
+    return args_summary, _serialise(_Redactor(sensitive, known, cut=True), result)
 
 
 def _serialise(redactor: _Redactor, value: Any) -> str:
