@@ -52,6 +52,16 @@ _EXPORTS: dict[str, str] = {
     # kernel confinement of started processes (Landlock)
     "Confinement": "meith_core.policy.confinement",
     "landlock_status": "meith_core.policy.confinement",
+    "NetworkAccess": "meith_core.policy.confinement",
+    "discard_env_file": "meith_core.policy.confinement",
+    "confine_wrapper_environment": "meith_core.policy.confinement",
+    # the network wall: the gate a confined process's connections go through, ports back
+    "NetworkGate": "meith_core.policy.netgate",
+    "PortForwarder": "meith_core.policy.netgate",
+    # the secret paths: what confined processes cannot read and read tools refuse to agents
+    "DEFAULT_SECRET_PATHS": "meith_core.policy.secret_paths",
+    "secret_paths": "meith_core.policy.secret_paths",
+    "is_secret_path": "meith_core.policy.secret_paths",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -60,6 +70,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SECRET_PATHS",
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
@@ -74,8 +85,11 @@ __all__ = [
     "ErrorCode",
     "EventKind",
     "MeithHome",
+    "NetworkAccess",
+    "NetworkGate",
     "PathEscapeError",
     "PluginHost",
+    "PortForwarder",
     "Runtime",
     "SettingsSection",
     "ToolArgs",
@@ -85,15 +99,19 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "confine_wrapper_environment",
+    "discard_env_file",
     "ensure_private_dir",
     "error_result",
     "hookimpl",
+    "is_secret_path",
     "is_within",
     "landlock_status",
     "new_id",
     "ok_result",
     "read_json",
     "resolve_within",
+    "secret_paths",
     "tool",
     "write_file_beneath",
     "write_json_atomic",
@@ -137,7 +155,15 @@ if TYPE_CHECKING:
     from meith_core.host.plugins.pluginhost import PluginHost
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
-    from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.policy.confinement import (
+        Confinement,
+        NetworkAccess,
+        confine_wrapper_environment,
+        discard_env_file,
+        landlock_status,
+    )
+    from meith_core.policy.netgate import NetworkGate, PortForwarder
+    from meith_core.policy.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

@@ -4,7 +4,7 @@ git itself must keep writing the repository (it runs outside any confinement, ha
 runner), so only the hooks are confined: for one command, `core.hooksPath` points at a private
 directory of generated wrappers, one per executable hook in the hooks directory git would use.
 Each wrapper drops meith's call-back variables and execs the real hook through the kernel
-confinement (`meith_core.Confinement`) of a process started under the same directory-confined
+confinement (the wrapper under a fixed environment, git's environment handed over in a file) (`meith_core.Confinement`) of a process started under the same directory-confined
 `starts-process` grant: writes only beneath that directory and a private temp dir, meith's home
 and socket hidden and `.git` read-only where user namespaces work.
 
@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from meith_core import Confinement, landlock_status
+from meith_core import Confinement, confine_wrapper_environment, landlock_status
 
 #: Variables that would lead a hook back to meith's trust root or socket.
 _CALLBACK_ENV = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
@@ -72,10 +72,22 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
         )
         prologue = [f"unset {' '.join(_CALLBACK_ENV)}"]
         prologue += [f"{k}={shlex.quote(scratch)}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]
+        # The hook's environment (git's) goes to the wrapper in a private file; the wrapper
+        # itself starts under a fixed one (`env -i`), so nothing in it acts before the walls.
+        env_dir = os.path.join(wrappers, "env")
+        os.mkdir(env_dir, 0o700)
+        prologue += [
+            f'f=$(mktemp {shlex.quote(env_dir)}/env.XXXXXX) || exit 126',
+            'env -0 > "$f" || exit 126',
+        ]
+        fixed = " ".join(
+            shlex.quote(f"{k}={v}") for k, v in confine_wrapper_environment().items()
+        )
         for name in executable_hooks(hooks_dir):
-            argv = plan.wrap([os.path.join(hooks_dir, name)])
+            argv = plan.wrap([os.path.join(hooks_dir, name)], env_file="ENVFILE")
+            quoted = " ".join('"$f"' if a == "ENVFILE" else shlex.quote(a) for a in argv)
             script = "#!/bin/sh\n" + "\n".join(prologue) + "\n"
-            script += f'exec {" ".join(shlex.quote(a) for a in argv)} "$@"\n'
+            script += f'exec /usr/bin/env -i {fixed} {quoted} "$@"\n'
             path = os.path.join(wrappers, name)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
             with os.fdopen(fd, "w") as fh:

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import CallerInfo, ErrorCode, ToolError, new_id
+from meith_core import CallerInfo, ErrorCode, ToolError, discard_env_file, new_id
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
@@ -297,8 +297,11 @@ class DevServerManager:
             calls_back=owner.user,
             session_callback=session_callback,
         )
-        argv = confined.wrap(server.argv) if confined is not None else server.argv
+        argv = server.argv
         try:
+            if confined is not None:
+                await confined.open_network()
+                argv, child_env = confined.command(server.argv, child_env, server.id)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(server),
                 *argv,
@@ -310,12 +313,15 @@ class DevServerManager:
                 start_new_session=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            discard_env_file(argv)
             server.status = "errored"
             server.system(f"failed to spawn: {exc}")
             server.exited.set()
             return server
         server._transport = transport
         server.pid = transport.get_pid()
+        if confined is not None:
+            confined.started(server.pid)
         server.create_time = self.sup.track(
             server.id, "dev-server", server.pid, server.display_command
         )

@@ -122,7 +122,7 @@ class PermissionService:
         if not session:
             return None
         grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd)
-        return None if grant is None else HeldGrant(grant.cwd_prefix)
+        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
         """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
@@ -276,7 +276,9 @@ class PermissionService:
         grant = self._sessions.consume(kind, session, tool, privileged, cwd, caller.label)
         if grant is not None:
             what = "standing" if grant.session is None else "session"
-            return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
+            return Decision(
+                True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix, grant_net=grant.net
+            )
 
         if self.approver is not None:
             request = ApprovalRequest(

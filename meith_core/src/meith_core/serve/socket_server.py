@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import structlog
 
-from meith_core.base.peers import peer_credentials, peer_descends_from
+from meith_core.base.peers import peer_confinement, peer_credentials, peer_descends_from
 from meith_core.call.tasks import TaskSet
 from meith_core.host.runtime import Runtime
 from meith_core.protocol import frames
@@ -114,9 +114,10 @@ class SocketServer:
         if self._per_peer[pid] >= self.max_connections_per_peer:
             limit = self.max_connections_per_peer
             return Refusal(f"this process holds too many connections (limit {limit})", tell=True)
-        descendant = peer_descends_from(sock, pid, os.getpid())
+        confined = peer_confinement(pid)
+        descendant = confined is not None or peer_descends_from(sock, pid, os.getpid())
         self._per_peer[pid] += 1
-        return Admitted(pid, descendant)
+        return Admitted(pid, descendant, confined)
 
     def forget(self, conn: SocketConnection) -> None:
         if conn in self.connections:
