@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -75,4 +76,28 @@ def known_homes() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(p) for p in found))
 
 
-__all__ = ["known_homes", "register_home", "registry_dir", "user_tmp_dir"]
+def known_sockets(homes: list[str] | None = None) -> list[str]:
+    """The sockets (and token-only `.child` sockets) that the instance records of every known
+    home name: a runtime's socket may live outside its home (`meith serve --socket`)."""
+    found: list[str] = []
+    for root in known_homes() if homes is None else homes:
+        directory = os.path.join(root, "instances")
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as fh:
+                    data = json.loads(fh.read(65536))
+            except (OSError, ValueError):
+                continue
+            path = data.get("socketPath") if isinstance(data, dict) else None
+            if isinstance(path, str) and os.path.isabs(path):
+                found += [path, path + ".child"]
+    return [p for p in dict.fromkeys(found) if os.path.lexists(p)]
+
+
+__all__ = ["known_homes", "known_sockets", "register_home", "registry_dir", "user_tmp_dir"]

@@ -296,6 +296,7 @@ class Runtime:
         uses: int | None = None,
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
+        net: Iterable[str] = (),
     ) -> Grant:
         if session.session_id is None:
             raise ValueError("grant needs a session (Runtime.open_session)")
@@ -307,6 +308,7 @@ class Runtime:
             uses=uses,
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
+            net=net,
         )
 
     async def close_session(self, session: CallerInfo | str, *, revoke: bool = True) -> None:

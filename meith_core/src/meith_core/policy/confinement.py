@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from meith_core.base.homes import known_homes, registry_dir, user_tmp_dir
+from meith_core.base.homes import known_homes, known_sockets, registry_dir, user_tmp_dir
 from meith_core.base.paths import is_within
 from meith_core.policy import confine_exec as _confine_exec
 from meith_core.policy.secret_paths import secret_paths
@@ -332,7 +332,7 @@ class Confinement:
         dirs += [d for d in DEVICE_DIRS if os.path.isdir(d)]
         with contextlib.suppress(OSError):
             _private_dir(user_tmp_dir())  # to cover it, even before a socket lives there
-        covered = [*homes, *hide, *secret, str(user_tmp_dir())]
+        covered = [*homes, *known_sockets(), *hide, *secret, str(user_tmp_dir())]
         real = [os.path.realpath(p) for p in covered if os.path.lexists(p)]
         # Never cover what the process was granted (or what leads to it), nor what it binds.
         keep = [root, *(os.path.realpath(d) for d in extra_dirs)]

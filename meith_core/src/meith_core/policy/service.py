@@ -63,8 +63,10 @@ class PermissionService:
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
         source: str = "api",
+        net: Iterable[str] = (),
     ) -> Grant:
-        """Grant a session privileged capabilities (in memory; gone with the session)."""
+        """Grant a session privileged capabilities (in memory; gone with the session); `net`:
+        the destinations processes started confined under it may reach."""
         return self._sessions.grant(
             caller,
             session,
@@ -74,6 +76,7 @@ class PermissionService:
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             source=source,
+            net=net,
         )
 
     def revoke_session(self, session: str) -> None:
