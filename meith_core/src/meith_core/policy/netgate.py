@@ -22,11 +22,11 @@ reaches it at localhost:PORT.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -40,7 +40,7 @@ RefusalSink = Callable[[str, str], None]
 MAX_HEAD_BYTES: Final = 64 * 1024
 HEAD_TIMEOUT_S: Final = 30.0
 CONNECT_TIMEOUT_S: Final = 15.0
-CHUNK: Final = 256 * 1024
+CHUNK: Final = 1024 * 1024
 #: How often the forwarder looks for new listening ports inside the namespace.
 PORT_POLL_S: Final = 0.5
 
@@ -135,7 +135,11 @@ def _is_literal(host: str) -> bool:
 
 
 class NetworkGate:
-    """The proxy one confined process reaches the network through."""
+    """The proxy one confined process reaches the network through.
+
+    Each connection is served by a thread of its own (blocking sockets, bytes relayed with
+    `splice(2)` where the kernel has it): the bulk of a download never runs on the runtime's
+    event loop, and no client can stall it."""
 
     def __init__(
         self,
@@ -155,28 +159,45 @@ class NetworkGate:
         self.port: int | None = None
         self.refused = 0
         self.allowed_count = 0
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._listener: socket.socket | None = None
+        self._closed = threading.Event()
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
 
     async def start(self) -> NetworkAccess:
         """Listen; what to give `Confinement.beneath(net=...)`."""
+        return self.start_sync()
+
+    def start_sync(self) -> NetworkAccess:
         if self.socket_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.socket_path)
-            self._server = await asyncio.start_unix_server(self._serve, path=self.socket_path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.socket_path)
             os.chmod(self.socket_path, 0o600)
-            return NetworkAccess(proxy_socket=self.socket_path)
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return NetworkAccess(proxy_port=self.port)
+            access = NetworkAccess(proxy_socket=self.socket_path)
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 0))
+            self.port = int(listener.getsockname()[1])
+            access = NetworkAccess(proxy_port=self.port)
+        listener.listen(128)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return access
 
     def close(self) -> None:
         """Stop listening and drop every relayed connection."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for task in list(self._tasks):
-            task.cancel()
+        self._closed.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        with self._lock:
+            for sock in list(self._open):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
         if self.socket_path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.socket_path)
@@ -191,7 +212,7 @@ class NetworkGate:
         return (
             f"meith: {_bracket(host)}:{port} is not among the destinations this process's "
             f"grant allows; to allow it: {self.grant_hint} {_bracket(host)}:{port}"
-            + (f" (or --net *.{host.split('.', 1)[1]})" if host.count(".") >= 2 else "")
+            + (f" (or --net *.{host.split('.', 1)[1]})" if host.count(".") >= 2 and not _is_literal(host) else "")
         )
 
     def _names_local(self, host: str) -> bool:
@@ -206,53 +227,64 @@ class NetworkGate:
 
     # -- serving ----------------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+    def _accept(self, listener: socket.socket) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _track(self, sock: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._open.add(sock)
+            else:
+                self._open.discard(sock)
+
+    def _serve(self, conn: socket.socket) -> None:
+        self._track(conn, True)
         try:
-            await self._one(reader, writer)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            self._one(conn)
+        except (OSError, ValueError):
             pass
         finally:
-            if task is not None:
-                self._tasks.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            self._track(conn, False)
+            conn.close()
 
-    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
-        if len(head) > MAX_HEAD_BYTES:
-            return
+    def _one(self, conn: socket.socket) -> None:
+        conn.settimeout(HEAD_TIMEOUT_S)
+        head, extra = _read_head(conn)
         lines = head.decode("latin-1").split("\r\n")
-        method, target, version = (lines[0].split(" ") + ["", ""])[:3]
-        if method.upper() == "CONNECT":
+        method, target, version = [*lines[0].split(" "), "", ""][:3]
+        connect = method.upper() == "CONNECT"
+        if connect:
             host, port = _split_host_port(target, 443)
-            rest = b""
+            forward = b""
         else:
             host, port, path = _split_url(target)
             headers = [
                 h
                 for h in lines[1:]
                 if h
-                and not h.lower().startswith(("proxy-connection:", "proxy-authorization:"))
-                and not h.lower().startswith("connection:")
+                and not h.lower().startswith(
+                    ("proxy-connection:", "proxy-authorization:", "connection:")
+                )
             ]
-            rest = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close"])
-            rest = (rest + "\r\n\r\n").encode("latin-1")
+            text = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close"])
+            forward = (text + "\r\n\r\n").encode("latin-1")
         destination = f"{_bracket(host)}:{port}"
         reason = self.decide(host, port)
         refused = reason is not None
-        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        upstream: socket.socket | None = None
         if reason is None:
-            upstream, reason, refused = await self._connect(host, port)
+            upstream, reason, refused = self._connect(host, port)
         if upstream is None:
             reason = reason or f"meith: could not reach {destination}"
             if refused:
                 self._refuse(destination, reason)
             body = (reason + "\n").encode()
-            writer.write(
+            conn.sendall(
                 b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
                 + b"X-Meith-Refused: "
                 + reason.encode("latin-1", "replace")
@@ -261,43 +293,57 @@ class NetworkGate:
                 + b"\r\nConnection: close\r\n\r\n"
                 + body
             )
-            await writer.drain()
             return
         self.allowed_count += 1
-        up_reader, up_writer = upstream
-        if method.upper() == "CONNECT":
-            writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            await writer.drain()
-        else:
-            up_writer.write(rest)
-        await _relay(reader, writer, up_reader, up_writer)
+        self._track(upstream, True)
+        try:
+            conn.settimeout(None)
+            if connect:
+                conn.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            else:
+                upstream.sendall(forward)
+            if extra:
+                upstream.sendall(extra)
+            relay(conn, upstream)
+        finally:
+            self._track(upstream, False)
+            upstream.close()
 
-    async def _connect(
-        self, host: str, port: int
-    ) -> tuple[tuple[asyncio.StreamReader, asyncio.StreamWriter] | None, str | None, bool]:
+    def _connect(self, host: str, port: int) -> tuple[socket.socket | None, str | None, bool]:
         """The upstream connection, or why not and whether that is a refusal (a policy
         decision, audited) rather than a failure."""
-        loop = asyncio.get_running_loop()
         try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), CONNECT_TIMEOUT_S
-            )
-        except (OSError, TimeoutError):
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
             return None, f"meith: cannot resolve {host}", False
         addresses = [str(info[4][0]) for info in infos]
         if not self._names_local(host) and any(_is_local(a) for a in addresses):
-            return None, (
+            return (
+                None,
                 f"meith: {host} resolves to a local address ({addresses[0]}); a grant must "
                 f"name that address itself: {self.grant_hint} {_bracket(addresses[0])}:{port}",
                 True,
             )
         try:
-            pair = await asyncio.wait_for(
-                asyncio.open_connection(addresses[0], port, limit=CHUNK), CONNECT_TIMEOUT_S
-            )
-        except (OSError, TimeoutError) as exc:
+            upstream = socket.create_connection((addresses[0], port), timeout=CONNECT_TIMEOUT_S)
+        except OSError as exc:
             return None, f"meith: could not connect to {_bracket(host)}:{port} ({exc})", False
-        return pair, None, False
+        upstream.settimeout(None)
+        return upstream, None, False
+
+
+def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The request head (through the blank line) and whatever came after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > MAX_HEAD_BYTES:
+            raise ValueError("request head too large")
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed before the request head")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
 
 
 def _split_host_port(target: str, default: int) -> tuple[str, int]:
@@ -320,32 +366,42 @@ def _split_url(target: str) -> tuple[str, int, str]:
     return host, port, slash + path if slash else "/"
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    """Copy `src` to `dst` until end of file, with splice(2) through a pipe where possible."""
     try:
-        while True:
-            data = await reader.read(CHUNK)
-            if not data:
-                break
-            writer.write(data)
-            await writer.drain()
-    except (OSError, asyncio.CancelledError):
+        splice = getattr(os, "splice", None)
+        if splice is not None:
+            r, w = os.pipe()
+            try:
+                sfd, dfd = src.fileno(), dst.fileno()
+                while True:
+                    n = splice(sfd, w, CHUNK)
+                    if n == 0:
+                        break
+                    while n:
+                        n -= splice(r, dfd, n)
+            finally:
+                os.close(r)
+                os.close(w)
+        else:
+            while True:
+                data = src.recv(CHUNK)
+                if not data:
+                    break
+                dst.sendall(data)
+    except OSError:
         pass
     finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            if writer.can_write_eof():
-                writer.write_eof()
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
 
 
-async def _relay(
-    a_reader: asyncio.StreamReader,
-    a_writer: asyncio.StreamWriter,
-    b_reader: asyncio.StreamReader,
-    b_writer: asyncio.StreamWriter,
-) -> None:
-    try:
-        await asyncio.gather(_pipe(a_reader, b_writer), _pipe(b_reader, a_writer))
-    finally:
-        b_writer.close()
+def relay(a: socket.socket, b: socket.socket) -> None:
+    """Relay both ways until both directions end (blocking; returns when done)."""
+    other = threading.Thread(target=_pump, args=(b, a), daemon=True)
+    other.start()
+    _pump(a, b)
+    other.join()
 
 
 # -- ports, the other way: the user's browser reaching a confined dev server ---------------
@@ -373,62 +429,74 @@ def listening_ports(pid: int) -> set[int]:
 
 class PortForwarder:
     """Opens on the host's 127.0.0.1 each port a confined process listens on inside its
-    namespace, relayed through the forwarder's `ports_socket`."""
+    namespace, relayed through the forwarder's `ports_socket` (threads, like the gate)."""
 
     def __init__(self, pid: int, ports_socket: str) -> None:
         self.pid = pid
         self.ports_socket = ports_socket
         #: port -> None when it is forwarded, else why not (taken on the host).
         self.ports: dict[int, str | None] = {}
-        self._servers: dict[int, asyncio.AbstractServer] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._listeners: dict[int, socket.socket] = {}
+        self._stop = threading.Event()
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+        threading.Thread(target=self._watch, daemon=True).start()
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        for server in self._servers.values():
-            server.close()
-        self._servers.clear()
+        self._stop.set()
+        for listener in list(self._listeners.values()):
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        self._listeners.clear()
 
-    async def _watch(self) -> None:
-        while os.path.exists(f"/proc/{self.pid}"):
-            await self.poll()
-            await asyncio.sleep(PORT_POLL_S)
+    def _watch(self) -> None:
+        while not self._stop.is_set() and os.path.exists(f"/proc/{self.pid}"):
+            self.poll()
+            self._stop.wait(PORT_POLL_S)
+        self.close()
 
-    async def poll(self) -> None:
+    def poll(self) -> None:
         inside = listening_ports(self.pid)
         for port in sorted(inside - set(self.ports)):
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                server = await asyncio.start_server(
-                    lambda r, w, p=port: self._serve(p, r, w), "127.0.0.1", port
-                )
+                listener.bind(("127.0.0.1", port))
+                listener.listen(128)
             except OSError as exc:
+                listener.close()
                 self.ports[port] = f"127.0.0.1:{port} is taken on the host ({exc.strerror})"
                 continue
-            self._servers[port] = server
+            self._listeners[port] = listener
             self.ports[port] = None
+            threading.Thread(target=self._accept, args=(port, listener), daemon=True).start()
         for port in set(self.ports) - inside:
-            server = self._servers.pop(port, None)
-            if server is not None:
-                server.close()
+            listener = self._listeners.pop(port, None)
+            if listener is not None:
+                with contextlib.suppress(OSError):
+                    listener.shutdown(socket.SHUT_RDWR)
+                listener.close()
             del self.ports[port]
 
-    async def _serve(
-        self, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def _accept(self, port: int, listener: socket.socket) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(port, conn), daemon=True).start()
+
+    def _serve(self, port: int, conn: socket.socket) -> None:
+        inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            up_reader, up_writer = await asyncio.open_unix_connection(
-                self.ports_socket, limit=CHUNK
-            )
-            up_writer.write(f"{port}\n".encode())
-            await _relay(reader, writer, up_reader, up_writer)
+            inner.connect(self.ports_socket)
+            inner.sendall(f"{port}\n".encode())
+            relay(conn, inner)
         except OSError:
             pass
         finally:
-            writer.close()
+            inner.close()
+            conn.close()
 
 
 __all__ = [
