@@ -35,7 +35,8 @@ DONE = "done-marker"
 def agent(proc: Proc, scope: Path, *, net: tuple[str, ...] = ()) -> CallerInfo:
     """An agent session holding nothing but `starts-process --cwd scope [--net ...]`."""
     session = proc.rt.open_session("agent", cwd=str(scope))
-    proc.rt.grant(session, ["starts-process"], cwd_prefix=str(scope), net=net)
+    extra = {"net": net} if net else {}
+    proc.rt.grant(session, ["starts-process"], cwd_prefix=str(scope), **extra)
     return session
 
 

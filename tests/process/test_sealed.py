@@ -127,9 +127,7 @@ async def test_a_terminal_s_loader_variable_never_runs_code_before_the_walls(
 
 @needs_namespaces
 @pytest.mark.slow
-async def test_a_confined_process_cannot_open_another_terminal(
-    proc: Proc, tmp_path: Path
-) -> None:
+async def test_a_confined_process_cannot_open_another_terminal(proc: Proc, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     # The user's own terminal, and another session's meith terminal (unconfined: a cli one).
@@ -180,10 +178,13 @@ async def test_a_confined_terminal_keeps_its_own_terminal(proc: Proc, tmp_path: 
             )
         )
         line = (
-            f"echo mine > /dev/tty; echo own:$?; echo x > {users_tty}; echo user:$?;"
-            f" echo {DONE}\r"
+            f"echo mine > /dev/tty; echo own:$?; echo x > {users_tty}; echo user:$?; echo {DONE}\r"
         )
-        ok(await proc.rt.call("write_terminal", {"terminalId": term["id"], "data": line}, caller=caller))
+        ok(
+            await proc.rt.call(
+                "write_terminal", {"terminalId": term["id"], "data": line}, caller=caller
+            )
+        )
 
         async def done() -> str:
             text = (await logs(proc, caller, term["id"])).replace("\r", "")
@@ -200,7 +201,9 @@ async def test_a_confined_terminal_keeps_its_own_terminal(proc: Proc, tmp_path: 
 async def _tty_of(proc: Proc, term_id: str) -> str:
     ok(
         await proc.rt.call(
-            "write_terminal", {"terminalId": term_id, "data": "echo tty:$(tty)\r"}, caller="internal"
+            "write_terminal",
+            {"terminalId": term_id, "data": "echo tty:$(tty)\r"},
+            caller="internal",
         )
     )
 
@@ -318,7 +321,8 @@ async def test_no_network_without_a_net_grant_tcp_and_udp(proc: Proc, tmp_path: 
             f" curl -s -m 3 http://127.0.0.1:{tport}/; echo curl:$?; echo {DONE}",
         )
         await asyncio.sleep(0.3)
-        assert tgot == [] and ugot == [], (tgot, ugot, text)
+        assert tgot == [], (tgot, text)
+        assert ugot == [], (ugot, text)
     got = results(text)
     assert got["tcp"].startswith("refused"), text
     assert got["curl"] != "0"
@@ -363,7 +367,8 @@ async def test_named_destinations_through_the_gate_and_nothing_else(
     assert got["urllib"] == "hello from the loopback", text
     assert got["tunnel"] == "hello from the loopback", text
     assert got["other"] == "403", text
-    assert "--net" in got["why"] and f"127.0.0.1:{other}" in got["why"], text
+    assert "--net" in got["why"], text
+    assert f"127.0.0.1:{other}" in got["why"], text
     assert got["noproxy"] != "0"
     assert got["tcp"].startswith("refused"), text
     refused = [

@@ -56,9 +56,7 @@ def _results(text: str) -> dict[str, Any]:
     return out
 
 
-def test_a_confined_process_is_nobody_to_another_runtime(
-    meith_server: Any, tmp_path: Path
-) -> None:
+def test_a_confined_process_is_nobody_to_another_runtime(meith_server: Any, tmp_path: Path) -> None:
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     ws.mkdir()
     outside.mkdir()
@@ -100,7 +98,8 @@ def test_a_confined_process_is_nobody_to_another_runtime(
     linked = got["linked"]
     assert "refused" in linked or not linked["ok"], got
     assert "MEITH_SESSION_TOKEN" in json.dumps(linked), got
-    assert "cli-exit:" in text and "cli-exit:0" not in text, text
+    assert "cli-exit:" in text, text
+    assert "cli-exit:0" not in text, text
     for name in ("direct", "linked", "cli"):
         assert not (outside / name).exists(), name
     # B says why, in its audit trail, for the linked attempt.

@@ -77,12 +77,10 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
         env_dir = os.path.join(wrappers, "env")
         os.mkdir(env_dir, 0o700)
         prologue += [
-            f'f=$(mktemp {shlex.quote(env_dir)}/env.XXXXXX) || exit 126',
+            f"f=$(mktemp {shlex.quote(env_dir)}/env.XXXXXX) || exit 126",
             'env -0 > "$f" || exit 126',
         ]
-        fixed = " ".join(
-            shlex.quote(f"{k}={v}") for k, v in confine_wrapper_environment().items()
-        )
+        fixed = " ".join(shlex.quote(f"{k}={v}") for k, v in confine_wrapper_environment().items())
         for name in executable_hooks(hooks_dir):
             argv = plan.wrap([os.path.join(hooks_dir, name)], env_file="ENVFILE")
             quoted = " ".join('"$f"' if a == "ENVFILE" else shlex.quote(a) for a in argv)

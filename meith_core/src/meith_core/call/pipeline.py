@@ -257,7 +257,11 @@ class CallPipeline:
     def _audit_refusal(self, call: CallRecord, subject: str, reason: str, outcome: str) -> None:
         """A refusal on behalf of what `call` started (see `ToolContext.refusal_recorder`)."""
         entry = refusal_entry(
-            call, subject=subject, reason=reason, outcome=outcome, entry_id=new_id("audit"),
+            call,
+            subject=subject,
+            reason=reason,
+            outcome=outcome,
+            entry_id=new_id("audit"),
             ts=now_ms(),
         )
         if not self.audit.write(entry):

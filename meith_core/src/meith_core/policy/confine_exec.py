@@ -326,7 +326,11 @@ def read_env_file(path: str) -> dict[str, str]:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077 or not (st.st_mode & 0o170000 == 0o100000):
+        if (
+            st.st_uid != os.getuid()
+            or st.st_mode & 0o077
+            or not (st.st_mode & 0o170000 == 0o100000)
+        ):
             raise OSError(f"{path}: not a private file of this user")
         chunks = []
         size = 0

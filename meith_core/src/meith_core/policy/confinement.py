@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import stat
 import subprocess
@@ -140,16 +141,14 @@ class LandlockStatus:
             Wall(
                 "terminals",
                 ns,
-                "a private devpts instance: other sessions' and the user's terminals are "
-                "not there",
+                "a private devpts instance: other sessions' and the user's terminals are not there",
                 _USERNS_FIX,
             ),
             Wall(
                 "runtimes",
                 True,
                 "every runtime asks a peer outside its user namespace or with no_new_privs "
-                "for a session token"
-                + ("; all meith homes and sockets are hidden" if ns else ""),
+                "for a session token" + ("; all meith homes and sockets are hidden" if ns else ""),
                 "",
             ),
             Wall(
@@ -441,7 +440,7 @@ def write_env_file(env: Mapping[str, str]) -> str:
 
 def discard_env_file(argv: Sequence[str]) -> None:
     """Remove the env file of a wrapped `argv` that was never spawned."""
-    for flag, value in zip(argv, argv[1:], strict=False):
+    for flag, value in itertools.pairwise(argv):
         if flag == "--env-file":
             with contextlib.suppress(OSError):
                 os.unlink(value)

@@ -212,7 +212,11 @@ class NetworkGate:
         return (
             f"meith: {_bracket(host)}:{port} is not among the destinations this process's "
             f"grant allows; to allow it: {self.grant_hint} {_bracket(host)}:{port}"
-            + (f" (or --net *.{host.split('.', 1)[1]})" if host.count(".") >= 2 and not _is_literal(host) else "")
+            + (
+                f" (or --net *.{host.split('.', 1)[1]})"
+                if host.count(".") >= 2 and not _is_literal(host)
+                else ""
+            )
         )
 
     def _names_local(self, host: str) -> bool:
@@ -410,7 +414,10 @@ def relay(a: socket.socket, b: socket.socket) -> None:
 def listening_ports(pid: int) -> set[int]:
     """The TCP ports listened on at loopback or any address in `pid`'s network namespace."""
     ports: set[int] = set()
-    for name, local in (("tcp", ("0100007F", "00000000")), ("tcp6", ("0" * 32, "0" * 24 + "01000000"))):
+    for name, local in (
+        ("tcp", ("0100007F", "00000000")),
+        ("tcp6", ("0" * 32, "0" * 24 + "01000000")),
+    ):
         try:
             with open(f"/proc/{pid}/net/{name}") as fh:
                 next(fh, None)
@@ -471,11 +478,11 @@ class PortForwarder:
             self.ports[port] = None
             threading.Thread(target=self._accept, args=(port, listener), daemon=True).start()
         for port in set(self.ports) - inside:
-            listener = self._listeners.pop(port, None)
-            if listener is not None:
+            gone = self._listeners.pop(port) if port in self._listeners else None
+            if gone is not None:
                 with contextlib.suppress(OSError):
-                    listener.shutdown(socket.SHUT_RDWR)
-                listener.close()
+                    gone.shutdown(socket.SHUT_RDWR)
+                gone.close()
             del self.ports[port]
 
     def _accept(self, port: int, listener: socket.socket) -> None:
