@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -61,6 +62,21 @@ def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> Non
     os.unlink(env_file)
     with pytest.raises(ValueError, match="marker"):
         plan.command(["true"], {}, markers={"LD_PRELOAD": "/x.so"})
+
+
+def test_the_wrapper_refuses_to_go_on_after_a_preload_reached_it(tmp_path: Path) -> None:
+    """A spawner that still gives the caller's environment to the wrapper itself (`wrap`
+    without `command`) gets a refusal, never a command run as if nothing had happened."""
+    argv = Confinement.beneath(str(tmp_path)).wrap(["true"])
+    done = subprocess.run(
+        argv,
+        env={"PATH": os.environ["PATH"], "LD_PRELOAD": "/nonexistent/evil.so"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == confine_exec.EXIT_FAILED
+    assert "Confinement.command" in done.stderr
 
 
 @needs_cc
@@ -429,4 +445,10 @@ async def test_a_confined_dev_server_is_reachable_at_localhost(proc: Proc, tmp_p
     assert await eventually(reachable, "the dev server at localhost", deadline_s=30) == (
         "served from inside\n"
     )
+    waited = await proc.rt.call(
+        "wait_for_dev_server",
+        {"devServerId": started["id"], "port": port, "timeoutMs": 20000},
+        caller=caller,
+    )
+    assert ok(waited)["status"] == "running"
     ok(await proc.rt.call("stop_dev_server", {"devServerId": started["id"]}, caller=caller))

@@ -19,10 +19,10 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from meith_core import Confinement, confine_wrapper_environment, landlock_status
+from meith_core import Confinement, NetworkGate, confine_wrapper_environment, landlock_status
 
 #: Variables that would lead a hook back to meith's trust root or socket.
 _CALLBACK_ENV = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
@@ -37,6 +37,10 @@ class HookConfinement:
     home: str
     #: Further paths to cover (the runtime's socket).
     hide: tuple[str, ...] = ()
+    #: The network destinations the holding grant names (`--net`); none: no network.
+    net: tuple[str, ...] = ()
+    #: Where refused destinations are reported (the audit trail).
+    on_refused: Callable[[str, str], None] | None = None
 
     @property
     def enforced(self) -> bool:
@@ -62,13 +66,27 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
     """A private hooks directory whose wrappers run the hooks of `hooks_dir` confined."""
     wrappers = tempfile.mkdtemp(prefix="meith-hooks-")
     scratch = tempfile.mkdtemp(prefix="meith-hook-tmp-")
+    gate = None
     try:
+        access = None
+        if confinement.net:
+            # The hooks of this one command reach the grant's destinations through a gate of
+            # their own (its threads live as long as the command).
+            namespaces = landlock_status().namespaces
+            gate = NetworkGate(
+                list(confinement.net),
+                socket_path=os.path.join(wrappers, "net.sock") if namespaces else None,
+                on_refused=confinement.on_refused,
+                grant_hint=f"meith grants add -c starts-process --cwd {confinement.scope} --net",
+            )
+            access = gate.start_sync()
         plan = Confinement.beneath(
             confinement.scope,
             home=confinement.home,
             extra_dirs=[scratch],
             protect=[wrappers],
             hide=confinement.hide,
+            net=access,
         )
         prologue = [f"unset {' '.join(_CALLBACK_ENV)}"]
         prologue += [f"{k}={shlex.quote(scratch)}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]
@@ -92,6 +110,8 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
                 fh.write(script)
         yield wrappers
     finally:
+        if gate is not None:
+            gate.close()
         shutil.rmtree(wrappers, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -227,7 +227,13 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     held = ctx.held_grant("starts-process", cwd=root)
     confinement = None
     if held is not None and held.scope is not None:
-        confinement = HookConfinement(held.scope, str(ctx.home.root), git.hidden_paths)
+        confinement = HookConfinement(
+            held.scope,
+            str(ctx.home.root),
+            git.hidden_paths,
+            net=held.net,
+            on_refused=ctx.refusal_recorder(),
+        )
     return Repo(
         git,
         root,

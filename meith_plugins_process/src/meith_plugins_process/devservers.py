@@ -379,6 +379,9 @@ class DevServerManager:
         """Fill a missing port from the listening sockets of the server's process tree."""
         if server.port is None and server.active:
             ports = await anyio.to_thread.run_sync(subtree_ports, server.pid, server.create_time)
+            if not ports and server.confined is not None:
+                # In a network namespace of its own: the ports forwarded to the host's loopback.
+                ports = sorted(p for p, why in server.confined.forwarded_ports().items() if not why)
             if ports and server.port is None:
                 server.port = ports[0]
 

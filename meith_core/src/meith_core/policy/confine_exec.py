@@ -527,6 +527,8 @@ def proxy_environment(url: str) -> dict[str, str]:
     return env
 
 
+#: Loader variables that run code in every process that starts with them.
+_LOADER_HOOKS = ("LD_PRELOAD", "LD_AUDIT")
 _LIST_FLAGS = ("--write", "--write-file", "--read-only", "--hide", "--tcp-connect")
 _VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
 
@@ -571,6 +573,18 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     net = values.get("--net")
+    if "--env-file" not in values:
+        preloaded = [k for k in _LOADER_HOOKS if k in os.environ]
+        if preloaded:
+            # The loader has already run that code here, outside every wall: do not go on
+            # as if nothing happened. Spawners hand the environment over in --env-file.
+            print(
+                f"meith confine: refusing to run: {', '.join(preloaded)} reached the wrapper "
+                "itself (spawn it with Confinement.command, which gives the caller's "
+                "environment to the command only)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
     try:
         # Data only: the caller's environment is parsed here and applied at the execve.
         env = read_env_file(values["--env-file"]) if "--env-file" in values else dict(os.environ)
