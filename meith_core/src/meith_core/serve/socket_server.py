@@ -114,7 +114,8 @@ class SocketServer:
         if self._per_peer[pid] >= self.max_connections_per_peer:
             limit = self.max_connections_per_peer
             return Refusal(f"this process holds too many connections (limit {limit})", tell=True)
-        confined = peer_confinement(pid)
+        # Root (allowed in) is not confined by a runtime of this user.
+        confined = peer_confinement(pid) if uid == self.uid else None
         descendant = confined is not None or peer_descends_from(sock, pid, os.getpid())
         self._per_peer[pid] += 1
         return Admitted(pid, descendant, confined)
