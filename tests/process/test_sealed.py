@@ -55,9 +55,12 @@ def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> Non
     plan = Confinement.beneath(str(tmp_path))
     hostile = {"LD_PRELOAD": "/x.so", "GCONV_PATH": "/x", "PYTHONPATH": "/x", "PATH": "/bin"}
     argv, env = plan.command(["true"], hostile, markers={"MEITH_PROCESS_ID": "dev_1"})
+    env_file = env.pop(confine_exec.ENV_FILE_VAR)
     assert env == {**confine_exec.fixed_environment(), "MEITH_PROCESS_ID": "dev_1"}
-    env_file = argv[argv.index("--env-file") + 1]
+    # Named in the wrapper's environment, not in its argv (which anyone can read).
+    assert env_file not in argv
     assert os.stat(env_file).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(env_file)).st_mode & 0o777 == 0o300  # cannot be listed
     assert b"LD_PRELOAD=/x.so\0" in Path(env_file).read_bytes()
     os.unlink(env_file)
     with pytest.raises(ValueError, match="marker"):

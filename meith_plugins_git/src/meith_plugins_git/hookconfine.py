@@ -94,14 +94,17 @@ def confined_hooks_dir(confinement: HookConfinement, hooks_dir: str) -> Iterator
         # itself starts under a fixed one (`env -i`), so nothing in it acts before the walls.
         env_dir = os.path.join(wrappers, "env")
         os.mkdir(env_dir, 0o700)
+        os.chmod(env_dir, 0o300)  # opened by name only: no listing
         prologue += [
             f"f=$(mktemp {shlex.quote(env_dir)}/env.XXXXXX) || exit 126",
             'env -0 > "$f" || exit 126',
         ]
         fixed = " ".join(shlex.quote(f"{k}={v}") for k, v in confine_wrapper_environment().items())
+        # The file's name goes in the wrapper's environment, not in its (readable) argv.
+        fixed += ' MEITH_CONFINE_ENV="$f"'
         for name in executable_hooks(hooks_dir):
-            argv = plan.wrap([os.path.join(hooks_dir, name)], env_file="ENVFILE")
-            quoted = " ".join('"$f"' if a == "ENVFILE" else shlex.quote(a) for a in argv)
+            argv = plan.wrap([os.path.join(hooks_dir, name)])
+            quoted = " ".join(shlex.quote(a) for a in argv)
             script = "#!/bin/sh\n" + "\n".join(prologue) + "\n"
             script += f'exec /usr/bin/env -i {fixed} {quoted} "$@"\n'
             path = os.path.join(wrappers, name)

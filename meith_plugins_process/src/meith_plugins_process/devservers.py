@@ -313,7 +313,7 @@ class DevServerManager:
                 start_new_session=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            discard_env_file(argv)
+            discard_env_file(child_env)
             server.status = "errored"
             server.system(f"failed to spawn: {exc}")
             server.exited.set()

@@ -283,7 +283,7 @@ class TerminalManager:
             )
         except BaseException as exc:
             os.close(master)
-            discard_env_file(argv)
+            discard_env_file(child_env)
             if confined is not None:
                 confined.cleanup()
             if isinstance(exc, OSError | ValueError):

@@ -99,6 +99,8 @@ PROXY_PORT = 3128
 #: What a confined process's clients reach the network gate through.
 _PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 _NO_PROXY = "localhost,127.0.0.1,::1"
+#: The wrapper's own variable naming its env file (see `Confinement.command`).
+ENV_FILE_VAR = "MEITH_CONFINE_ENV"
 #: At most this many bytes of environment are read from --env-file.
 MAX_ENV_BYTES = 4 * 1024 * 1024
 
@@ -573,6 +575,8 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     net = values.get("--net")
+    if "--env-file" not in values and os.environ.get(ENV_FILE_VAR):
+        values["--env-file"] = os.environ[ENV_FILE_VAR]
     if "--env-file" not in values:
         preloaded = [k for k in _LOADER_HOOKS if k in os.environ]
         if preloaded:

@@ -23,10 +23,10 @@ import contextlib
 import functools
 import itertools
 import os
+import secrets
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -407,10 +407,16 @@ class Confinement:
         """`(argv, environment)` to spawn: the wrapper under a fixed, minimal environment (plus
         the `MEITH_*` `markers`), with `env` handed over in a private file that the wrapper
         reads as data, removes, and gives only to the final execve. Nothing of `env` (a
-        loader variable, PYTHON*, ...) can act before every wall is in place."""
+        loader variable, PYTHON*, ...) can act before every wall is in place.
+
+        The file's name is in the wrapper's environment (`MEITH_CONFINE_ENV`), not its argv:
+        /proc/PID/environ, unlike the command line, is out of a confined process's reach
+        (Landlock denies it access to processes outside its domain), and the directory cannot
+        be listed (0300), so no other confined process can read the file before the wrapper
+        removes it."""
         fixed = _confine_exec.fixed_environment(dict(markers or {}))
-        path = write_env_file(env)
-        return self.wrap(argv, env_file=path), fixed
+        fixed[_confine_exec.ENV_FILE_VAR] = write_env_file(env)
+        return self.wrap(argv), fixed
 
 
 def confine_wrapper_environment(markers: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -424,13 +430,14 @@ def write_env_file(env: Mapping[str, str]) -> str:
     under /tmp that confined processes cannot see. The wrapper removes it."""
     directory = user_tmp_dir() / "env"
     _private_dir(directory.parent)
-    _private_dir(directory)
+    _private_dir(directory, 0o300)  # files are opened by name only: no listing
     payload = b"".join(
         os.fsencode(k) + b"=" + os.fsencode(v) + b"\0"
         for k, v in env.items()
         if k and "=" not in k and "\0" not in k and "\0" not in v
     )
-    fd, path = tempfile.mkstemp(prefix="env-", dir=directory)
+    path = str(directory / f"env-{secrets.token_hex(16)}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, payload)
     finally:
@@ -438,9 +445,16 @@ def write_env_file(env: Mapping[str, str]) -> str:
     return path
 
 
-def discard_env_file(argv: Sequence[str]) -> None:
-    """Remove the env file of a wrapped `argv` that was never spawned."""
-    for flag, value in itertools.pairwise(argv):
+def discard_env_file(spawned: Sequence[str] | Mapping[str, str]) -> None:
+    """Remove the env file of a wrapper that was never spawned: give the environment
+    `command` returned (or a wrapped argv with `--env-file`)."""
+    if isinstance(spawned, Mapping):
+        path = spawned.get(_confine_exec.ENV_FILE_VAR)
+        if path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        return
+    for flag, value in itertools.pairwise(spawned):
         if flag == "--env-file":
             with contextlib.suppress(OSError):
                 os.unlink(value)
@@ -449,12 +463,14 @@ def discard_env_file(argv: Sequence[str]) -> None:
             return
 
 
-def _private_dir(path: Path) -> None:
+def _private_dir(path: Path, mode: int = 0o700) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         raise OSError(f"{path} is not a private directory of this user; remove it")
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
 
 
 def _carve(root: str, protected: list[str]) -> tuple[list[str], list[str]]:
