@@ -31,8 +31,8 @@ from tests.process.support import ok
 
 pytestmark = [needs_landlock]
 
-#: What cannot be built without user namespaces.
-MISSING = {"terminals", "homes-and-sockets-hidden", "secrets", "git-metadata", "udp"}
+#: What cannot be built without user namespaces (terminals and secrets are then Landlock's).
+MISSING = {"homes-and-sockets-hidden", "git-metadata", "udp"}
 
 
 @pytest.fixture
@@ -99,12 +99,21 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
         "    print('tcp:refused', exc.errno)\n"
     )
     (repo / "raw.py").write_text(raw)
+    (outside / "readable").write_text("fine")
+    secret = Path.home() / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text("PRIVATE KEY")
+    proc.rt.home.grants_path.write_text('{"grants": []}')
     try:
         with http_server() as allowed, tcp_listener() as (tport, tgot):
             caller = agent(proc, repo, net=(f"127.0.0.1:{allowed}",))
             steps = [
                 f"echo x > {outside}/f; echo write:$?",
                 f"echo x > {other_tty}; echo tty:$?",
+                f"timeout 1 cat {other_tty} > /dev/null; echo ttyread:$?",
+                f"cat {secret} > /dev/null; echo secret:$?",
+                f"cat {proc.rt.home.grants_path} > /dev/null; echo home:$?",
+                f"cat {outside}/readable > /dev/null; echo read:$?",
                 f"{sys.executable} raw.py {tport}",
                 f"curl -s -m 10 --noproxy '' http://127.0.0.1:{allowed}/ | sed s/^/curl:/",
                 f"curl -s -m 10 --noproxy '*' http://127.0.0.1:{allowed}/; echo direct:$?",
@@ -117,6 +126,10 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
         os.close(slave)
     assert got["write"] != "0"
     assert got["tty"] != "0"
+    assert got["ttyread"] not in ("0", "124"), got  # 124: it could open it and waited
+    assert got["secret"] != "0", got
+    assert got["home"] != "0", got
+    assert got["read"] == "0", got
     assert got["tcp"].startswith("refused"), got
     assert got["curl"] == "hello from the loopback", got
     assert got["direct"] != "0"

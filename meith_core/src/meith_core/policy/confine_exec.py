@@ -53,6 +53,8 @@ CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
 
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
 WRITE_FILE = 1 << 1
 REMOVE_DIR = 1 << 4
 REMOVE_FILE = 1 << 5
@@ -188,10 +190,14 @@ def restrict_self(
     write_files: list[str],
     abi: int | None = None,
     tcp_ports: list[int] | None = None,
+    read_dirs: list[str] | None = None,
+    read_files: list[str] | None = None,
 ) -> int:
     """Confine this process (and what it execs) to writing beneath `write_dirs`; returns the ABI
     used. Raises OSError when the kernel refuses; paths that do not exist are skipped. With
-    `tcp_ports` (ABI 4+; an empty list: none) TCP connections go only to those ports."""
+    `tcp_ports` (ABI 4+; an empty list: none) TCP connections go only to those ports. With
+    `read_dirs` (a host without namespaces), reading too is limited: to those directories,
+    the `read_files`, and what may be written."""
     abi = abi_version() if abi is None else abi
     if abi < 1:
         raise OSError("Landlock is not available on this kernel")
@@ -199,6 +205,11 @@ def restrict_self(
         raise OSError(f"Landlock ABI {abi} has no TCP rules (ABI 4+)")
     libc = _libc()
     handled = write_access(abi)
+    file_rights = file_access(abi)
+    reads = read_dirs is not None
+    if reads:
+        handled |= READ_FILE | READ_DIR
+        file_rights |= READ_FILE
     net = ACCESS_NET_CONNECT_TCP if tcp_ports is not None else 0
     attr = _RulesetAttr(handled, net, SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
     # Older kernels reject a struct larger than they know, unless the extra fields are zero;
@@ -208,13 +219,18 @@ def restrict_self(
     if ruleset < 0:
         raise _fail("landlock_create_ruleset")
     try:
-        for paths, allowed in ((write_dirs, handled), (write_files, file_access(abi))):
+        rules = [(write_dirs, handled), (write_files, file_rights)]
+        if reads:
+            rules += [(read_dirs or [], READ_FILE | READ_DIR), (read_files or [], READ_FILE)]
+        for paths, allowed in rules:
             for path in paths:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                 except OSError:
                     continue
                 try:
+                    if allowed & READ_DIR and not os.path.isdir(f"/proc/self/fd/{fd}"):
+                        allowed = READ_FILE  # became a file since the plan was made
                     rule = _PathBeneathAttr(allowed, fd)
                     if libc.syscall(
                         SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0
@@ -531,7 +547,15 @@ def proxy_environment(url: str) -> dict[str, str]:
 
 #: Loader variables that run code in every process that starts with them.
 _LOADER_HOOKS = ("LD_PRELOAD", "LD_AUDIT")
-_LIST_FLAGS = ("--write", "--write-file", "--read-only", "--hide", "--tcp-connect")
+_LIST_FLAGS = (
+    "--write",
+    "--write-file",
+    "--read-only",
+    "--hide",
+    "--tcp-connect",
+    "--read",
+    "--read-file",
+)
 _VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
 
 
@@ -614,7 +638,14 @@ def main(argv: list[str]) -> int:
                     env.update(proxy_environment(f"http://127.0.0.1:{PROXY_PORT}"))
         if "--proxy-url" in values:
             env.update(proxy_environment(values["--proxy-url"]))
-        restrict_self(lists["--write"], lists["--write-file"], tcp_ports=tcp_ports)
+        limit_reads = bool(lists["--read"])
+        restrict_self(
+            lists["--write"],
+            lists["--write-file"],
+            tcp_ports=tcp_ports,
+            read_dirs=lists["--read"] if limit_reads else None,
+            read_files=lists["--read-file"],
+        )
     except (OSError, ValueError) as exc:
         # Never run the command unconfined when confinement was asked for.
         print(f"meith confine: could not confine the process: {exc}", file=sys.stderr)

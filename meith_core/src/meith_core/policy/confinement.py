@@ -140,9 +140,11 @@ class LandlockStatus:
             ),
             Wall(
                 "terminals",
-                ns,
-                "a private devpts instance: other sessions' and the user's terminals are not there",
-                _USERNS_FIX,
+                ll,
+                "a private devpts instance: other sessions' and the user's terminals are not there"
+                if ns
+                else "Landlock: of /dev/pts only its own terminal can be read or written",
+                _KERNEL_FIX,
             ),
             Wall(
                 "runtimes",
@@ -155,13 +157,19 @@ class LandlockStatus:
                 "homes-and-sockets-hidden",
                 ns,
                 "every meith home and runtime socket covered in the mount namespace",
-                _USERNS_FIX,
+                _USERNS_FIX
+                + " (without: their files cannot be read, but sockets stay connectable; "
+                "admission still refuses the process)",
             ),
             Wall(
                 "secrets",
-                ns,
-                "the secret paths (confinement.secretPaths) covered in the mount namespace",
-                _USERNS_FIX,
+                ll,
+                "the secret paths (confinement.secretPaths) covered in the mount namespace"
+                if ns
+                else "Landlock read rules: everything but the secret paths and meith homes "
+                "is readable (the directories leading to them cannot be listed, and what is "
+                "created there later cannot be read)",
+                _KERNEL_FIX,
             ),
             Wall(
                 "git-metadata",
@@ -284,6 +292,11 @@ class Confinement:
     network: NetworkAccess | None = None
     #: Whether the network wall is a namespace (else Landlock TCP rules, where available).
     net_namespace: bool = False
+    #: Where namespaces are missing: reading limited to these directories and files (all of
+    #: the file system but the secret paths, meith's homes and other terminals); None: reads
+    #: are not limited (what namespaces hide is then covered instead).
+    read_dirs: tuple[str, ...] | None = None
+    read_files: tuple[str, ...] = ()
 
     @classmethod
     def beneath(
@@ -324,10 +337,29 @@ class Confinement:
         if not status.namespaces:
             # Only its own terminal: no other /dev/pts entry is writable.
             dirs += [d for d in DEVICE_DIRS if d != "/dev/pts" and os.path.isdir(d)]
-            if tty is not None and is_within(tty, "/dev/pts"):
-                files.append(os.path.realpath(tty))
-            network = net or NetworkAccess()
-            return cls(tuple(dirs), tuple(files), network=network, net_namespace=False)
+            own_tty = (
+                [os.path.realpath(tty)] if tty is not None and is_within(tty, "/dev/pts") else []
+            )
+            files += own_tty
+            # Nothing to cover things with: Landlock limits reads instead, to everything but
+            # the secret paths, meith's homes and sockets, and /dev/pts (its own tty aside).
+            unread = [*homes, *known_sockets(), *hide, *secret, str(registry_dir())]
+            unread += [str(user_tmp_dir()), "/dev/pts"]
+            keep = [root, *(os.path.realpath(d) for d in extra_dirs)]
+            shut = [
+                os.path.realpath(p)
+                for p in unread
+                if os.path.lexists(p) and not any(is_within(k, p) for k in keep)
+            ]
+            read_dirs, read_files = _carve("/", list(dict.fromkeys(shut)))
+            return cls(
+                tuple(dirs),
+                tuple(files),
+                network=net or NetworkAccess(),
+                net_namespace=False,
+                read_dirs=(*read_dirs, *dirs),
+                read_files=(*read_files, *own_tty),
+            )
         dirs += [d for d in DEVICE_DIRS if os.path.isdir(d)]
         with contextlib.suppress(OSError):
             _private_dir(user_tmp_dir())  # to cover it, even before a socket lives there
@@ -372,6 +404,11 @@ class Confinement:
             wrapped += ["--bind", source, target]
         if self.devpts:
             wrapped.append("--devpts")
+        if self.read_dirs is not None:
+            for d in self.read_dirs:
+                wrapped += ["--read", d]
+            for f in self.read_files:
+                wrapped += ["--read-file", f]
         for p in self.hidden:
             wrapped += ["--hide", p]
         wrapped += self._network_args()
