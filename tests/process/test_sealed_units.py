@@ -94,3 +94,19 @@ def test_every_home_and_its_sockets_are_known(tmp_path: Path) -> None:
         assert str(sock_path) in known_sockets()
     finally:
         listener.close()
+
+
+@pytest.mark.slow
+def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    default = json.loads(_meith(home, "settings", "get", "confinement.secretPaths").stdout)
+    assert "~/.ssh" in default
+    assert "~/.docker/config.json" in default
+    mine = json.dumps([*default, str(tmp_path / "vault")])
+    done = _meith(home, "settings", "set", "confinement.secretPaths", mine)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((home / "settings.json").read_text())
+    from meith_core import is_secret_path
+
+    assert is_secret_path(tmp_path / "vault" / "key", settings)
+    assert is_secret_path(tmp_path / "vault" / "key", home=home)
