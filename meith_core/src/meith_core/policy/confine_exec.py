@@ -377,6 +377,16 @@ def read_env_file(path: str) -> dict[str, str]:
 # -- the forwarder: the only way out of a network namespace --------------------------------
 
 
+def _grow_pipe(fd: int) -> None:
+    """A 1 MiB pipe (the default is 64 KiB): fewer splice calls per megabyte."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+
+
 def _pump(src: object, dst: object) -> None:
     """Copy until end of file: splice(2) through a pipe (no copy through Python) where the
     kernel and Python have it."""
@@ -384,6 +394,7 @@ def _pump(src: object, dst: object) -> None:
         splice = getattr(os, "splice", None)
         if splice is not None:
             r, w = os.pipe()
+            _grow_pipe(w)
             try:
                 sfd, dfd = src.fileno(), dst.fileno()  # type: ignore[attr-defined]
                 while True:

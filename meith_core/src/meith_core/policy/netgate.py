@@ -370,12 +370,23 @@ def _split_url(target: str) -> tuple[str, int, str]:
     return host, port, slash + path if slash else "/"
 
 
+def _grow_pipe(fd: int) -> None:
+    """A 1 MiB pipe (the default is 64 KiB): fewer splice calls per megabyte."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+
+
 def _pump(src: socket.socket, dst: socket.socket) -> None:
     """Copy `src` to `dst` until end of file, with splice(2) through a pipe where possible."""
     try:
         splice = getattr(os, "splice", None)
         if splice is not None:
             r, w = os.pipe()
+            _grow_pipe(w)
             try:
                 sfd, dfd = src.fileno(), dst.fileno()
                 while True:
