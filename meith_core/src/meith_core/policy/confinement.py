@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import importlib.util
 import itertools
 import os
+import py_compile
 import secrets
 import stat
 import subprocess
@@ -234,6 +237,30 @@ class LandlockStatus:
 
 
 @functools.cache
+def compiled_wrapper() -> str:
+    """The exec wrapper, compiled once: a script run by path is compiled on every start (as
+    long as a Python start-up again on a loaded machine), a .pyc is not. Kept in the per-user
+    0700 directory under /tmp (confined processes can neither write nor see it), named by a
+    hash of the source and the interpreter's magic number; the source itself when that fails."""
+    try:
+        with open(_WRAPPER, "rb") as fh:
+            source = fh.read()
+        tag = hashlib.sha256(importlib.util.MAGIC_NUMBER + source).hexdigest()[:20]
+        directory = user_tmp_dir() / "code"
+        _private_dir(directory.parent)
+        _private_dir(directory)
+        target = directory / f"confine_exec-{tag}.pyc"
+        if not target.exists():
+            partial = directory / f".{tag}.{os.getpid()}.tmp"
+            py_compile.compile(_WRAPPER, cfile=str(partial), doraise=True)
+            os.chmod(partial, 0o600)
+            os.replace(partial, target)
+        return str(target)
+    except (OSError, py_compile.PyCompileError):
+        return _WRAPPER
+
+
+@functools.cache
 def landlock_status() -> LandlockStatus:
     """The kernel's Landlock and namespace support (asked once per process). The test knobs
     `MEITH_CONFINE_NO_NAMESPACES=1` and `MEITH_CONFINE_LANDLOCK_ABI=N` can only take away."""
@@ -391,7 +418,7 @@ class Confinement:
         """`argv` run through the exec wrapper that confines it first. Spawn it under
         `fixed_environment()`; the child's environment goes in `env_file` (see `command`,
         which does both). Without `env_file` the child gets the wrapper's own environment."""
-        wrapped = [sys.executable, "-I", "-S", "-B", _WRAPPER]
+        wrapped = [sys.executable, "-I", "-S", "-B", compiled_wrapper()]
         if env_file is not None:
             wrapped += ["--env-file", env_file]
         for d in self.write_dirs:
