@@ -64,6 +64,16 @@ _EXPORTS: dict[str, str] = {
     "PlantedGitReport": "meith_core.policy.planted_git",
     "GIT_PROGRAM_KEYS": "meith_core.policy.planted_git",
     "is_program_valued": "meith_core.policy.planted_git",
+    "NetworkAccess": "meith_core.policy.confinement",
+    "discard_env_file": "meith_core.policy.confinement",
+    "confine_wrapper_environment": "meith_core.policy.confinement",
+    # the network wall: the gate a confined process's connections go through, ports back
+    "NetworkGate": "meith_core.policy.netgate",
+    "PortForwarder": "meith_core.policy.netgate",
+    # the secret paths: what confined processes cannot read and read tools refuse to agents
+    "DEFAULT_SECRET_PATHS": "meith_core.policy.secret_paths",
+    "secret_paths": "meith_core.policy.secret_paths",
+    "is_secret_path": "meith_core.policy.secret_paths",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -72,6 +82,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SECRET_PATHS",
     "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
@@ -90,11 +101,14 @@ __all__ = [
     "EventKind",
     "GitMetadataWatch",
     "MeithHome",
+    "NetworkAccess",
+    "NetworkGate",
     "PathEscapeError",
     "PatternError",
     "PlantedGit",
     "PlantedGitReport",
     "PluginHost",
+    "PortForwarder",
     "Runtime",
     "SettingsSection",
     "ToolArgs",
@@ -105,10 +119,13 @@ __all__ = [
     "ToolResult",
     "__version__",
     "compile_pattern",
+    "confine_wrapper_environment",
+    "discard_env_file",
     "ensure_private_dir",
     "error_result",
     "hookimpl",
     "is_program_valued",
+    "is_secret_path",
     "is_within",
     "landlock_status",
     "new_id",
@@ -116,6 +133,7 @@ __all__ = [
     "ownership_error",
     "read_json",
     "resolve_within",
+    "secret_paths",
     "tool",
     "write_file_beneath",
     "write_json_atomic",
@@ -160,7 +178,14 @@ if TYPE_CHECKING:
     from meith_core.host.plugins.pluginhost import PluginHost
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
-    from meith_core.policy.confinement import Confinement, landlock_status
+    from meith_core.policy.confinement import (
+        Confinement,
+        NetworkAccess,
+        confine_wrapper_environment,
+        discard_env_file,
+        landlock_status,
+    )
+    from meith_core.policy.netgate import NetworkGate, PortForwarder
     from meith_core.policy.planted_git import (
         GIT_PROGRAM_KEYS,
         GitMetadataWatch,
@@ -169,6 +194,7 @@ if TYPE_CHECKING:
         is_program_valued,
     )
     from meith_core.policy.request import ActsOn
+    from meith_core.policy.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

@@ -255,7 +255,12 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     confinement = None
     if held is not None and held.scope is not None:
         confinement = HookConfinement(
-            held.scope, str(ctx.home.root), git.hidden_paths, git.report_planted
+            held.scope,
+            str(ctx.home.root),
+            git.hidden_paths,
+            git.report_planted,
+            net=held.net,
+            on_refused=ctx.refusal_recorder(),
         )
     return Repo(
         git,

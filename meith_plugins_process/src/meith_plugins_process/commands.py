@@ -26,7 +26,16 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any, Final
 
-from meith_core import Diagnostic, ErrorCode, ToolContext, ToolError, ToolResult, new_id, ok_result
+from meith_core import (
+    Diagnostic,
+    ErrorCode,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    discard_env_file,
+    new_id,
+    ok_result,
+)
 from meith_plugins_process.attach import emit_lines
 from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
 from meith_plugins_process.killer import Target
@@ -308,19 +317,28 @@ class CommandRunner:
         run = _Run(ctx, args.maxOutputBytes)
         loop = asyncio.get_running_loop()
         started = loop.time()
+        spawn, spawn_env = argv, env
         try:
+            if confined is not None:
+                # The caller's environment reaches only the final execve, after the walls
+                # (`Confined.command`): a loader variable never acts in the wrapper.
+                await confined.open_network()
+                spawn, spawn_env = confined.command(argv, env, run_id)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(run),
-                *(confined.wrap(argv) if confined is not None else argv),
+                *spawn,
                 stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
-                env=env,
+                env=spawn_env,
                 start_new_session=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            discard_env_file(spawn_env)
             raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
+        if confined is not None:
+            confined.started(transport.get_pid())
         running = _Running(run_id, transport.get_pid(), run)
         self.running[run_id] = running
         # Into the crash record only if it is still running a moment later: most commands an

@@ -17,7 +17,14 @@ from typing import Any, Final, Literal
 
 import anyio.to_thread
 
-from meith_core import CallerInfo, ErrorCode, PlantedGitReport, ToolError, new_id
+from meith_core import (
+    CallerInfo,
+    ErrorCode,
+    PlantedGitReport,
+    ToolError,
+    discard_env_file,
+    new_id,
+)
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
@@ -315,8 +322,11 @@ class DevServerManager:
             calls_back=owner.user,
             session_callback=session_callback,
         )
-        argv = confined.wrap(server.argv) if confined is not None else server.argv
+        argv = server.argv
         try:
+            if confined is not None:
+                await confined.open_network()
+                argv, child_env = confined.command(server.argv, child_env, server.id)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(server),
                 *argv,
@@ -328,12 +338,15 @@ class DevServerManager:
                 start_new_session=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            discard_env_file(child_env)
             server.status = "errored"
             server.system(f"failed to spawn: {exc}")
             server.exited.set()
             return server
         server._transport = transport
         server.pid = transport.get_pid()
+        if confined is not None:
+            confined.started(server.pid)
         server.create_time = self.sup.track(
             server.id, "dev-server", server.pid, server.display_command
         )
@@ -395,6 +408,9 @@ class DevServerManager:
         """Fill a missing port from the listening sockets of the server's process tree."""
         if server.port is None and server.active:
             ports = await anyio.to_thread.run_sync(subtree_ports, server.pid, server.create_time)
+            if not ports and server.confined is not None:
+                # In a network namespace of its own: the ports forwarded to the host's loopback.
+                ports = sorted(p for p, why in server.confined.forwarded_ports().items() if not why)
             if ports and server.port is None:
                 server.port = ports[0]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,7 +32,10 @@ from meith_core import (
     Confinement,
     GitMetadataWatch,
     MeithHome,
+    NetworkAccess,
+    NetworkGate,
     PlantedGitReport,
+    PortForwarder,
     ensure_private_dir,
     landlock_status,
     read_json,
@@ -72,22 +76,67 @@ def _is_session(callback: Mapping[str, str] | None) -> bool:
     return callback is not None and TOKEN_ENV in callback and "MEITH_HOME" not in callback
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Confined:
-    """How one process is confined: its directory, the kernel plan, its private temp dir."""
+    """How one process is confined: its directory, the kernel plan, its private temp dir, and
+    the gate its network goes through."""
 
     scope: str
     plan: Confinement
     tmpdir: str
     #: What lets the process call back as its session (the socket as it sees it, the token).
     callback: Mapping[str, str] | None = None
+    #: The gate of the destinations its grant names (None: no network beyond itself).
+    gate: NetworkGate | None = None
+    #: Where the forwarder inside takes connections for its loopback ports (namespaces only).
+    ports_socket: str | None = None
+    forwarder: PortForwarder | None = field(default=None)
     #: The watch for git metadata it plants (`meith_core.GitMetadataWatch`).
     watch: GitMetadataWatch | None = None
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.plan.wrap(argv)
 
+    def command(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        process_id: str,
+        *,
+        tty: str | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and (fixed) environment to spawn; `env` reaches only the final execve.
+        `tty`: the process's own terminal, the one /dev/pts entry it may write where it gets
+        no private devpts (a host without user namespaces)."""
+        plan = self.plan
+        if tty is not None and not plan.devpts:
+            plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
+        return plan.command(argv, env, markers={MARKER_ENV: process_id})
+
+    async def open_network(self) -> None:
+        """Start the gate before the process starts (its port, on a host without network
+        namespaces, goes into the plan)."""
+        if self.gate is None:
+            return
+        access = await self.gate.start()
+        if access.proxy_port is not None:
+            self.plan = dataclasses.replace(self.plan, network=access)
+
+    def started(self, pid: int | None) -> None:
+        """Forward the ports it will listen on to the host's loopback (localhost:PORT)."""
+        if pid is None or self.ports_socket is None or self.forwarder is not None:
+            return
+        self.forwarder = PortForwarder(pid, self.ports_socket)
+        self.forwarder.start()
+
+    def forwarded_ports(self) -> dict[int, str | None]:
+        return dict(self.forwarder.ports) if self.forwarder is not None else {}
+
     def cleanup(self) -> None:
+        if self.forwarder is not None:
+            self.forwarder.close()
+        if self.gate is not None:
+            self.gate.close()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
@@ -127,7 +176,12 @@ class Supervisor:
     # -- confinement --------------------------------------------------------------------
 
     def confine(
-        self, scope: str | None, session_callback: Mapping[str, str] | None = None
+        self,
+        scope: str | None,
+        session_callback: Mapping[str, str] | None = None,
+        *,
+        net: Sequence[str] = (),
+        on_refused: Callable[[str, str], None] | None = None,
     ) -> Confined | None:
         """The confinement for a process started under a grant limited to `scope`; None when
         the grant is not limited or the kernel has no Landlock (the caller says so).
@@ -151,10 +205,26 @@ class Supervisor:
                     pass
                 bind.append((callback["MEITH_SOCKET"], inner))
                 callback["MEITH_SOCKET"] = inner
-        plan = Confinement.beneath(scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind)
+        namespaces = landlock_status().namespaces
+        gate = None
+        access = NetworkAccess()
+        if net:
+            gate = NetworkGate(
+                list(net),
+                socket_path=os.path.join(tmpdir, "net.sock") if namespaces else None,
+                on_refused=on_refused,
+                grant_hint=f"meith grants add -c starts-process --cwd {scope} --net",
+            )
+            if namespaces:
+                access = NetworkAccess(proxy_socket=gate.socket_path)
+        ports = os.path.join(tmpdir, "ports.sock") if namespaces else None
+        access = dataclasses.replace(access, ports_socket=ports)
+        plan = Confinement.beneath(
+            scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind, net=access
+        )
         watch = GitMetadataWatch.for_confinement(scope, plan)
         watch.snapshot()  # the configs at the top of the directory: a few reads, no walk
-        return Confined(scope, plan, tmpdir, callback, watch)
+        return Confined(scope, plan, tmpdir, callback, gate, ports, watch=watch)
 
     # -- planted git metadata -----------------------------------------------------------
 

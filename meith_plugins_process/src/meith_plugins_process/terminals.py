@@ -19,7 +19,14 @@ import termios
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from meith_core import CallerInfo, ErrorCode, PlantedGitReport, ToolError, new_id
+from meith_core import (
+    CallerInfo,
+    ErrorCode,
+    PlantedGitReport,
+    ToolError,
+    discard_env_file,
+    new_id,
+)
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
@@ -274,10 +281,15 @@ class TerminalManager:
             calls_back=owner.user,
             session_callback=session_callback,
         )
-        argv = confined.wrap([shell]) if confined is not None else [shell]
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()
+        argv: list[str] = [shell]
         try:
+            if confined is not None:
+                await confined.open_network()
+                argv, child_env = confined.command(
+                    [shell], child_env, term.id, tty=os.ttyname(slave)
+                )
             _set_winsize(slave, cols, rows)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(term),
@@ -292,6 +304,7 @@ class TerminalManager:
             )
         except BaseException as exc:
             os.close(master)
+            discard_env_file(child_env)
             if confined is not None:
                 confined.cleanup()
             if isinstance(exc, OSError | ValueError):
@@ -304,6 +317,8 @@ class TerminalManager:
             os.close(slave)
         term._attach(master, transport)
         term.pid = transport.get_pid()
+        if confined is not None:
+            confined.started(term.pid)
         term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
         # Git metadata it plants is neutralised while it runs and when it exits.
         term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)

@@ -101,9 +101,19 @@ async def _exit_scan(
 
 
 def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
-    """Say so when a directory-confined grant cannot be enforced by the kernel."""
-    if ctx.grant_scope is None or landlock_status().available:
+    """Say so when a directory-confined grant cannot be enforced by the kernel, and name each
+    wall of the confinement this host cannot build."""
+    if ctx.grant_scope is None:
         return []
+    status = landlock_status()
+    if status.available:
+        return [
+            {
+                "level": "warn",
+                "message": f"Confinement wall missing on this host: {wall.name} ({wall.fix})",
+            }
+            for wall in status.missing()
+        ]
     return [
         {
             "level": "warn",
@@ -143,7 +153,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             rows=args.rows,
             env=args.env,
             owner=Owner.of(ctx.caller),
-            confined=sup.confine(ctx.grant_scope, callback),
+            confined=sup.confine(
+                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+            ),
             session_callback=callback,
         )
         if warning:
@@ -234,7 +246,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller),
-            confined=sup.confine(ctx.grant_scope, callback),
+            confined=sup.confine(
+                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+            ),
             session_callback=callback,
         )
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
@@ -291,7 +305,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             args,
             cwd=cwd,
             owner=Owner.of(ctx.caller),
-            confined=sup.confine(ctx.grant_scope, callback),
+            confined=sup.confine(
+                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+            ),
             session_callback=callback,
             diagnostics=_unconfined_warning(ctx),
         )

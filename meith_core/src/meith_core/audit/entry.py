@@ -117,6 +117,37 @@ def refused_frame_entry(
     return record
 
 
+def refusal_entry(
+    call: AuditedCall, *, subject: str, reason: str, outcome: str, entry_id: str, ts: int
+) -> dict[str, Any]:
+    """A refusal that happened after `call` was answered, on behalf of what it started (a
+    confined process's connection to a destination its grant does not name). Not an intent
+    record: floods of them are coalesced like refused calls."""
+    tool = call.tool
+    caller = call.caller
+    record: dict[str, Any] = {
+        "id": entry_id,
+        "ts": ts,
+        "requestId": call.request_id,
+        "caller": caller.caller.value,
+        "sessionId": caller.session_id,
+        "toolName": call.name if isinstance(call.name, str) else repr(call.name)[:200],
+        "plugin": tool.plugin_id if tool else None,
+        "capabilities": ["accesses-network"],
+        "decision": "deny",
+        "reason": reason[:500],
+        "outcome": outcome,
+        "cwd": call.cwd,
+        "spaceId": caller.space_id,
+        "tabId": caller.tab_id,
+        "argsSummary": summarize({"destination": subject}, frozenset()),
+        "resultSummary": "",
+        "durationMs": 0,
+    }
+    _add_identity(record, call)
+    return record
+
+
 def _add_identity(record: dict[str, Any], call: AuditedCall) -> None:
     """The optional identity fields, present only when set."""
     caller = call.caller

@@ -107,3 +107,39 @@ def _pidfd_alive(pidfd: int) -> bool:
     except OSError:
         return True  # EPERM and the like: it exists
     return True
+
+
+def _user_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user")
+    except OSError:
+        return None
+
+
+def _no_new_privs(pid: int | str) -> bool | None:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NoNewPrivs:"):
+                    return line.split()[1] == b"1"
+    except (OSError, IndexError):
+        return None
+    return None
+
+
+def peer_confinement(pid: int) -> str | None:
+    """Why the peer `pid` may be a confined process (and so must never be taken for the local
+    user), or None: it lives in another user namespace than this process (every confined
+    process has one of its own, where namespaces work), or it has no_new_privs set while this
+    process has not (every Landlock-confined process has). Fails closed on Linux: a peer that
+    cannot be looked at counts as confined."""
+    if not _HAS_PROC:
+        return None
+    mine, theirs = _user_namespace("self"), _user_namespace(pid)
+    if theirs is None and os.path.exists("/proc/self/ns/user"):
+        return f"the user namespace of peer pid {pid} cannot be read"
+    if mine is not None and theirs is not None and mine != theirs:
+        return f"peer pid {pid} lives in another user namespace ({theirs})"
+    if _no_new_privs(pid) and not _no_new_privs("self"):
+        return f"peer pid {pid} runs with no_new_privs (as confined processes do)"
+    return None

@@ -69,6 +69,8 @@ class ToolContext:
         nested_call: NestedCall,
         logger: Callable[[], structlog.typing.FilteringBoundLogger],
         grant_scope: str | None = None,
+        grant_net: tuple[str, ...] = (),
+        refusals: Callable[[str, str, str], None] | None = None,
         grant_check: GrantCheck | None = None,
         child_env: Callable[[], dict[str, str]] | None = None,
     ) -> None:
@@ -80,6 +82,10 @@ class ToolContext:
         #: When the grant that allowed this call is confined to a directory, that directory:
         #: tools must keep writes inside it (see `meith_core.base.paths`).
         self.grant_scope = grant_scope
+        #: The network destinations the grant that allowed this call names (`--net`): what a
+        #: process it starts confined may reach (`meith_core.NetworkGate`); empty: none.
+        self.grant_net = grant_net
+        self._refusals = refusals
         self._grant_check = grant_check
         self._child_env = child_env
         self._cancel = cancel
@@ -117,6 +123,16 @@ class ToolContext:
         if self._grant_check is None:
             return None
         return self._grant_check(tuple(capabilities), cwd)
+
+    def refusal_recorder(self, outcome: str = "NETWORK_REFUSED") -> Callable[[str, str], None]:
+        """`record(subject, reason)`: write a refusal made on behalf of what this call started
+        (a confined process's connection to a destination its grant does not name) to the
+        audit trail, as this call's caller and tool, coalesced against floods. Usable after
+        the call was answered; a no-op without an audit trail."""
+        sink = self._refusals
+        if sink is None:
+            return lambda subject, reason: None
+        return lambda subject, reason: sink(subject, reason, outcome)
 
     def child_environment(self) -> dict[str, str]:
         """The variables to give a process this call starts so that it can call tools back as

@@ -22,7 +22,7 @@ from typing import Any, Final
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from meith_core.audit.entry import audit_entry, refused_frame_entry
+from meith_core.audit.entry import audit_entry, refusal_entry, refused_frame_entry
 from meith_core.audit.log import AuditLog, now_ms
 from meith_core.audit.redact import sensitive_fields_of, summarize
 from meith_core.base.cancel import CancelToken
@@ -219,6 +219,8 @@ class CallPipeline:
                 plugin=tool.plugin_id,
             ),
             grant_scope=call.decision.grant_scope,
+            grant_net=call.decision.grant_net,
+            refusals=functools.partial(self._audit_refusal, call),
             grant_check=self.permissions.grant_check(caller, defn.name),
             child_env=(
                 functools.partial(self.child_environment, caller)
@@ -261,6 +263,19 @@ class CallPipeline:
         )
         if not self.audit.write(entry):
             _log.error("audit record not written", toolName=tool_name, error=self.audit.last_error)
+
+    def _audit_refusal(self, call: CallRecord, subject: str, reason: str, outcome: str) -> None:
+        """A refusal on behalf of what `call` started (see `ToolContext.refusal_recorder`)."""
+        entry = refusal_entry(
+            call,
+            subject=subject,
+            reason=reason,
+            outcome=outcome,
+            entry_id=new_id("audit"),
+            ts=now_ms(),
+        )
+        if not self.audit.write(entry):
+            _log.error("audit record not written", toolName=call.name, error=self.audit.last_error)
 
     def _audit(self, call: CallRecord, result: ToolResult) -> None:
         entry = audit_entry(

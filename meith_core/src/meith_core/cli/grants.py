@@ -49,6 +49,7 @@ def grants_list(json_output: JsonOpt = False) -> None:
         "meith grants add --caller cli --capability writes-files --tool git_commit --cwd ~/src/app",
         "meith grants add --caller agent --capability starts-process --expires 1h",
         "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
+        "meith grants add --caller agent -c starts-process --cwd ~/src/app --net pypi.org,*.pythonhosted.org",
     ),
 )
 def grants_add(
@@ -73,11 +74,20 @@ def grants_add(
         int | None,
         typer.Option("--uses", help="Allowed calls in all, across sessions and restarts."),
     ] = None,
+    net: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--net",
+            help="With --cwd: network destinations processes started under the grant may "
+            "reach, HOST[:PORT] or *.DOMAIN[:PORT], comma-separated or repeated, or 'any'. "
+            "Without it they have no network beyond themselves.",
+        ),
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
     raise typer.Exit(
-        run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent)
+        run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent, net)
     )
 
 
@@ -132,11 +142,12 @@ def run_grants_list(as_json: bool) -> int:
                 ",".join(c.value for c in g.capabilities),
                 g.tool or "*",
                 g.cwd_prefix or "*",
+                (",".join(g.net) or "none") if g.cwd_prefix else "*",
                 str(g.uses) if g.uses else "∞",
                 expiry,
             ]
         )
-    table(rows, ["ID", "CALLER", "CAPABILITIES", "TOOL", "CWD", "USES", "EXPIRES"])
+    table(rows, ["ID", "CALLER", "CAPABILITIES", "TOOL", "CWD", "NET", "USES", "EXPIRES"])
     return EXIT_OK
 
 
@@ -149,6 +160,7 @@ def run_grants_add(
     uses: int | None,
     as_json: bool,
     agent: str | None = None,
+    net: list[str] | None = None,
 ) -> int:
     from meith_core.policy.grants import StandingGrants, new_grant
     from meith_core.protocol.capabilities import PRIVILEGED, parse_capabilities
@@ -173,7 +185,13 @@ def run_grants_add(
             cwd_prefix=prefix,
             source="standing",
             agent=agent,
+            net=net or (),
         )
+        if grant.net and grant.cwd_prefix is None:
+            raise ValueError(
+                "--net applies to grants confined to a directory (--cwd DIR): processes "
+                "started under an unconfined grant already have the user's network"
+            )
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
     StandingGrants(MeithHome.from_env().ensure().grants_path).add(grant)
@@ -184,7 +202,8 @@ def run_grants_add(
         sys.stdout.write(
             f"Added {grant.id}: {caller}{' ' + agent if agent else ''} may use {', '.join(c.value for c in caps)}"
             f"{' for ' + tool if tool else ''}{' under ' + (grant.cwd_prefix or '') if grant.cwd_prefix else ''}"
-            f"{' until ' + utc_time(grant.expires_at) + ' UTC' if grant.expires_at else ''}\n"
+            f"{' until ' + utc_time(grant.expires_at) + ' UTC' if grant.expires_at else ''}"
+            f"{'; network: ' + ', '.join(grant.net) if grant.net else ''}\n"
         )
     return EXIT_OK
 
@@ -199,6 +218,8 @@ def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
     status = landlock_status()
     if status.available:
         sys.stderr.write(f"Confinement: {status.describe()}.\n")
+        for wall in status.missing():
+            sys.stderr.write(f"warning: wall missing here: {wall.name}: {wall.fix}\n")
     else:
         sys.stderr.write(
             f"warning: {status.describe()}. This grant lets processes started in {prefix} do "

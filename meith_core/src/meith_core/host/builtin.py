@@ -162,7 +162,7 @@ class CorePlugin:
                 # Whether a directory-confined grant confines what processes do, or only
                 # where they start.
                 "name": "confinement",
-                "status": "ok" if landlock.available else "degraded",
+                "status": "ok" if landlock.available and not landlock.missing() else "degraded",
                 "details": landlock.to_dict(),
             }
         )

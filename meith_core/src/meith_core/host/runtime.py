@@ -19,6 +19,7 @@ from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.base.cancel import CancelToken
 from meith_core.base.home import MeithHome, file_signature
+from meith_core.base.homes import register_home
 from meith_core.base.ids import new_session_id
 from meith_core.call.catalogue import Catalogue
 from meith_core.call.context import EventSink
@@ -61,6 +62,8 @@ class Runtime:
     ) -> None:
         logs.default_to_stderr()
         self.home = (home or MeithHome.from_env()).ensure()
+        # Every runtime's home is hidden from every confined process (base.homes).
+        register_home(self.home.root)
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.
         self.socket_path: str | None = None
@@ -296,6 +299,7 @@ class Runtime:
         uses: int | None = None,
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
+        net: Iterable[str] = (),
     ) -> Grant:
         if session.session_id is None:
             raise ValueError("grant needs a session (Runtime.open_session)")
@@ -307,6 +311,7 @@ class Runtime:
             uses=uses,
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
+            net=net,
         )
 
     async def close_session(self, session: CallerInfo | str, *, revoke: bool = True) -> None:

@@ -24,6 +24,9 @@ from pydantic import BaseModel, ValidationError
 
 from meith_core.audit.segments import AuditSettings
 from meith_core.base.home import file_signature, read_json, write_json_atomic
+from meith_core.policy.secret_paths import KEY as SECRET_KEY
+from meith_core.policy.secret_paths import SECTION as SECRET_SECTION
+from meith_core.policy.secret_paths import ConfinementSettings
 from meith_core.protocol.framing import dumps_bytes
 
 MAX_SETTINGS_BYTES = 1024 * 1024
@@ -70,6 +73,8 @@ class SettingsStore:
         # The core's own section (plugins add theirs): shortening the audit trail's retention
         # would flush evidence, so its keys are policy.
         self.register_section("audit", AuditSettings, policy=("retentionDays", "maxBytes"))
+        # What confined processes cannot read (and read tools refuse to agents): policy.
+        self.register_section(SECRET_SECTION, ConfinementSettings, policy=(SECRET_KEY,))
 
     def register_section(
         self, name: str, model: type[BaseModel] | SettingsSection, policy: Iterable[str] = ()

@@ -17,6 +17,8 @@ class Decision:
     reason: str
     #: The directory the allowing grant is confined to, passed on to the tool.
     grant_scope: str | None = None
+    #: The network destinations the allowing grant names (`--net`), for confined processes.
+    grant_net: tuple[str, ...] = ()
     #: For denials: the sentence the caller sees, with what to do next.
     message: str = ""
     details: dict[str, object] = field(default_factory=dict)

@@ -44,6 +44,9 @@ class Grant:
     source: str = "api"
     #: Only agent sessions with this label (the client's self-reported name) match.
     agent: str | None = None
+    #: The network destinations a process started under this grant (confined to `cwd_prefix`)
+    #: may reach (`--net HOST[:PORT],*.domain` or `any`); empty: none beyond itself.
+    net: tuple[str, ...] = ()
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at is not None and now_ms >= self.expires_at
@@ -71,6 +74,7 @@ class Grant:
             "createdAt": self.created_at,
             **({"session": self.session} if self.session else {}),
             **({"agent": self.agent} if self.agent else {}),
+            **({"net": list(self.net)} if self.net else {}),
             "source": self.source,
         }
 
@@ -91,6 +95,7 @@ class Grant:
             session=data.get("session") or None,
             source=str(data.get("source") or "standing"),
             agent=str(data["agent"]) if data.get("agent") else None,
+            net=_net_of(data.get("net")),
         )
 
 
@@ -105,6 +110,7 @@ def new_grant(
     cwd_prefix: str | None = None,
     source: str = "api",
     agent: str | None = None,
+    net: Iterable[str] = (),
 ) -> Grant:
     caps = parse_capabilities(capabilities)
     if not caps:
@@ -134,7 +140,23 @@ def new_grant(
         cwd_prefix=os.path.realpath(cwd_prefix) if cwd_prefix else None,
         source=source,
         agent=agent,
+        net=normalise_net(net),
     )
+
+
+def normalise_net(values: Iterable[str]) -> tuple[str, ...]:
+    """`--net` values as stored: each destination checked (`policy.netgate`), comma lists
+    split, `any` alone when present."""
+    from meith_core.policy.netgate import parse_destinations
+
+    destinations = [str(d) for d in parse_destinations(values)]
+    return ("any",) if "*" in destinations else tuple(destinations)
+
+
+def _net_of(raw: object) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(str(v) for v in raw if isinstance(v, str))
 
 
 class StandingGrants:

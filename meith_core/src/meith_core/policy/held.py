@@ -12,6 +12,8 @@ class HeldGrant:
 
     #: The directory the grant is confined to; None when it is not (or the caller is trusted).
     scope: str | None
+    #: The network destinations the grant names (`--net`); empty: none.
+    net: tuple[str, ...] = ()
 
 
 #: `(capabilities, directory) -> HeldGrant | None`: does the caller already hold these there?

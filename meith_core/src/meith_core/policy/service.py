@@ -65,8 +65,10 @@ class PermissionService:
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
         source: str = "api",
+        net: Iterable[str] = (),
     ) -> Grant:
-        """Grant a session privileged capabilities (in memory; gone with the session)."""
+        """Grant a session privileged capabilities (in memory; gone with the session); `net`:
+        the destinations processes started confined under it may reach."""
         return self._sessions.grant(
             caller,
             session,
@@ -76,6 +78,7 @@ class PermissionService:
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             source=source,
+            net=net,
         )
 
     def revoke_session(self, session: str) -> None:
@@ -124,7 +127,7 @@ class PermissionService:
         if not session:
             return None
         grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd)
-        return None if grant is None else HeldGrant(grant.cwd_prefix)
+        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
         """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
@@ -249,7 +252,9 @@ class PermissionService:
         )
         if grant is not None:
             what = "standing" if grant.session is None else "session"
-            return Decision(True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix)
+            return Decision(
+                True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix, grant_net=grant.net
+            )
 
         if self.approver is not None:
             approval = ApprovalRequest(

@@ -39,6 +39,7 @@ class SessionGrants:
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
         source: str = "api",
+        net: Iterable[str] = (),
     ) -> Grant:
         """Grant a session privileged capabilities (in memory; gone with the session)."""
         if not session:
@@ -54,6 +55,7 @@ class SessionGrants:
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             source=source,
+            net=net,
         )
         self._by_session.setdefault(session, []).append(grant)
         return grant

@@ -295,8 +295,9 @@ class Connection:
             return ""
         if not token:
             return (
-                "this connection comes from a process started for a session: it calls only as "
-                "that session, with its token (MEITH_SESSION_TOKEN)"
+                "this connection comes from a process started for a session (or confined by a "
+                "meith runtime): it calls only as that session, with its token "
+                "(MEITH_SESSION_TOKEN)"
             )
         binding = self._resolve_token(token) if self._resolve_token else None
         if binding is not None and binding.session_id == self.identity.session_id:

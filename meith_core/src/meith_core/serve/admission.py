@@ -19,9 +19,14 @@ class Admitted(NamedTuple):
     """A peer the server serves. `descendant`: a process the runtime started (or one of
     theirs): it calls only as the session that started it, with its token, on any socket;
     left without one it is refused, never taken for the local user (it shares the user's uid,
-    so the uid check alone cannot tell). Such a peer never answers approval requests."""
+    so the uid check alone cannot tell). Such a peer never answers approval requests.
+
+    `confined`: why the peer may be a confined process, of this runtime or of any other (a
+    user namespace not this runtime's, no_new_privs): it is held to the same rule as a
+    descendant, so no runtime of the user takes a confined process for the user."""
 
     pid: int
     descendant: bool
     #: Its place in the connection counts (`serve.capacity`), given back when it closes.
     slot: Slot | None = None
+    confined: str | None = None

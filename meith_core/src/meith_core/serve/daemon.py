@@ -27,6 +27,7 @@ from meith_core.base.instances import (
 )
 from meith_core.host import logs
 from meith_core.host.runtime import Runtime
+from meith_core.policy.confinement import landlock_status
 from meith_core.protocol.constants import PROTOCOL_VERSION
 from meith_core.serve.capacity import TOKEN_GRACE_S
 from meith_core.serve.prompt import TerminalApprover
@@ -173,6 +174,7 @@ async def _serve(
             f"meith {__version__}: listening on {bound.path} (pid {os.getpid()}); {_plugin_line(runtime)}",
             flush=True,
         )
+        print(_confinement_line(), flush=True)
         _log.info(
             "runtime started", socket=str(bound.path), approvals=approvals, home=str(home.root)
         )
@@ -190,6 +192,20 @@ async def _serve(
             child.release()
     _log.info("runtime stopped")
     return 0
+
+
+def _confinement_line() -> str:
+    """What a directory-confined grant confines on this host, naming every missing wall."""
+    status = landlock_status()
+    if not status.available:
+        return f"confinement: NONE. {status.describe()}"
+    missing = status.missing()
+    if not missing:
+        walls = ", ".join(w.name for w in status.walls())
+        return f"confinement: Landlock ABI {status.abi}, every wall built ({walls})"
+    lines = [f"confinement: Landlock ABI {status.abi}; walls MISSING on this host:"]
+    lines += [f"  - {w.name}: fix: {w.fix}" for w in missing]
+    return "\n".join(lines)
 
 
 def serve(

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import structlog
 
-from meith_core.base.peers import peer_credentials, peer_descends_from
+from meith_core.base.peers import peer_confinement, peer_credentials, peer_descends_from
 from meith_core.call.tasks import TaskSet
 from meith_core.host.runtime import Runtime
 from meith_core.protocol import frames
@@ -121,11 +121,15 @@ class SocketServer:
         if uid != self.uid and uid != 0:
             return Refusal(f"peer pid {pid} belongs to another user (uid {uid})")
         runtime_pid = os.getpid()
-        descendant = peer_descends_from(sock, pid, runtime_pid)
+        # Root (allowed in) is not confined by a runtime of this user. A peer confined by any
+        # runtime (another user namespace, no_new_privs) is held like this runtime's own
+        # descendants: it must show a token, and it shares their slots.
+        confined = peer_confinement(pid) if uid == self.uid else None
+        descendant = confined is not None or peer_descends_from(sock, pid, runtime_pid)
         slot = self.capacity.admit(pid, tree_root(pid, runtime_pid) if descendant else None)
         if not isinstance(slot, Slot):
             return Refusal(slot, tell=True)
-        return Admitted(pid, descendant, slot)
+        return Admitted(pid, descendant, slot, confined)
 
     def bind_session(self, conn: SocketConnection, session_id: str) -> str | None:
         """Count `conn` for the session its token names; why it must close when over."""

@@ -1,0 +1,134 @@
+"""The secret paths: what no confined process may read and meith's read tools refuse to agents.
+
+One list, one check. The list is a policy setting in the trust root (`confinement.secretPaths`
+in `settings.json`, changed only by the local user: `meith settings set confinement.secretPaths
+'[...]'`); its default names the usual credential stores and browser profiles. Every meith home
+of the user (`base.homes`) is always secret, whatever the setting says.
+
+- `secret_paths(settings)` — the list, expanded and resolved (`~` is the user's home);
+- `is_secret_path(path, settings)` — whether `path` is one of them or lies beneath one: the
+  check a read tool makes before opening anything (the files plugin uses this very function);
+- `ConfinementSettings` — the settings section's model (registered by the core).
+
+A confined process gets each existing secret path covered in its mount namespace (an empty
+read-only directory, or /dev/null for a file): see `policy.confinement`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from meith_core.base.home import read_json
+from meith_core.base.homes import known_homes, registry_dir, user_tmp_dir
+from meith_core.base.paths import is_within
+
+#: The settings section and key (policy: only the local user changes it).
+SECTION: Final = "confinement"
+KEY: Final = "secretPaths"
+
+#: The default secret paths (`~` is the user's home directory).
+DEFAULT_SECRET_PATHS: Final[tuple[str, ...]] = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    # Browser profiles: cookies, saved passwords, session tokens.
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/.config/vivaldi",
+    "~/.config/opera",
+    "~/snap/firefox",
+    "~/snap/chromium",
+    "~/.var/app/org.mozilla.firefox",
+    "~/.var/app/com.google.Chrome",
+    "~/Library/Application Support/Google/Chrome",
+    "~/Library/Application Support/Firefox",
+    "~/Library/Keychains",
+)
+
+
+class ConfinementSettings(BaseModel):
+    """The `confinement` settings section."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    #: Paths a confined process cannot read and read tools refuse to agents (`~` expands).
+    secretPaths: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATHS))
+
+
+def _expand(path: str) -> str | None:
+    if not path or "\0" in path:
+        return None
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):
+        return None
+    return os.path.realpath(expanded)
+
+
+def configured_secret_paths(settings: Mapping[str, Any] | None) -> list[str]:
+    """The `confinement.secretPaths` of `settings` (a settings.json object), as written, or the
+    default when unset or invalid."""
+    section = settings.get(SECTION) if isinstance(settings, Mapping) else None
+    value = section.get(KEY) if isinstance(section, Mapping) else None
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return list(DEFAULT_SECRET_PATHS)
+
+
+def secret_paths(
+    settings: Mapping[str, Any] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    extra: Iterable[str] = (),
+) -> tuple[str, ...]:
+    """Every secret path, absolute and resolved: the setting's (from `settings`, else read from
+    `home`'s settings.json, else the default), every meith home, the registry of homes, the
+    per-user socket directory in /tmp, and `extra`."""
+    if settings is None and home is not None:
+        data = read_json(Path(home) / "settings.json")
+        settings = data if isinstance(data, dict) else None
+    listed = [*configured_secret_paths(settings), *extra]
+    always = [*known_homes(), str(registry_dir()), str(user_tmp_dir())]
+    if home is not None:
+        always.append(os.fspath(home))
+    out = [p for p in (_expand(x) for x in [*listed, *always]) if p is not None]
+    return tuple(dict.fromkeys(out))
+
+
+def is_secret_path(
+    path: str | os.PathLike[str],
+    settings: Mapping[str, Any] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    secrets: Iterable[str] | None = None,
+) -> bool:
+    """Whether `path` (resolved, symbolic links followed) is a secret path or lies beneath one.
+    Pass `secrets` (from `secret_paths`) to check many paths against one list."""
+    real = os.path.realpath(os.fspath(path))
+    listed = secrets if secrets is not None else secret_paths(settings, home=home)
+    return any(is_within(real, secret) for secret in listed)
+
+
+__all__ = [
+    "DEFAULT_SECRET_PATHS",
+    "ConfinementSettings",
+    "configured_secret_paths",
+    "is_secret_path",
+    "secret_paths",
+]

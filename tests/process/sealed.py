@@ -1,0 +1,198 @@
+"""What the sealed-confinement tests share: a confined run through the real process plugin,
+and loopback listeners (127.0.0.1 only, never any other address)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from meith_core import CallerInfo, landlock_status
+from tests.process.conftest import Proc
+from tests.process.support import eventually, ok
+
+needs_landlock = pytest.mark.skipif(
+    not landlock_status().available, reason="this kernel has no Landlock"
+)
+needs_namespaces = pytest.mark.skipif(
+    not landlock_status().namespaces, reason="no user namespaces here"
+)
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+DONE = "done-marker"
+
+
+def agent(proc: Proc, scope: Path, *, net: tuple[str, ...] = ()) -> CallerInfo:
+    """An agent session holding nothing but `starts-process --cwd scope [--net ...]`."""
+    session = proc.rt.open_session("agent", cwd=str(scope))
+    extra = {"net": net} if net else {}
+    proc.rt.grant(session, ["starts-process"], cwd_prefix=str(scope), **extra)
+    return session
+
+
+async def logs(proc: Proc, caller: CallerInfo, process_id: str) -> str:
+    result = await proc.rt.call("get_process_logs", {"processId": process_id}, caller=caller)
+    return "\n".join(e["text"] for e in ok(result)["logs"])
+
+
+async def run_dev(
+    proc: Proc,
+    caller: CallerInfo,
+    cwd: Path,
+    command: str,
+    *,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+) -> str:
+    """Start a confined dev server running `command` (a shell line that ends by echoing
+    DONE), wait for it, and return its output."""
+    arguments: dict[str, Any] = {"cwd": str(cwd), "command": command}
+    if args is not None:
+        arguments["args"] = args
+    if env:
+        arguments["env"] = env
+    started = ok(await proc.rt.call("start_dev_server", arguments, caller=caller))
+    assert started["confinedTo"] == os.path.realpath(cwd), started
+    pid = started["id"]
+
+    async def finished() -> str:
+        text = await logs(proc, caller, pid)
+        return text if DONE in text else ""
+
+    return await eventually(finished, f"{command!r} to finish", deadline_s=60)
+
+
+def results(text: str) -> dict[str, str]:
+    """`key:value` lines of a step script."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and key.isidentifier():
+            found.setdefault(key, value)
+    return found
+
+
+@contextlib.contextmanager
+def tcp_listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on 127.0.0.1 that records what each connection sends."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    got.append(conn.recv(1024) or b"<connected>")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield srv.getsockname()[1], got
+    finally:
+        stop.set()
+        thread.join()
+        srv.close()
+
+
+@contextlib.contextmanager
+def udp_listener() -> Iterator[tuple[int, list[bytes]]]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                got.append(sock.recv(1024))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1], got
+    finally:
+        stop.set()
+        thread.join()
+        sock.close()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    body = b"hello from the loopback\n"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def http_server() -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 answering every GET with `_Handler.body`."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def compile_constructor_library(directory: Path, canary: Path) -> Path:
+    """A shared library whose constructor appends `pid exe` to `canary` (an LD_PRELOAD or
+    LD_AUDIT payload, as an agent's confined process could compile it in its directory)."""
+    source = directory / "evil.c"
+    source.write_text(
+        "#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n"
+        "unsigned int la_version(unsigned int v) { return v; }\n"
+        "__attribute__((constructor)) static void pwn(void) {\n"
+        f'  int fd = open("{canary}", O_WRONLY | O_CREAT | O_APPEND, 0600);\n'
+        "  if (fd < 0) return;\n"
+        '  char exe[512] = ""; ssize_t n = readlink("/proc/self/exe", exe, 500);\n'
+        "  if (n > 0) exe[n] = 0;\n"
+        '  char line[600]; int len = snprintf(line, sizeof line, "%d %s\\n", getpid(), exe);\n'
+        "  write(fd, line, len); close(fd);\n}\n"
+    )
+    lib = directory / "evil.so"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True, capture_output=True
+    )
+    return lib
+
+
+async def until(predicate: Any, what: str) -> Any:
+    return await eventually(predicate, what, deadline_s=30)
+
+
+async def sleep_a_little() -> None:
+    await asyncio.sleep(0.05)

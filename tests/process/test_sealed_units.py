@@ -1,0 +1,112 @@
+"""The pieces of the sealed confinement that need no confined process: `--net` destinations and
+the gate's decisions, the grants CLI, peer confinement, the registry of homes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from meith_core.base.homes import known_homes, known_sockets, register_home
+from meith_core.base.peers import peer_confinement
+from meith_core.policy.grants import Grant, new_grant
+from meith_core.policy.netgate import DestinationError, NetworkGate, parse_destinations
+from tests.harness import MEITH
+
+
+def test_destinations_parse_and_match() -> None:
+    rules = parse_destinations(["pypi.org,*.pythonhosted.org:443", "[::1]:8080", "10.0.0.1"])
+    assert [str(r) for r in rules] == [
+        "pypi.org",
+        "*.pythonhosted.org:443",
+        "[::1]:8080",
+        "10.0.0.1",
+    ]
+    gate = NetworkGate(rules)
+    assert gate.decide("pypi.org", 443) is None
+    assert gate.decide("PyPI.org.", 80) is None
+    assert gate.decide("files.pythonhosted.org", 443) is None
+    assert gate.decide("pythonhosted.org", 443) is not None  # subdomains only
+    assert gate.decide("files.pythonhosted.org", 80) is not None
+    assert gate.decide("evilpythonhosted.org", 443) is not None
+    assert gate.decide("::1", 8080) is None
+    reason = gate.decide("example.com", 443)
+    assert reason is not None
+    assert "--net example.com:443" in reason
+    assert NetworkGate(parse_destinations(["any"])).decide("example.com", 1) is None
+    for bad in ("exa mple.com", "host:0", "host:99999", "[::1", "a:b:c:d]"):
+        with pytest.raises(DestinationError):
+            parse_destinations([bad])
+
+
+def test_a_grant_keeps_its_destinations(tmp_path: Path) -> None:
+    grant = new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=["a.org,any"])
+    assert grant.net == ("any",)
+    grant = new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=["A.org:443"])
+    assert Grant.from_json(json.loads(json.dumps(grant.to_json()))).net == ("a.org:443",)
+
+
+def _meith(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
+    env["MEITH_HOME"] = str(home)
+    return subprocess.run(
+        [MEITH, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+@pytest.mark.slow
+def test_grants_add_net(tmp_path: Path) -> None:
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    repo.mkdir()
+    base = ["grants", "add", "--caller", "agent", "-c", "starts-process"]
+    done = _meith(home, *base, "--cwd", str(repo), "--net", "pypi.org", "--net", "*.x.org:443")
+    assert done.returncode == 0, done.stderr
+    assert "network: pypi.org, *.x.org:443" in done.stdout
+    listed = json.loads(_meith(home, "grants", "list", "--json").stdout)
+    assert listed[0]["net"] == ["pypi.org", "*.x.org:443"]
+    unconfined = _meith(home, *base, "--net", "pypi.org")
+    assert unconfined.returncode != 0
+    assert "--cwd" in unconfined.stderr
+    bad = _meith(home, *base, "--cwd", str(repo), "--net", "bad host")
+    assert bad.returncode != 0
+
+
+def test_a_peer_of_this_namespace_is_not_taken_for_confined() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        assert peer_confinement(os.getpid()) is None
+
+
+def test_every_home_and_its_sockets_are_known(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    (home / "instances").mkdir(parents=True)
+    sock_path = tmp_path / "s.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(sock_path))
+    (home / "instances" / "1.json").write_text(json.dumps({"pid": 1, "socketPath": str(sock_path)}))
+    register_home(home)
+    try:
+        assert os.path.realpath(home) in known_homes()
+        assert str(sock_path) in known_sockets()
+    finally:
+        listener.close()
+
+
+@pytest.mark.slow
+def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    default = json.loads(_meith(home, "settings", "get", "confinement.secretPaths").stdout)
+    assert "~/.ssh" in default
+    assert "~/.docker/config.json" in default
+    mine = json.dumps([*default, str(tmp_path / "vault")])
+    done = _meith(home, "settings", "set", "confinement.secretPaths", mine)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((home / "settings.json").read_text())
+    from meith_core import is_secret_path
+
+    assert is_secret_path(tmp_path / "vault" / "key", settings)
+    assert is_secret_path(tmp_path / "vault" / "key", home=home)
