@@ -36,7 +36,7 @@ from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
 from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import PermissionService
-from meith_core.policy.sessions import SessionRecord, SessionTable, describe_sessions
+from meith_core.policy.sessions import Session, Sessions, describe_sessions
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding, sanitize_label
 from meith_core.protocol.capabilities import parse_capabilities
 from meith_core.protocol.results import ToolResult
@@ -73,7 +73,9 @@ class Runtime:
             self.home.audit_path,
             limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
         )
-        self._approvers = ApproverChain(self.plugins)
+        #: Every session of this runtime, each one `Session` holding all the runtime keeps for it.
+        self.sessions = Sessions()
+        self._approvers = ApproverChain(self.plugins, self.sessions)
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
         self.permissions = PermissionService(
@@ -81,6 +83,7 @@ class Runtime:
             standing=StandingGrants(self.home.grants_path),
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._approvers,
+            sessions=self.sessions,
         )
         #: Which tools exist; `pipeline` is the one path that runs them.
         self.catalogue = Catalogue()
@@ -101,9 +104,6 @@ class Runtime:
         )
         self._started = False
         self._closed = False
-        self.sessions = SessionTable()
-        #: Tokens of the processes sessions started (they call back as their session).
-        self.child_tokens = ChildTokens()
         self.pipeline.child_environment = self.child_environment
         self._hooks = LifecycleHooks(
             self.plugins,
@@ -271,6 +271,11 @@ class Runtime:
 
     # -- sessions -----------------------------------------------------------------------
 
+    @property
+    def child_tokens(self) -> ChildTokens:
+        """Tokens of the processes sessions started (they call back as their session)."""
+        return self.sessions.tokens
+
     def open_session(
         self,
         caller: CallerKind | str = CallerKind.AGENT,
@@ -311,9 +316,7 @@ class Runtime:
         session_id = session.session_id if isinstance(session, CallerInfo) else session
         if session_id is None:
             return
-        known = self.sessions.pop(session_id) is not None
-        self._approvers.forget_session(session_id)
-        self.child_tokens.end_session(session_id)
+        known = self.sessions.end(session_id) is not None
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
@@ -339,19 +342,18 @@ class Runtime:
             or self.permissions.is_revoked(session)
         ):
             return {}
-        token = self.child_tokens.mint(ChildBinding(caller.caller, session, caller.label))
+        token = self.sessions.child_token(ChildBinding(caller.caller, session, caller.label))
         return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
     def track_session(
         self, session_id: str, kind: CallerKind, label: str | None = None
-    ) -> SessionRecord:
+    ) -> Session:
         """Record a session opened elsewhere (a socket connection); ended by close_session."""
         return self.sessions.open(session_id, kind, label)
 
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""
-        if approver is None or session_id in self.sessions:
-            self._approvers.set_for_session(session_id, approver)
+        self.sessions.set_approver(session_id, approver)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)."""
