@@ -38,6 +38,7 @@ from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import PermissionService
 from meith_core.policy.sessions import Session, Sessions, describe_sessions
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding, sanitize_label
+from meith_core.protocol.actions import ResumedSession
 from meith_core.protocol.capabilities import parse_capabilities
 from meith_core.protocol.results import ToolResult
 
@@ -350,6 +351,13 @@ class Runtime:
     ) -> Session:
         """Record a session opened elsewhere (a socket connection); ended by close_session."""
         return self.sessions.open(session_id, kind, label)
+
+    def resume_session(self, token: str) -> ResumedSession | None:
+        """The detached session `token` resumes, attached again; None when there is none."""
+        session = self.sessions.resume(token)
+        if session is None:
+            return None
+        return ResumedSession(session.session_id, session.caller, session.label)
 
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""

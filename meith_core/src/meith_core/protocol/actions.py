@@ -54,12 +54,36 @@ class IdentityFixed(NamedTuple):
     identity: Identity
 
 
+class SessionResumed(NamedTuple):
+    """The connection took over a detached session: the one it was opened with is dropped."""
+
+    dropped_session_id: str
+    session_id: str
+
+
 class ApprovalAnswered(NamedTuple):
     approval_id: str
     reply: ApprovalReply
 
 
-Action = Send | StartCall | CancelCall | SendTools | SendSessions | IdentityFixed | ApprovalAnswered
+Action = (
+    Send
+    | StartCall
+    | CancelCall
+    | SendTools
+    | SendSessions
+    | IdentityFixed
+    | SessionResumed
+    | ApprovalAnswered
+)
+
+
+class ResumedSession(NamedTuple):
+    """Who a detached session was, as its resume token's lookup tells the connection rules."""
+
+    session_id: str
+    caller: CallerKind
+    label: str | None
 
 
 class ApprovalAsk(NamedTuple):

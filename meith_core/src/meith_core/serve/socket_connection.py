@@ -24,6 +24,7 @@ from meith_core.protocol.actions import (
     Send,
     SendSessions,
     SendTools,
+    SessionResumed,
     StartCall,
 )
 from meith_core.protocol.approval import ApprovalReply, ApprovalRequest
@@ -101,6 +102,9 @@ class SocketConnection(asyncio.Protocol):
             may_answer_approvals=not admitted.descendant,
             resolve_token=runtime.child_tokens.resolve,
             token_required=self.token_only or admitted.descendant,
+            idle_timeout_s=self.server.idle_timeout_s,
+            resume=runtime.resume_session,
+            issue_resume_token=runtime.sessions.issue_resume_token,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
@@ -125,6 +129,9 @@ class SocketConnection(asyncio.Protocol):
             self.send(server.tools_list_frame(action.names))
         elif isinstance(action, SendSessions):
             self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+        elif isinstance(action, SessionResumed):
+            server.runtime.sessions.end(action.dropped_session_id)  # opened here, never used
+            _log.info("session resumed", sessionId=action.session_id)
         elif isinstance(action, IdentityFixed):
             ident = action.identity
             server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
@@ -162,7 +169,7 @@ class SocketConnection(asyncio.Protocol):
         self._end("client disconnected")
         self.server.forget(self)
         if was_open:
-            self.server.session_ended(rules.session_id)
+            self.server.session_ended(rules.session_id, ending=rules.ending)
 
     def _end(self, reason: str) -> None:
         rules = self.rules
