@@ -130,11 +130,19 @@ class BrowserTools:
         ctl = Controller.of(ctx.caller)
         if ctl.require_claim:  # what an agent or plugin opens is its own from the start
             claim(tab, ctl)
+            tab.opened_by, tab.detached = ctl.owner_id, args.detach
         self.host.watch(tab)
         async with tab.lock:
             diags = await self._navigate(
                 tab, lambda: page.goto(url, timeout=settings.navigationTimeoutMs), settings, url
             )
+        if tab.detached:
+            note = {
+                "level": "info",
+                "message": f"Tab {tab.id} is detached: handed to the local user, it stays open "
+                "when this session ends",
+            }
+            diags = [*(diags or []), note]
         return self._done(tab.to_dict(), diags)
 
     async def navigate(self, ctx: ToolContext, args: NavigateArgs) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+from typing import Any, Final
 
 import anyio.to_thread
 import structlog
@@ -33,6 +33,8 @@ class Plugin:
         self.supervisor = Supervisor()
         self.dev_servers = DevServerManager(self.supervisor)
         self.terminals = TerminalManager(self.supervisor)
+        #: Stops of what ended sessions started, still under way (shutdown ends them all).
+        self._session_stops: set[asyncio.Task[None]] = set()
 
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
@@ -56,7 +58,56 @@ class Plugin:
             )
 
     @hookimpl
+    def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
+        """What the session started stops (dev servers SIGTERM, terminals SIGHUP, SIGKILL after
+        the grace), except what it detached. In a task of its own: ending a session does not
+        wait for slow processes, and shutdown, which ends everything, does not wait for it."""
+        if not self.dev_servers.owned_by(session_id) and not self.terminals.owned_by(session_id):
+            return
+        task = asyncio.get_running_loop().create_task(self._stop_session(session_id))
+        self._session_stops.add(task)
+        task.add_done_callback(self._session_stops.discard)
+
+    async def _stop_session(self, session_id: str) -> None:
+        servers, terminals = await asyncio.gather(
+            self.dev_servers.end_session(session_id), self.terminals.end_session(session_id)
+        )
+        if servers or terminals:
+            _log.info(
+                "stopped what an ended session started",
+                sessionId=session_id,
+                devServers=servers,
+                terminals=terminals,
+            )
+
+    @hookimpl
+    def meith_session_objects(self, session_id: str) -> list[dict[str, Any]]:
+        owned: list[dict[str, Any]] = [
+            {
+                "kind": "dev-server",
+                "id": s.id,
+                "detached": s.owner.detached,
+                "summary": f"{s.status} {s.display_command}"[:200],
+            }
+            for s in self.dev_servers.owned_by(session_id)
+            if s.active
+        ]
+        owned.extend(
+            {
+                "kind": "terminal",
+                "id": t.id,
+                "detached": t.owner.detached,
+                "summary": f"{t.status} {t.shell}"[:200],
+            }
+            for t in self.terminals.owned_by(session_id)
+            if t.status == "running"
+        )
+        return owned
+
+    @hookimpl
     async def meith_shutdown(self, host: PluginHost) -> None:
+        for task in list(self._session_stops):
+            task.cancel()
         self.dev_servers.mark_all_stopped()
         targets = self.dev_servers.targets() + self.terminals.targets()
         remaining = host.remaining_s()

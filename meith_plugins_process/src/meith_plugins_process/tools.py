@@ -11,6 +11,7 @@ import anyio.to_thread
 
 from meith_core import (
     NO_TIMEOUT,
+    CallerKind,
     Diagnostic,
     ErrorCode,
     ToolContext,
@@ -86,6 +87,29 @@ def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
     ]
 
 
+def _detached_note(
+    ctx: ToolContext, what: str, object_id: str, detach: bool
+) -> list[Diagnostic | dict[str, str]]:
+    """What the result says about the object's lifetime (the audit records the result)."""
+    if detach:
+        return [
+            {
+                "level": "info",
+                "message": f"{what} {object_id} is detached: handed to the local user, it keeps "
+                "running after this session ends",
+            }
+        ]
+    if ctx.caller.caller is CallerKind.AGENT:
+        return [
+            {
+                "level": "info",
+                "message": f"{what} {object_id} is stopped when this session ends "
+                "(start it with detach: true to hand it to the local user)",
+            }
+        ]
+    return []
+
+
 def _check_scope(ctx: ToolContext, cwd: str) -> None:
     """A grant confined to a directory confines where processes may start, too."""
     if ctx.grant_scope is not None and not is_within(cwd, ctx.grant_scope):
@@ -115,10 +139,11 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             cols=args.cols,
             rows=args.rows,
             env=args.env,
-            owner=Owner.of(ctx.caller),
+            owner=Owner.of(ctx.caller, detach=args.detach),
             confined=sup.confine(ctx.grant_scope, callback),
             session_callback=callback,
         )
+        diagnostics.extend(_detached_note(ctx, "Terminal", term.id, args.detach))
         if warning:
             diagnostics.append({"level": "warn", "message": warning})
         return ok_result(
@@ -203,11 +228,12 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             args=list(args.args),
             name=args.name,
             env=args.env,
-            owner=Owner.of(ctx.caller),
+            owner=Owner.of(ctx.caller, detach=args.detach),
             confined=sup.confine(ctx.grant_scope, callback),
             session_callback=callback,
         )
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
+        diagnostics.extend(_detached_note(ctx, "Dev server", server.id, args.detach))
         if server.status == "errored":
             diagnostics.append(
                 {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}

@@ -169,14 +169,31 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
                 str(s.get("label") or "-"),
                 str(s.get("since") or "-")[:19].replace("T", " "),
                 str(s.get("calls", 0)),
+                _state_text(s),
                 ", ".join(_grant_text(g) for g in grants) or "-",
+                ", ".join(_owned_text(o) for o in s.get("owns") or []) or "-",
             ]
         )
     if not rows:
         sys.stdout.write("No live sessions.\n")
         return EXIT_OK
-    table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "GRANTS"])
+    table(rows, ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "STATE", "GRANTS", "OWNS"])
     return EXIT_OK
+
+
+def _state_text(session: dict[str, Any]) -> str:
+    if session.get("state") == "detached":
+        ends = session.get("endsInS")
+        return f"detached (ends in {ends}s)" if isinstance(ends, int) else "detached"
+    return "attached"
+
+
+def _owned_text(item: Any) -> str:
+    """`dev-server dev_…`, with `(detached)` for what outlives the session."""
+    if not isinstance(item, dict):
+        return str(item)
+    text = f"{item.get('kind') or '?'} {item.get('id') or '?'}"
+    return text + " (detached)" if item.get("detached") else text
 
 
 def _grant_text(grant: Any) -> str:
@@ -196,5 +213,6 @@ def register(app: typer.Typer) -> None:
         socket: SocketOpt = None,
         instance: InstanceOpt = None,
     ) -> None:
-        """List the runtime's live sessions: id, caller, label, since, calls, session grants."""
+        """List the runtime's live sessions: id, caller, label, since, calls, whether a connection
+        holds it, its grants, and what it owns (dev servers, terminals, tabs)."""
         raise typer.Exit(run_sessions(json_output, socket, instance))

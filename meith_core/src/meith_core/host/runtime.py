@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+import structlog
+
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.base.cancel import CancelToken
@@ -37,10 +39,12 @@ from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import PermissionService
 from meith_core.policy.sessions import Session, Sessions, describe_sessions
-from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding, sanitize_label
 from meith_core.protocol.actions import ResumedSession
+from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding, sanitize_label
 from meith_core.protocol.capabilities import parse_capabilities
 from meith_core.protocol.results import ToolResult
+
+_log = structlog.get_logger("meith.runtime")
 
 #: How long plugins get to shut down: their hooks run at the same time under one deadline
 #: (`PluginHost.shutdown_deadline`), and whatever still runs then is cancelled.
@@ -346,9 +350,7 @@ class Runtime:
         token = self.sessions.child_token(ChildBinding(caller.caller, session, caller.label))
         return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
-    def track_session(
-        self, session_id: str, kind: CallerKind, label: str | None = None
-    ) -> Session:
+    def track_session(self, session_id: str, kind: CallerKind, label: str | None = None) -> Session:
         """Record a session opened elsewhere (a socket connection); ended by close_session."""
         return self.sessions.open(session_id, kind, label)
 
@@ -364,8 +366,30 @@ class Runtime:
         self.sessions.set_approver(session_id, approver)
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        """The live sessions with their grants (session grants, then standing ones that apply)."""
-        return describe_sessions(self.sessions, self.permissions)
+        """The live sessions with their grants (session grants, then standing ones that apply)
+        and what each owns (`owns`, as the plugins' `meith_session_objects` report it)."""
+        rows = describe_sessions(self.sessions, self.permissions)
+        for row in rows:
+            row["owns"] = self._session_objects(row["sessionId"])
+        return rows
+
+    def _session_objects(self, session_id: str) -> list[dict[str, Any]]:
+        owned: list[dict[str, Any]] = []
+        for plugin_id, thunk in self.plugins.call_each(
+            "meith_session_objects", session_id=session_id
+        ):
+            try:
+                items = thunk()
+            except Exception as exc:  # one plugin's failure hides only its own objects
+                _log.error(
+                    "meith_session_objects failed",
+                    plugin=plugin_id,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                continue
+            if isinstance(items, list):
+                owned.extend({**i, "plugin": plugin_id} for i in items if isinstance(i, dict))
+        return owned
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""

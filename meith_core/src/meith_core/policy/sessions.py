@@ -189,11 +189,7 @@ class Sessions:
         wanted = _digest(token)
         for session in self._live.values():
             digest = session.resume_digest
-            if (
-                digest is not None
-                and session.detached
-                and secrets.compare_digest(digest, wanted)
-            ):
+            if digest is not None and session.detached and secrets.compare_digest(digest, wanted):
                 session.detached_until = None
                 return session
         return None
@@ -207,9 +203,7 @@ class Sessions:
         ]
 
 
-def describe_sessions(
-    sessions: Sessions, permissions: PermissionService
-) -> list[dict[str, Any]]:
+def describe_sessions(sessions: Sessions, permissions: PermissionService) -> list[dict[str, Any]]:
     """The live sessions with their grants (session grants, then standing ones that apply)."""
     standing = permissions.standing.current()
     out = []
