@@ -120,4 +120,3 @@ async def test_a_client_pings_often_enough_for_the_idle_timeout_it_was_told(serv
         assert not served.runtime.sessions.get(welcome["sessionId"]).detached  # type: ignore[union-attr]
     finally:
         await client.aclose()
-
