@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
+import os
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from meith_core import CallerInfo, ErrorCode, ToolContext
+from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
 from meith_core.host.runtime import Runtime
 from meith_core.mcp import approval
 from meith_core.mcp.content import to_call_result
@@ -19,7 +21,9 @@ from meith_core.mcp.http import is_loopback, parse_bind
 from meith_core.mcp.sessions import label_of
 from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
-from meith_core.protocol.approval import approval_timeout_s
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, approval_timeout_s
+from meith_core.protocol.capabilities import Capability
+from meith_core.serve.prompt import TerminalApprover
 from tests.core.support import NoArgs, make_tool
 
 
@@ -168,6 +172,49 @@ def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
         assert part in message
     schema = approval.elicitation_schema()["properties"]["decision"]
     assert [c["const"] for c in schema["oneOf"]] == ["allow_once", "allow_session", "deny"]
+
+
+def test_the_elicitation_says_plainly_that_a_process_runs_unconfined() -> None:
+    request = {
+        "label": "claude-code",
+        "toolName": "create_terminal",
+        "plugin": "process",
+        "capabilities": ["starts-process"],
+        "cwd": "/src/app",
+        "arguments": {},
+    }
+    message = approval.elicitation_message(request)
+    assert "Directory:" not in message  # reads as "confined there"
+    assert "NOT confined" in message
+    assert "full access" in message
+    assert "/src/app" in message
+    # The runtime's own sentence wins when it sends one.
+    said = approval.elicitation_message({**request, "runs": "confined to /src/app"})
+    assert "Where: confined to /src/app" in said
+
+
+@pytest.mark.anyio
+async def test_the_serve_prompt_says_plainly_that_a_process_runs_unconfined() -> None:
+    read, write = os.pipe()
+    os.write(write, b"d\n")
+    out = io.StringIO()
+    with open(read, closefd=True) as stdin:
+        approver = TerminalApprover(stdin=stdin, out=out, timeout_s=10)
+        request = ApprovalRequest(
+            request_id="r",
+            caller=CallerInfo(CallerKind.AGENT, session_id="agent:s"),
+            tool_name="start_dev_server",
+            plugin_id="process",
+            capabilities=(Capability.STARTS_PROCESS,),
+            privileged=(Capability.STARTS_PROCESS,),
+            cwd="/src/app",
+            arguments_summary="{}",
+        )
+        assert await approver(request) is ApprovalAnswer.DENY
+    os.close(write)
+    shown = out.getvalue()
+    assert "NOT confined" in shown
+    assert "it only starts in /src/app" in shown
 
 
 def test_labels_are_sanitised() -> None:
