@@ -99,6 +99,7 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
         "plugin": "probe",
         "capabilities": ["writes-files"],
         "cwd": served.runtime.cwd,
+        "runs": f"Acts on: {served.runtime.cwd}",
         "arguments": {"name": "once"},
         "caller": "agent",
         "label": "bridge",

@@ -47,21 +47,33 @@ class GitTools:
         # Every privileged tool finds its repository through require_repo, which refuses one
         # outside a grant confined to a directory.
         return [
-            tool(self.git_status, capabilities=READ, idempotent=True),
-            tool(self.git_diff, capabilities=READ, idempotent=True),
-            tool(self.git_log, capabilities=READ, idempotent=True),
-            tool(self.git_blame, capabilities=READ, idempotent=True),
-            tool(self.git_identity_detect, capabilities=READ, idempotent=True),
-            tool(self.git_stage, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_unstage, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_commit, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_branch, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_worktree, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
-            tool(self.git_checkpoint_create, capabilities=WRITES, grant_scope="enforced"),
-            tool(self.git_checkpoint_list, capabilities=READ, idempotent=True),
-            tool(self.git_checkpoint_compare, capabilities=READ, idempotent=True),
-            tool(self.git_checkpoint_restore, capabilities=DESTRUCTIVE, grant_scope="enforced"),
+            tool(self.git_status, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_diff, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_log, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_blame, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_identity_detect, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_stage, effect="updates", capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_unstage, effect="updates", capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_commit, effect="appends", capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_branch, effect="creates", capabilities=WRITES, grant_scope="enforced"),
+            tool(self.git_worktree, effect="removes", capabilities=WRITES, grant_scope="enforced"),
+            tool(
+                self.git_restore, effect="removes", capabilities=DESTRUCTIVE, grant_scope="enforced"
+            ),
+            tool(
+                self.git_checkpoint_create,
+                effect="creates",
+                capabilities=WRITES,
+                grant_scope="enforced",
+            ),
+            tool(self.git_checkpoint_list, effect="reads", capabilities=READ, idempotent=True),
+            tool(self.git_checkpoint_compare, effect="reads", capabilities=READ, idempotent=True),
+            tool(
+                self.git_checkpoint_restore,
+                effect="removes",
+                capabilities=DESTRUCTIVE,
+                grant_scope="enforced",
+            ),
         ]
 
     # -- read-only ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from meith_core.call.schema import model_schema
-from meith_core.protocol.capabilities import Capability, parse_capabilities
+from meith_core.protocol.capabilities import Capability, Effect, parse_capabilities
 from meith_core.protocol.constants import DEFAULT_TOOL_TIMEOUT_MS, MAX_TIMEOUT_MS
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class ToolDefinition:
     #: Calling it again with the same arguments has no further effect (a hint for agents).
     idempotent: bool = False
     grant_scope: GrantScope | None = None
+    #: What it does at worst (`Effect`): with the capabilities, what the hints say.
+    effect: Effect | None = None
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -89,6 +91,14 @@ class ToolDefinition:
         except ValueError as exc:
             raise ToolDefinitionError(f"{where}: {exc}") from None
         object.__setattr__(self, "capabilities", caps)
+        if self.effect is not None:
+            try:
+                object.__setattr__(self, "effect", Effect(self.effect))
+            except ValueError:
+                allowed = ", ".join(e.value for e in Effect)
+                raise ToolDefinitionError(
+                    f"{where}: unknown effect {self.effect!r}; expected one of: {allowed}"
+                ) from None
         if self.timeout_ms is not None and (
             not isinstance(self.timeout_ms, int)
             or isinstance(self.timeout_ms, bool)
@@ -129,7 +139,7 @@ class ToolDefinition:
 
     def descriptor(self, plugin: str | None) -> dict[str, Any]:
         """The wire descriptor `{name, description, inputSchema, capabilities, plugin, timeoutMs,
-        idempotent, outputSchema?}`."""
+        idempotent, effect?, outputSchema?}`."""
         out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -139,6 +149,8 @@ class ToolDefinition:
             "timeoutMs": self.effective_timeout_ms,
             "idempotent": self.idempotent,
         }
+        if self.effect is not None:
+            out["effect"] = self.effect.value
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         return out
@@ -168,6 +180,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    effect: Effect | str | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -183,6 +196,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    effect: Effect | str | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -197,6 +211,7 @@ def tool(
     timeout_ms: int | None = None,
     idempotent: bool = False,
     grant_scope: GrantScope | None = None,
+    effect: Effect | str | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
@@ -212,7 +227,9 @@ def tool(
 
     The name defaults to the function name, the description to its docstring, the input model
     to the annotation of the second parameter. `grant_scope` says how a privileged tool that
-    takes a path honours a grant confined to a directory (see `GrantScope`).
+    takes a path honours a grant confined to a directory (see `GrantScope`). `effect` says what
+    it does at worst (`reads`, `creates`, `appends`, `updates`, `reloads`, `removes`, `acts`):
+    a tool that kills or removes is destructive, one that appends is not idempotent.
     """
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
@@ -238,6 +255,7 @@ def tool(
             output_model=output,
             idempotent=idempotent,
             grant_scope=grant_scope,
+            effect=typing.cast(Effect | None, effect),
         )
 
     if func is not None:

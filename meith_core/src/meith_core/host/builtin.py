@@ -70,16 +70,47 @@ class CorePlugin:
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
         return [
-            tool(self.app_health, capabilities=["read-only"], idempotent=True, input=_NoArgs),
             tool(
-                self.app_list_instances, capabilities=["read-only"], idempotent=True, input=_NoArgs
+                self.app_health,
+                effect="reads",
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
             ),
-            tool(self.list_plugins, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.reload_plugins, capabilities=["read-only"], input=_NoArgs),
-            tool(self.get_app_settings, capabilities=["read-only"], idempotent=True, input=_NoArgs),
-            tool(self.set_app_settings, capabilities=["writes-files"], input=SetSettingsArgs),
             tool(
-                self.get_audit_log, capabilities=["read-only"], idempotent=True, input=AuditLogArgs
+                self.app_list_instances,
+                effect="reads",
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+            ),
+            tool(
+                self.list_plugins,
+                effect="reads",
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+            ),
+            tool(self.reload_plugins, effect="reloads", capabilities=["read-only"], input=_NoArgs),
+            tool(
+                self.get_app_settings,
+                effect="reads",
+                capabilities=["read-only"],
+                idempotent=True,
+                input=_NoArgs,
+            ),
+            tool(
+                self.set_app_settings,
+                effect="updates",
+                capabilities=["writes-files"],
+                input=SetSettingsArgs,
+            ),
+            tool(
+                self.get_audit_log,
+                effect="reads",
+                capabilities=["read-only"],
+                idempotent=True,
+                input=AuditLogArgs,
             ),
         ]
 

@@ -131,6 +131,8 @@ class ToolDescriptor(BaseModel):
     timeoutMs: int | None = None
     outputSchema: dict[str, Any] | None = None
     idempotent: bool = False
+    #: What the tool does at worst (`protocol.capabilities.Effect`); absent: undeclared.
+    effect: str | None = None
     #: Privileged tools: whether their plugin's approval covers them now. Read-only: true.
     approved: bool = True
 
