@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,12 @@ def test_idempotent_comes_from_the_descriptor_and_tool_shape() -> None:
     )
     assert tool.annotations is not None
     assert tool.annotations.idempotent_hint is True
-    assert tool.output_schema is None  # not an object schema: the handshake era cannot carry it
+    # Not an object schema: carried wrapped, as the structured content of such a result is.
+    assert tool.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {}}},
+        "required": ["result"],
+    }
     assert "Capabilities: read-only." in (tool.description or "")
     with_output = to_mcp_tool(desc("u", "read-only", outputSchema={"type": "object"}))
     assert with_output.output_schema == {"type": "object"}
@@ -105,6 +111,9 @@ def test_results_become_structured_content_with_text_and_namespaced_meta() -> No
     }
     listed = to_call_result({"ok": True, "content": [1, 2]}, [], None)
     assert listed.structured_content == {"result": [1, 2]}
+    # The text says what the structured content says, not a bare array beside it.
+    assert isinstance(listed.content[0], types.TextContent)
+    assert json.loads(listed.content[0].text) == listed.structured_content
     failed = to_call_result(
         {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
     )

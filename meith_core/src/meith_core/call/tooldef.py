@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 import typing
@@ -35,6 +36,12 @@ class ToolArgs(BaseModel):
     """Base of a tool's argument model: unknown arguments are rejected (`extra="forbid"`)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+#: The argument the pipeline fills with the caller's directory when a call leaves it out.
+DEFAULTED_CWD: Final = "cwd"
+#: Arguments that, when a tool has them, ask it for less (named when a result is too large).
+NARROWING_ARGUMENTS: Final = ("path", "paths", "limit", "sinceSeq", "includePatches", "scope")
 
 
 class ToolDefinitionError(ValueError):
@@ -131,7 +138,28 @@ class ToolDefinition:
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
-        return model_schema(self.input_model)
+        """The input model's schema, `required` true to the call: an argument named `cwd` is
+        never required, because the pipeline gives it the caller's directory."""
+        schema = model_schema(self.input_model)
+        required = schema.get("required")
+        if isinstance(required, list) and DEFAULTED_CWD in required:
+            schema = copy.deepcopy(schema)  # the model's schema may be shared (cached)
+            schema["required"] = [r for r in required if r != DEFAULTED_CWD]
+            if not schema["required"]:
+                del schema["required"]
+            prop = schema.get("properties", {}).get(DEFAULTED_CWD)
+            if isinstance(prop, dict) and "default" not in prop:
+                prop["description"] = (
+                    f"{prop.get('description', 'Working directory')} (default: the caller's "
+                    "working directory)"
+                )
+        return schema
+
+    @property
+    def narrowing_arguments(self) -> list[str]:
+        """The arguments of this tool that ask it for a smaller result."""
+        fields = self.input_model.model_fields
+        return [name for name in NARROWING_ARGUMENTS if name in fields]
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:

@@ -19,6 +19,8 @@ from meith_core.protocol.capabilities import PRIVILEGED, Capability, Effect, hin
 
 #: `_meta` namespace for what meith adds to MCP objects.
 META_PREFIX = "dev.meith/"
+#: Where content that is not an object goes in structured content (MCP wants an object).
+RESULT_KEY = "result"
 #: Providers whose privileged tools need no plugin approval (the host's own).
 _HOST_PROVIDERS = frozenset({"core", "app"})
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -114,6 +116,16 @@ def _object_schema(schema: Any) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) and schema.get("type") == "object" else None
 
 
+def output_schema_of(schema: Any) -> dict[str, Any] | None:
+    """The tool's output schema as MCP carries it: an object schema as it is; any other (a
+    list) wrapped as `{"result": ...}`, the shape `mcp.content` gives such results."""
+    if not isinstance(schema, dict) or not schema:
+        return None
+    if schema.get("type") == "object":
+        return schema
+    return {"type": "object", "properties": {RESULT_KEY: schema}, "required": [RESULT_KEY]}
+
+
 def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
     caps = capabilities_of(descriptor)
     description = str(descriptor.get("description") or "")
@@ -124,7 +136,7 @@ def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
         description=description,
         input_schema=_object_schema(descriptor.get("inputSchema"))
         or {"type": "object", "properties": {}},
-        output_schema=_object_schema(descriptor.get("outputSchema")),
+        output_schema=output_schema_of(descriptor.get("outputSchema")),
         annotations=annotations_for(descriptor),
         _meta={
             META_PREFIX + "capabilities": caps,

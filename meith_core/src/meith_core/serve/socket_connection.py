@@ -210,7 +210,16 @@ class SocketConnection(asyncio.Protocol):
             self._tokens.pop(rid, None)
             if self.rules is not None:
                 self.rules.call_finished(rid, time.monotonic())
-        self.send(frames.result_frame(rid, call.toolName, result))
+        self.send(frames.result_frame(rid, call.toolName, result, self._narrowing(call.toolName)))
+
+    def _narrowing(self, tool: str) -> Any:
+        """Asked only for a result too large to send: the tool's arguments that ask for less."""
+
+        def names() -> list[str]:
+            registered = self.server.runtime.catalogue.get(tool)
+            return registered.definition.narrowing_arguments if registered is not None else []
+
+        return names
 
     async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
         """The session approver of a connection that said it answers approvals."""

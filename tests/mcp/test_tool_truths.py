@@ -1,16 +1,22 @@
-"""The hints a client is given for every first-party tool: derived in one place from the
-tool's capabilities and declared effect (`protocol.capabilities.hints`), and checked here row by
-row against what each tool really does. A first-party tool without a row fails the test."""
+"""What a client is told about every first-party tool is true: its hints, derived in one place
+from the tool's capabilities and declared effect (`protocol.capabilities.hints`) and checked
+here row by row against what each tool really does (a first-party tool without a row fails the
+test); its schema's `required`; and the advice of a result too large to send."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from meith_core.base.home import MeithHome
 from meith_core.host.runtime import Runtime
 from meith_core.mcp.tools import to_mcp_tool
 from meith_core.protocol.capabilities import Effect, hints
+from meith_core.protocol.constants import MAX_FRAME_BYTES
+from meith_core.protocol.frames import result_frame
+from meith_core.protocol.results import ToolResult
 
 T, F = True, False
 FIRST_PARTY = {"core", "git", "process", "browser", "files"}
@@ -77,11 +83,15 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
 
 
 @pytest.fixture(scope="module")
-def descriptors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    from meith_core.base.home import MeithHome
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Runtime:
+    """A runtime with every installed plugin's tools registered (none started)."""
+    rt = Runtime(MeithHome(tmp_path_factory.mktemp("home")))
+    rt.discover_plugins()
+    return rt
 
-    runtime = Runtime(MeithHome(tmp_path_factory.mktemp("home")))
-    runtime.discover_plugins()
+
+@pytest.fixture(scope="module")
+def descriptors(runtime: Runtime) -> dict[str, dict[str, Any]]:
     return {d["name"]: d for d in runtime.catalogue.describe() if d["plugin"] in FIRST_PARTY}
 
 
@@ -140,3 +150,28 @@ def test_an_unknown_effect_is_refused_when_the_tool_is_declared() -> None:
 
     with pytest.raises(ToolDefinitionError, match="unknown effect"):
         tool(poke, capabilities=["read-only"], effect="smashes", input=NoArgs)
+
+
+def test_schemas_require_only_what_a_call_must_give(
+    descriptors: dict[str, dict[str, Any]],
+) -> None:
+    """`cwd` defaults to the caller's directory, so no schema marks it required."""
+    with_cwd = [d for d in descriptors.values() if "cwd" in d["inputSchema"]["properties"]]
+    assert {"git_status", "git_diff", "start_dev_server"} <= {d["name"] for d in with_cwd}
+    assert [d["name"] for d in with_cwd if "cwd" in d["inputSchema"].get("required", [])] == []
+
+
+def test_a_result_too_large_to_send_names_only_arguments_the_tool_has(
+    runtime: Runtime,
+) -> None:
+    huge = ToolResult(ok=True, content={"files": "x" * (MAX_FRAME_BYTES + 1)})
+    for name, expected in (("git_diff", ["path", "includePatches", "scope"]), ("git_status", [])):
+        registered = runtime.catalogue.get(name)
+        assert registered is not None
+        assert registered.definition.narrowing_arguments == expected
+        frame = json.loads(result_frame("r", name, huge, lambda e=expected: e))
+        error = frame["result"]["error"]
+        assert error["details"]["narrowWith"] == expected
+        assert "limit" not in error["message"]  # git_diff has no such argument
+        for argument in expected:
+            assert argument in error["message"]
