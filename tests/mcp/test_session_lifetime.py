@@ -10,7 +10,6 @@ through `meith mcp` with the MCP SDK's own client, over stdio and HTTP, in both 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from mcp import Client
 
 from tests.harness import MeithServer, wait_until
 from tests.mcp.conftest import ERAS, audit_records, stdio_client
+from tests.process.support import gone
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -74,11 +74,7 @@ async def _start(client: Client, cwd: Path, **extra: Any) -> dict[str, Any]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return not gone(pid)
 
 
 @pytest.mark.parametrize("era", ERAS)

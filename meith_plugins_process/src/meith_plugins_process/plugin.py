@@ -98,7 +98,7 @@ class Plugin:
             {
                 "kind": "dev-server",
                 "id": s.id,
-                "detached": s.owner.detached,
+                "detached": not s.owner.ends_with(session_id),
                 "summary": f"{s.status} {s.display_command}"[:200],
             }
             for s in self.dev_servers.owned_by(session_id)
@@ -108,7 +108,7 @@ class Plugin:
             {
                 "kind": "terminal",
                 "id": t.id,
-                "detached": t.owner.detached,
+                "detached": not t.owner.ends_with(session_id),
                 "summary": f"{t.status} {t.shell}"[:200],
             }
             for t in self.terminals.owned_by(session_id)
