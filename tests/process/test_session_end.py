@@ -53,7 +53,8 @@ async def test_an_ended_session_leaves_only_what_it_detached(proc: Proc, tmp_pat
     assert servers[kept["id"]]["status"] == "running"
     assert servers[kept["id"]]["detached"] is True
     assert servers[users["id"]]["status"] == "running"
-    assert not gone(kept["pid"]) and not gone(users["pid"])
+    assert not gone(kept["pid"])
+    assert not gone(users["pid"])
     # The local user's sessions end every `meith call`: what the user starts outlives them.
     await proc.rt.close_session(user)
     assert not gone(users["pid"])
