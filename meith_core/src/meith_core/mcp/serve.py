@@ -8,7 +8,7 @@ import anyio
 
 from meith_core.mcp.bridge import Bridge
 from meith_core.mcp.http import BearerAuth, security_settings
-from meith_core.mcp.sessions import BridgeConfig, log
+from meith_core.mcp.sessions import NAMED_IDLE_S, BridgeConfig, log
 from meith_core.mcp.stdio import stdio_streams
 
 
@@ -38,7 +38,10 @@ async def run_http(config: BridgeConfig, host: str, port: int, token: str) -> No
     bound = int(sock.getsockname()[1])  # port 0 asks for any free port
     bridge = Bridge(config)
     app = bridge.server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=security_settings(host, bound), host=host
+        streamable_http_path="/mcp",
+        transport_security=security_settings(host, bound),
+        host=host,
+        session_idle_timeout=NAMED_IDLE_S,
     )
     shown = f"[{host}]" if ":" in host else host
     server = uvicorn.Server(

@@ -8,7 +8,8 @@ the only thing telling clients apart is the name they report. Such requests shar
 client name (and per whether the client can elicit: the runtime asks a link's connection for
 approvals only if it said it could answer when it connected), at most `MAX_NAMED_SESSIONS` of
 them at once. Such a session ends after `NAMED_IDLE_S` without a request and without a call in
-flight, as the SDK drops an idle handshake-era HTTP session: its session grants end with it.
+flight, as the SDK drops an idle handshake-era HTTP session after the same time: its session
+grants, and what it started, end with it.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ ROOTS_TIMEOUT_S = 5.0
 #: 2026-07-28 HTTP sessions kept at once. Their names are the clients' to choose and each holds
 #: a runtime connection, so a new name past this many ends the least recently used one.
 MAX_NAMED_SESSIONS = 64
-#: How long a 2026-07-28 HTTP session may sit unused (30 minutes, the SDK's idle timeout for a
-#: handshake-era HTTP session); `MEITH_MCP_SESSION_IDLE_S` tunes it.
-NAMED_IDLE_S = seconds_from_env(os.environ, "MEITH_MCP_SESSION_IDLE_S", 30 * 60.0)
+#: How long an HTTP session (either era) may sit unused before it ends, and with it its runtime
+#: session and what that started: two hours, so an agent that waits an hour for its human finds
+#: its work as it left it (the SDK's own default for handshake-era sessions is 30 minutes; the
+#: bridge passes this instead). `MEITH_MCP_SESSION_IDLE_S` tunes it.
+NAMED_IDLE_S = seconds_from_env(os.environ, "MEITH_MCP_SESSION_IDLE_S", 2 * 3600.0)
 _NAMED = "http-2026:"
 
 
