@@ -120,3 +120,42 @@ async def test_a_client_pings_often_enough_for_the_idle_timeout_it_was_told(serv
         assert not served.runtime.sessions.get(welcome["sessionId"]).detached  # type: ignore[union-attr]
     finally:
         await client.aclose()
+
+
+async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_connection(
+    served,
+) -> None:
+    from meith_core.mcp.link import RuntimeLink
+
+    runtime = served.runtime
+    link = await RuntimeLink.connect(served.socket, label="bridge", cwd="/", approvals=True)
+    session_id = link.session_id
+    for conn in list(served.server.connections):  # as the idle timeout would
+        conn.close("closed under the bridge")
+    await _until(lambda: not link.usable)
+    await _until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
+
+    again = await RuntimeLink.connect(
+        served.socket, label="bridge", cwd="/", approvals=True, resume=link
+    )
+    assert (again.resumed, again.session_id) == (True, session_id)
+    assert runtime.sessions.get(session_id).approver is not None  # type: ignore[union-attr]
+    await again.aclose()  # a deliberate close ends the session
+    await _until(lambda: session_id not in runtime.sessions)
+
+    # A session that has ended cannot be resumed: the next link is a new session.
+    fresh = await RuntimeLink.connect(
+        served.socket, label="bridge", cwd="/", approvals=True, resume=again
+    )
+    assert fresh.resumed is False
+    assert fresh.session_id not in (None, session_id)
+    await fresh.aclose()
+
+
+@pytest.mark.parametrize("server_options", [{"idle_timeout_s": 0.1, "watch_interval_s": 0.02}])
+async def test_a_connection_the_runtime_closes_ends_its_session_too(served) -> None:
+    """Closed for idleness (or for not reading), a connection's session ends like any other:
+    it is not left listed, holding its grants."""
+    conn, welcome = await _hello(served)
+    assert await conn.closed_by_server()
+    await _until(lambda: welcome["sessionId"] not in served.runtime.sessions)

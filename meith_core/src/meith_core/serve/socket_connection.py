@@ -165,11 +165,11 @@ class SocketConnection(asyncio.Protocol):
         rules = self.rules
         if rules is None:
             return
-        was_open = not rules.closed
         self._end("client disconnected")
         self.server.forget(self)
-        if was_open:
-            self.server.session_ended(rules.session_id, ending=rules.ending)
+        # Whoever closed it (the client, or this side: idle, not reading), the connection's
+        # session ends now, or waits to be resumed.
+        self.server.session_ended(rules.session_id, ending=rules.ending)
 
     def _end(self, reason: str) -> None:
         rules = self.rules
