@@ -24,6 +24,9 @@ from typing import Any
 from meith_core.client._core import TransportError
 from meith_core.client.aio import AsyncClient, CallStream
 
+#: Tries at resuming a session before a new one is started, and the pause between them.
+RESUME_ATTEMPTS = 2
+RESUME_RETRY_S = 0.25
 #: (decision, who answered), as the runtime's approval_response wants them.
 Answer = tuple[str, str]
 
@@ -85,12 +88,7 @@ class RuntimeLink:
         token = resume.resume_token if resume is not None else None
         try:
             if token is not None:
-                try:
-                    link.welcome = await link.client.hello(resumable=True, resume_token=token)
-                except TransportError:
-                    if link.client.closed:
-                        raise
-                    link.welcome = await link.client.hello(resumable=True)
+                link.welcome = await link._resume(token)
             else:
                 link.welcome = await link.client.hello(resumable=True)
         except TransportError as exc:
@@ -101,6 +99,20 @@ class RuntimeLink:
                 socket_path=socket_path,
             ) from None
         return link
+
+    async def _resume(self, token: str) -> dict[str, Any]:
+        """The welcome of the session `token` resumes, else of a new one. Asked twice: the
+        runtime detaches the old connection's session only once it has seen it close, which
+        can come a moment after this side saw the close."""
+        for attempt in range(RESUME_ATTEMPTS):
+            try:
+                return await self.client.hello(resumable=True, resume_token=token)
+            except TransportError:
+                if self.client.closed:
+                    raise
+                if attempt + 1 < RESUME_ATTEMPTS:
+                    await asyncio.sleep(RESUME_RETRY_S)
+        return await self.client.hello(resumable=True)
 
     @property
     def client(self) -> AsyncClient:
