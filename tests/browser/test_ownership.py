@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,30 @@ async def test_a_session_ending_releases_its_claims(browsing: Browsing) -> None:
     assert tabs[two]["ownerId"] == b.session_id
     # The ended session's grants went with it.
     await browsing.fails("PERMISSION_DENIED", "browser_use_start", {"tabId": one}, a)
+
+
+async def test_a_session_ending_closes_the_tabs_it_opened_but_not_the_detached_one(
+    browsing: Browsing,
+) -> None:
+    a = agent(browsing)
+    opened = await browsing.ok("open_browser_tab", {"url": browsing.site.url()}, a)
+    result = await browsing.call(
+        "open_browser_tab", {"url": browsing.site.url("/next.html"), "detach": True}, a
+    )
+    assert result.ok, result.to_wire()
+    kept = result.content
+    assert kept["detached"] is True
+    assert "detached" not in opened
+    assert "handed to the local user" in json.dumps(result.to_wire()["diagnostics"])
+    owned = {o["id"]: o for s in browsing.rt.list_sessions() for o in s["owns"]}
+    assert owned[opened["id"]]["detached"] is False
+    assert owned[kept["id"]]["detached"] is True
+    await browsing.rt.close_session(a)
+    tabs = {t["id"]: t for t in (await browsing.ok("get_tabs"))["browserTabs"]}
+    assert opened["id"] not in tabs
+    # Handed over as it was: open, unclaimed, on the page the agent left it on.
+    assert tabs[kept["id"]]["ownerId"] is None
+    assert tabs[kept["id"]]["url"] == browsing.site.url("/next.html")
 
 
 async def test_element_ids_are_per_session(browsing: Browsing) -> None:

@@ -300,6 +300,7 @@ def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
         "plugin": "p",
         "capabilities": ["writes-files"],
         "cwd": "/w",
+        "runs": "Acts on: /w",  # the sentence the person is shown
         "arguments": {"path": "a", "token": "[REDACTED]"},
         "caller": "agent",
         "label": "bot",

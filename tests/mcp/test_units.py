@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from meith_core import CallerInfo, ErrorCode, ToolContext
+from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
 from meith_core.host.runtime import Runtime
 from meith_core.mcp import approval
 from meith_core.mcp.content import to_call_result
@@ -19,7 +22,9 @@ from meith_core.mcp.http import is_loopback, parse_bind
 from meith_core.mcp.sessions import label_of
 from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
-from meith_core.protocol.approval import approval_timeout_s
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, approval_timeout_s
+from meith_core.protocol.capabilities import Capability
+from meith_core.serve.prompt import TerminalApprover
 from tests.core.support import NoArgs, make_tool
 
 
@@ -57,7 +62,12 @@ def test_idempotent_comes_from_the_descriptor_and_tool_shape() -> None:
     )
     assert tool.annotations is not None
     assert tool.annotations.idempotent_hint is True
-    assert tool.output_schema is None  # not an object schema: the handshake era cannot carry it
+    # Not an object schema: carried wrapped, as the structured content of such a result is.
+    assert tool.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {}}},
+        "required": ["result"],
+    }
     assert "Capabilities: read-only." in (tool.description or "")
     with_output = to_mcp_tool(desc("u", "read-only", outputSchema={"type": "object"}))
     assert with_output.output_schema == {"type": "object"}
@@ -105,6 +115,9 @@ def test_results_become_structured_content_with_text_and_namespaced_meta() -> No
     assert isinstance(rendered.content[0], types.TextContent)
     assert rendered.content[0].text == "a is 1"  # the tool's own text for a model
     assert rendered.structured_content == {"a": 1}  # and the machine form beside it
+    # The text says what the structured content says, not a bare array beside it.
+    assert isinstance(listed.content[0], types.TextContent)
+    assert json.loads(listed.content[0].text) == listed.structured_content
     failed = to_call_result(
         {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
     )
@@ -181,6 +194,49 @@ def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
         assert part in message
     schema = approval.elicitation_schema()["properties"]["decision"]
     assert [c["const"] for c in schema["oneOf"]] == ["allow_once", "allow_session", "deny"]
+
+
+def test_the_elicitation_says_plainly_that_a_process_runs_unconfined() -> None:
+    request = {
+        "label": "claude-code",
+        "toolName": "create_terminal",
+        "plugin": "process",
+        "capabilities": ["starts-process"],
+        "cwd": "/src/app",
+        "arguments": {},
+    }
+    message = approval.elicitation_message(request)
+    assert "Directory:" not in message  # reads as "confined there"
+    assert "NOT confined" in message
+    assert "full access" in message
+    assert "/src/app" in message
+    # The runtime's own sentence wins when it sends one.
+    said = approval.elicitation_message({**request, "runs": "confined to /src/app"})
+    assert "Where: confined to /src/app" in said
+
+
+@pytest.mark.anyio
+async def test_the_serve_prompt_says_plainly_that_a_process_runs_unconfined() -> None:
+    read, write = os.pipe()
+    os.write(write, b"d\n")
+    out = io.StringIO()
+    with open(read, closefd=True) as stdin:
+        approver = TerminalApprover(stdin=stdin, out=out, timeout_s=10)
+        request = ApprovalRequest(
+            request_id="r",
+            caller=CallerInfo(CallerKind.AGENT, session_id="agent:s"),
+            tool_name="start_dev_server",
+            plugin_id="process",
+            capabilities=(Capability.STARTS_PROCESS,),
+            privileged=(Capability.STARTS_PROCESS,),
+            cwd="/src/app",
+            arguments_summary="{}",
+        )
+        assert await approver(request) is ApprovalAnswer.DENY
+    os.close(write)
+    shown = out.getvalue()
+    assert "NOT confined" in shown
+    assert "it only starts in /src/app" in shown
 
 
 def test_labels_are_sanitised() -> None:

@@ -112,7 +112,13 @@ def test_a_process_an_agent_started_cannot_call_as_the_local_user(
 
     # The local user, from outside the runtime's tree, still is the local user.
     assert srv.call("create_terminal")["ok"] is True
-    terminals = [r for r in srv.audit_records() if r.get("toolName") == "create_terminal"]
+    records = [r for r in srv.audit_records() if r.get("toolName") == "create_terminal"]
+    # The token-less attempts (the children's and `meith call`'s) were refused as frames:
+    # audited as such, and never as the local user.
+    refused = [r for r in records if r.get("outcome") == "PROTOCOL_ERROR"]
+    assert refused, records
+    assert {(r["caller"], r["decision"]) for r in refused} == {("agent", "deny")}, refused
+    terminals = [r for r in records if r.get("outcome") != "PROTOCOL_ERROR"]
     assert [(r["caller"], r["decision"]) for r in terminals] == [
         ("agent", "deny"),
         ("cli", "allow"),

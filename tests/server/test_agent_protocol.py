@@ -36,6 +36,7 @@ async def test_hello_fixes_identity_and_welcome_reports_it(served) -> None:
         "caller": "agent",
         "label": "claude[31m-code",  # control characters dropped
         "serverVersion": welcome["serverVersion"],
+        "idleTimeoutS": 600.0,  # how often a client that waits must ping
     }
     assert re.fullmatch(r"socket:[0-9a-f-]{36}", welcome["sessionId"])
     await conn.call("w", "probe_whoami")
@@ -98,6 +99,7 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
         "plugin": "probe",
         "capabilities": ["writes-files"],
         "cwd": served.runtime.cwd,
+        "runs": f"Acts on: {served.runtime.cwd}",
         "arguments": {"name": "once"},
         "caller": "agent",
         "label": "bridge",

@@ -76,6 +76,28 @@ async def _end_claim(host: BrowserHost, tab: Tab, owner: str) -> None:
             tab.network.clear()
 
 
+async def _close_opened(host: BrowserHost, tab: Tab) -> None:
+    async with tab.lock:
+        for principal in list(tab.cdp):
+            await detach(tab, principal)
+        with anyio.move_on_after(CLEANUP_BUDGET_S):
+            await host.close_tab(tab)
+        tab.owner_id = None
+
+
+async def _hand_over(tab: Tab, session_id: str) -> None:
+    """A detached tab outlives its session: its CDP sessions go, the page stays."""
+    async with tab.lock:
+        for principal in list(tab.cdp):
+            await detach(tab, principal)
+        old = tab.forget_reader(session_id)
+        tab.owner_id = None
+        tab.opened_by = None
+    if old is not None:
+        with contextlib.suppress(Exception):
+            await old.handle.dispose()
+
+
 async def _wipe(host: BrowserHost, tab: Tab) -> bool:
     """Detach every CDP session on the tab and reset its page; False if the page could not be
     reset (and is still there)."""
@@ -99,8 +121,15 @@ async def _wipe(host: BrowserHost, tab: Tab) -> bool:
 
 
 async def end_session(host: BrowserHost, session_id: str) -> None:
-    """A session ended: its claims end, and what it set on tabs it used unclaimed goes."""
-    for tab in host.tabs:
+    """A session ended: the tabs it opened close (those it detached are left open, unclaimed,
+    as they are), its other claims end, and what it set on tabs it used unclaimed goes."""
+    for tab in list(host.tabs):
+        if tab.opened_by == session_id and tab.owner_id == session_id:
+            if tab.detached:
+                await _hand_over(tab, session_id)
+            else:
+                await _close_opened(host, tab)
+            continue
         if tab.owner_id == session_id:
             await end_claim(host, tab, session_id)
             continue

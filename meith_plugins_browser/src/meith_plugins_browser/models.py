@@ -34,6 +34,11 @@ class OpenTabArgs(ToolArgs):
     cwd: str | None = Field(
         None, max_length=4096, description="Project directory the tab belongs to"
     )
+    detach: bool = Field(
+        False,
+        description="Hand the tab to the local user: left open when this session ends "
+        "(otherwise a tab an agent opens is closed then)",
+    )
 
 
 class TabArgs(ToolArgs):

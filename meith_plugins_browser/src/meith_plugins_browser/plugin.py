@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from meith_core import PluginHost, SettingsSection, ToolDefinition, hookimpl
@@ -38,6 +40,20 @@ class Plugin:
     @hookimpl
     async def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
         await end_session(self.host, session_id)
+
+    @hookimpl
+    def meith_session_objects(self, session_id: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "kind": "tab",
+                "id": tab.id,
+                "detached": tab.detached,
+                # Not its URL: every socket peer may list sessions, and URLs carry tokens.
+                "summary": "opened" if tab.opened_by == session_id else "claimed",
+            }
+            for tab in self.host.tabs
+            if tab.owner_id == session_id
+        ]
 
     @hookimpl
     async def meith_shutdown(self, host: PluginHost) -> None:

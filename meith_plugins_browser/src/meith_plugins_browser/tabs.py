@@ -32,6 +32,10 @@ class Tab:
     given_title: str | None = None
     active: bool = False
     owner_id: str | None = None
+    #: The session that opened it (agents and plugins): the tab closes when that session
+    #: ends, unless it was opened with `detach` (then it is left open, unclaimed, as it is).
+    opened_by: str | None = None
+    detached: bool = False
     load_state: LoadState = "loading"
     error: str | None = None
     console: ConsoleLog = field(default_factory=ConsoleLog)
@@ -90,6 +94,8 @@ class Tab:
         }
         if self.cwd:
             out["cwd"] = self.cwd
+        if self.detached:
+            out["detached"] = True
         if self.error:
             out["error"] = self.error
         return out

@@ -85,37 +85,57 @@ class BrowserTools:
         # names, whoever calls (docs/plugin-guide.md, "What a tool acts on").
         on_tab = ActsOn.object(self._tab_directory, what="tab")
         return [
-            tool(self.get_tabs, capabilities=[ro], idempotent=True, acts_on="global:runtime"),
-            tool(self.get_active_tab, capabilities=[ro], idempotent=True, acts_on="global:runtime"),
+            tool(
+                self.get_tabs,
+                effect="reads",
+                capabilities=[ro],
+                idempotent=True,
+                acts_on="global:runtime",
+            ),
+            tool(
+                self.get_active_tab,
+                effect="reads",
+                capabilities=[ro],
+                idempotent=True,
+                acts_on="global:runtime",
+            ),
             # The first call starts Playwright and Chromium too: give it room on a busy machine.
             tool(
                 self.open_browser_tab,
+                effect="creates",
                 capabilities=[c],
                 timeout_ms=OPEN_TIMEOUT_MS,
                 acts_on="path:cwd",
             ),
-            tool(self.navigate, capabilities=[c], acts_on=on_tab),
-            tool(self.go_back, capabilities=[c], acts_on=on_tab),
-            tool(self.go_forward, capabilities=[c], acts_on=on_tab),
-            tool(self.refresh, capabilities=[c], acts_on=on_tab),
-            tool(self.focus_browser_tab, capabilities=[c], acts_on=on_tab),
-            tool(self.close_browser_tab, capabilities=[c], acts_on=on_tab),
-            tool(self.browser_use_start, capabilities=[c], acts_on=on_tab),
-            tool(self.browser_use_end, capabilities=[c], acts_on=on_tab),
-            tool(self.take_screenshot, capabilities=[c, ro], acts_on=on_tab),
+            tool(self.navigate, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.go_back, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.go_forward, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.refresh, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.focus_browser_tab, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.close_browser_tab, effect="removes", capabilities=[c], acts_on=on_tab),
+            tool(self.browser_use_start, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.browser_use_end, effect="removes", capabilities=[c], acts_on=on_tab),
+            tool(self.take_screenshot, effect="reads", capabilities=[c, ro], acts_on=on_tab),
             tool(
                 self.get_browser_state,
+                effect="reads",
                 capabilities=[ro, c],
                 acts_on=on_tab,
                 render=render.state_text,
             ),
-            tool(self.click_element, capabilities=[c], acts_on=on_tab),
-            tool(self.type_text, capabilities=[c], acts_on=on_tab),
-            tool(self.scroll_page, capabilities=[c], acts_on=on_tab),
-            tool(self.send_keys, capabilities=[c], acts_on=on_tab),
-            tool(self.cdp_command, capabilities=[c, net], acts_on=on_tab),
-            tool(self.get_console_logs, capabilities=[ro], idempotent=True, acts_on=on_tab),
-            tool(self.get_network_logs, capabilities=[ro, net], acts_on=on_tab),
+            tool(self.click_element, effect="acts", capabilities=[c], acts_on=on_tab),
+            tool(self.type_text, effect="acts", capabilities=[c], acts_on=on_tab),
+            tool(self.scroll_page, effect="updates", capabilities=[c], acts_on=on_tab),
+            tool(self.send_keys, effect="acts", capabilities=[c], acts_on=on_tab),
+            tool(self.cdp_command, effect="acts", capabilities=[c, net], acts_on=on_tab),
+            tool(
+                self.get_console_logs,
+                effect="reads",
+                capabilities=[ro],
+                idempotent=True,
+                acts_on=on_tab,
+            ),
+            tool(self.get_network_logs, effect="reads", capabilities=[ro, net], acts_on=on_tab),
         ]
 
     def _tab_directory(self, args: Any) -> str | None:
@@ -153,11 +173,19 @@ class BrowserTools:
         ctl = Controller.of(ctx.caller)
         if ctl.require_claim:  # what an agent or plugin opens is its own from the start
             claim(tab, ctl)
+            tab.opened_by, tab.detached = ctl.owner_id, args.detach
         self.host.watch(tab)
         async with tab.lock:
             diags = await self._navigate(
                 tab, lambda: page.goto(url, timeout=settings.navigationTimeoutMs), settings, url
             )
+        if tab.detached:
+            note = {
+                "level": "info",
+                "message": f"Tab {tab.id} is detached: handed to the local user, it stays open "
+                "when this session ends",
+            }
+            diags = [*(diags or []), note]
         return self._done(tab.to_dict(), diags)
 
     async def navigate(self, ctx: ToolContext, args: NavigateArgs) -> Any:

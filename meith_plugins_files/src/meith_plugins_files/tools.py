@@ -319,6 +319,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
     return [
         tool(
             workspace_read_file,
+            effect="reads",
             acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,
@@ -327,6 +328,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_write_file,
+            effect="removes",
             acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
@@ -336,6 +338,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_apply_patch,
+            effect="updates",
             acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
@@ -344,6 +347,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_undo,
+            effect="removes",
             acts_on="path:cwd",
             capabilities=WRITES,
             grant_scope="enforced",
@@ -352,6 +356,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_list_files,
+            effect="reads",
             acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,
@@ -360,6 +365,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             workspace_search,
+            effect="reads",
             acts_on="path:cwd",
             capabilities=READ,
             idempotent=True,

@@ -117,6 +117,7 @@ class DevServer:
             "signal": self.signal,
             "startedAt": self.started_at,
             "confinedTo": self.confined.scope if self.confined else None,
+            "detached": self.owner.detached,
         }
 
     @property
@@ -390,6 +391,21 @@ class DevServerManager:
                     pass
             self.sup.untrack(server.id)
         return outcomes
+
+    def owned_by(self, session_id: str) -> list[DevServer]:
+        """The dev servers `session_id` started (detached ones included)."""
+        return [s for s in self.servers.values() if s.owner.session_id == session_id]
+
+    async def end_session(self, session_id: str) -> list[str]:
+        """Stop what `session_id` started and did not detach (SIGTERM, SIGKILL after the
+        grace); returns their ids."""
+        ending = [s for s in self.servers.values() if s.owner.ends_with(session_id) and s.active]
+        for server in ending:
+            server.status = "stopped"
+            server.system("stopping (SIGTERM): the session that started it ended")
+        if ending:
+            await self._end(ending, signal.SIGTERM, STOP_GRACE_S)
+        return [s.id for s in ending]
 
     def targets(self) -> list[Target]:
         """Every managed dev server, running or not (an exited one may have left children)."""

@@ -33,6 +33,14 @@ _ENV = Annotated[
     dict[str, str] | None,
     Field(default=None, description="Extra environment variables for the process"),
 ]
+_DETACH = Annotated[
+    bool,
+    Field(
+        default=False,
+        description="Hand it to the local user: it keeps running after this session ends "
+        "(otherwise it is stopped then)",
+    ),
+]
 
 
 def _check_signal(value: str | None) -> str | None:
@@ -63,6 +71,7 @@ class CreateTerminalArgs(ToolArgs):
     cols: _DIM = Field(80, description="Terminal width in columns")
     rows: _DIM = Field(24, description="Terminal height in rows")
     env: _ENV
+    detach: _DETACH
 
     _env = field_validator("env")(_check_env)
 
@@ -109,6 +118,7 @@ class StartDevServerArgs(ToolArgs):
     args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
     name: str | None = Field(None, max_length=200, description="A name to show for the server")
     env: _ENV
+    detach: _DETACH
 
     _env = field_validator("env")(_check_env)
 
@@ -271,6 +281,8 @@ class TerminalSession(BaseModel):
     signal: str | None
     #: The directory its writes are confined to by the kernel (None: not confined).
     confinedTo: str | None = None
+    #: Handed to the local user (`detach`): it outlives the session that started it.
+    detached: bool = False
 
 
 class DevServerRecord(BaseModel):
@@ -287,6 +299,8 @@ class DevServerRecord(BaseModel):
     startedAt: int
     #: The directory its writes are confined to by the kernel (None: not confined).
     confinedTo: str | None = None
+    #: Handed to the local user (`detach`): it outlives the session that started it.
+    detached: bool = False
 
 
 class ProcessLogEntry(BaseModel):

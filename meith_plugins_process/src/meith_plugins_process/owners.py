@@ -8,6 +8,9 @@ output (output is where secrets are typed) and does not see it in listings.
 Holding a producer back (an attachment that pauses the pipes while its reader catches up) is
 narrower: only the owner itself — the starting session, or the user for what the user started —
 may slow a process down. Everyone else who may read it lags and skips instead.
+
+What an agent session started stops when the session ends (`meith_session_ended`), unless it
+was started with `detach: true`: then it is the local user's to stop, and its record says so.
 """
 
 from __future__ import annotations
@@ -30,10 +33,17 @@ class Owner:
 
     kind: CallerKind
     session_id: str | None
+    #: Started with `detach: true`: handed to the local user, it outlives its session.
+    detached: bool = False
 
     @classmethod
-    def of(cls, caller: CallerInfo) -> Owner:
-        return cls(caller.caller, caller.session_id)
+    def of(cls, caller: CallerInfo, *, detach: bool = False) -> Owner:
+        return cls(caller.caller, caller.session_id, detach)
+
+    def ends_with(self, session_id: str) -> bool:
+        """Whether what this owner started stops when `session_id` ends: an agent session's
+        own processes do, unless detached; the local user's never do."""
+        return not self.user and not self.detached and self.session_id == session_id
 
     @property
     def user(self) -> bool:

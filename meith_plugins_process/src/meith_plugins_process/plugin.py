@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
 
 import anyio.to_thread
 import structlog
@@ -27,6 +28,14 @@ SHUTDOWN_GRACE_S: Final = 0.8
 SHUTDOWN_KILL_WAIT_S: Final = 0.3
 
 
+class SessionOwner(Protocol):
+    """A manager of processes started for callers, as session ends see it."""
+
+    def owned_by(self, session_id: str) -> Sequence[object]: ...
+
+    async def end_session(self, session_id: str) -> list[str]: ...
+
+
 class Plugin:
     """Terminals, dev servers, one-shot commands, process trees and live logs; one instance
     per runtime."""
@@ -36,6 +45,12 @@ class Plugin:
         self.dev_servers = DevServerManager(self.supervisor)
         self.terminals = TerminalManager(self.supervisor)
         self.commands = CommandRunner(self.supervisor)
+        #: Every manager of processes this plugin starts for a caller: when a session ends,
+        #: each stops what that session started (`end_session`) and says what it holds
+        #: (`owned_by`). A new kind of process (run_command's children) adds its manager here.
+        self.session_owners: list[SessionOwner] = [self.dev_servers, self.terminals]
+        #: Stops of what ended sessions started, still under way (shutdown ends them all).
+        self._session_stops: set[asyncio.Task[None]] = set()
 
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
@@ -60,7 +75,55 @@ class Plugin:
             )
 
     @hookimpl
+    def meith_session_ended(self, host: PluginHost, session_id: str) -> None:
+        """What the session started stops (dev servers SIGTERM, terminals SIGHUP, SIGKILL after
+        the grace), except what it detached. In a task of its own: ending a session does not
+        wait for slow processes, and shutdown, which ends everything, does not wait for it."""
+        if not any(owner.owned_by(session_id) for owner in self.session_owners):
+            return
+        task = asyncio.get_running_loop().create_task(self._stop_session(session_id))
+        self._session_stops.add(task)
+        task.add_done_callback(self._session_stops.discard)
+
+    async def _stop_session(self, session_id: str) -> None:
+        stopped = await asyncio.gather(
+            *(owner.end_session(session_id) for owner in self.session_owners),
+            return_exceptions=True,
+        )
+        ids = [i for ended in stopped if isinstance(ended, list) for i in ended]
+        for failure in (e for e in stopped if isinstance(e, BaseException)):
+            _log.error("could not stop what an ended session started", error=repr(failure))
+        if ids:
+            _log.info("stopped what an ended session started", sessionId=session_id, ids=ids)
+
+    @hookimpl
+    def meith_session_objects(self, session_id: str) -> list[dict[str, Any]]:
+        owned: list[dict[str, Any]] = [
+            {
+                "kind": "dev-server",
+                "id": s.id,
+                "detached": not s.owner.ends_with(session_id),
+                "summary": f"{s.status} {s.display_command}"[:200],
+            }
+            for s in self.dev_servers.owned_by(session_id)
+            if s.active
+        ]
+        owned.extend(
+            {
+                "kind": "terminal",
+                "id": t.id,
+                "detached": not t.owner.ends_with(session_id),
+                "summary": f"{t.status} {t.shell}"[:200],
+            }
+            for t in self.terminals.owned_by(session_id)
+            if t.status == "running"
+        )
+        return owned
+
+    @hookimpl
     async def meith_shutdown(self, host: PluginHost) -> None:
+        for task in list(self._session_stops):
+            task.cancel()
         self.dev_servers.mark_all_stopped()
         targets = self.dev_servers.targets() + self.terminals.targets() + self.commands.targets()
         remaining = host.remaining_s()

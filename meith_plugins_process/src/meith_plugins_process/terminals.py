@@ -133,6 +133,7 @@ class Terminal:
             "exitCode": self.exit_code,
             "signal": self.signal,
             "confinedTo": self.confined.scope if self.confined else None,
+            "detached": self.owner.detached,
         }
 
     def target(self, sig: signal.Signals) -> Target:
@@ -346,6 +347,30 @@ class TerminalManager:
         self.terminals.pop(terminal_id, None)
         self.sup.untrack(term.id)
         return True
+
+    def owned_by(self, session_id: str) -> list[Terminal]:
+        """The terminals `session_id` started (detached ones included)."""
+        return [t for t in self.terminals.values() if t.owner.session_id == session_id]
+
+    async def end_session(self, session_id: str) -> list[str]:
+        """Hang up the terminals `session_id` started and did not detach (SIGKILL after the
+        grace); returns their ids. Their records stay, exited, for the local user to read."""
+        ending = [
+            t
+            for t in self.terminals.values()
+            if t.owner.ends_with(session_id) and t.pid is not None
+        ]
+        if not ending:
+            return []
+        outcomes = await self.sup.terminate(
+            [t.target(DEFAULT_KILL_SIGNAL) for t in ending], grace_s=KILL_GRACE_S
+        )
+        for term, outcome in zip(ending, outcomes, strict=True):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(term.exited.wait(), 1.0)
+            if not outcome.survivors:
+                self.sup.untrack(term.id)
+        return [t.id for t in ending]
 
     def targets(self) -> list[Target]:
         return [t.target(DEFAULT_KILL_SIGNAL) for t in self.terminals.values()]

@@ -11,6 +11,7 @@ import anyio.to_thread
 from meith_core import (
     NO_TIMEOUT,
     ActsOn,
+    CallerKind,
     Diagnostic,
     ErrorCode,
     PlantedGitReport,
@@ -123,6 +124,29 @@ def _unconfined_warning(ctx: ToolContext) -> list[Diagnostic | dict[str, str]]:
     ]
 
 
+def _detached_note(
+    ctx: ToolContext, what: str, object_id: str, detach: bool
+) -> list[Diagnostic | dict[str, str]]:
+    """What the result says about the object's lifetime (the audit records the result)."""
+    if detach:
+        return [
+            {
+                "level": "info",
+                "message": f"{what} {object_id} is detached: handed to the local user, it keeps "
+                "running after this session ends",
+            }
+        ]
+    if ctx.caller.caller is CallerKind.AGENT:
+        return [
+            {
+                "level": "info",
+                "message": f"{what} {object_id} is stopped when this session ends "
+                "(start it with detach: true to hand it to the local user)",
+            }
+        ]
+    return []
+
+
 def _check_scope(ctx: ToolContext, cwd: str) -> None:
     """A grant confined to a directory confines where processes may start, too."""
     if ctx.grant_scope is not None and not is_within(cwd, ctx.grant_scope):
@@ -152,12 +176,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             cols=args.cols,
             rows=args.rows,
             env=args.env,
-            owner=Owner.of(ctx.caller),
+            owner=Owner.of(ctx.caller, detach=args.detach),
             confined=sup.confine(
                 ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
             ),
             session_callback=callback,
         )
+        diagnostics.extend(_detached_note(ctx, "Terminal", term.id, args.detach))
         if warning:
             diagnostics.append({"level": "warn", "message": warning})
         return ok_result(
@@ -245,13 +270,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             args=list(args.args),
             name=args.name,
             env=args.env,
-            owner=Owner.of(ctx.caller),
+            owner=Owner.of(ctx.caller, detach=args.detach),
             confined=sup.confine(
                 ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
             ),
             session_callback=callback,
         )
         diagnostics: list[Diagnostic | dict[str, str]] = _unconfined_warning(ctx)
+        diagnostics.extend(_detached_note(ctx, "Dev server", server.id, args.detach))
         if server.status == "errored":
             diagnostics.append(
                 {"level": "error", "message": next(iter(server.logs.texts()), "failed to start")}
@@ -416,6 +442,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         # create_terminal and start_dev_server refuse a cwd outside a confined grant.
         tool(
             create_terminal,
+            effect="creates",
             capabilities=["starts-process"],
             output=TerminalSession,
             grant_scope="enforced",
@@ -423,6 +450,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             list_terminals,
+            effect="reads",
             capabilities=["read-only"],
             idempotent=True,
             output=TerminalList,
@@ -430,30 +458,35 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             write_terminal,
+            effect="acts",
             capabilities=["starts-process"],
             output=WriteResult,
             acts_on=on_terminal,
         ),
         tool(
             resize_terminal,
+            effect="updates",
             capabilities=["starts-process"],
             output=TerminalSession,
             acts_on=on_terminal,
         ),
         tool(
             kill_terminal,
+            effect="removes",
             capabilities=["starts-process"],
             output=TerminalSession,
             acts_on=on_terminal,
         ),
         tool(
             close_terminal,
+            effect="removes",
             capabilities=["starts-process"],
             output=CloseResult,
             acts_on=on_terminal,
         ),
         tool(
             get_terminal_snapshot,
+            effect="reads",
             capabilities=["read-only"],
             idempotent=True,
             output=SnapshotResult,
@@ -461,6 +494,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             start_dev_server,
+            effect="creates",
             capabilities=["starts-process", "accesses-network"],
             output=DevServerRecord,
             grant_scope="enforced",
@@ -468,6 +502,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             list_dev_servers,
+            effect="reads",
             capabilities=["read-only"],
             idempotent=True,
             output=DevServerList,
@@ -475,12 +510,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             stop_dev_server,
+            effect="removes",
             capabilities=["starts-process"],
             output=StopResult,
             acts_on=on_server,
         ),
         tool(
             get_process_tree,
+            effect="reads",
             capabilities=["read-only"],
             idempotent=True,
             output=ProcessTreeResult,
@@ -488,6 +525,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             get_process_logs,
+            effect="reads",
             capabilities=["read-only"],
             idempotent=True,
             output=ProcessLogsResult,
@@ -495,6 +533,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             attach_process_logs,
+            effect="reads",
             capabilities=["read-only"],
             output=AttachResult,
             timeout_ms=NO_TIMEOUT,
@@ -502,6 +541,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             wait_for_dev_server,
+            effect="reads",
             capabilities=["read-only", "accesses-network"],
             output=DevServerRecord,
             timeout_ms=_WAIT_TOOL_TIMEOUT_MS,
@@ -509,6 +549,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         ),
         tool(
             run_command,
+            effect="acts",
             acts_on="path:cwd",
             capabilities=["starts-process", "accesses-network"],
             output=RunCommandResult,

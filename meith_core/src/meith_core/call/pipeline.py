@@ -32,7 +32,7 @@ from meith_core.call.catalogue import Catalogue, RegisteredTool
 from meith_core.call.context import EventSink, ToolContext
 from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
-from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
+from meith_core.call.tooldef import DEFAULTED_CWD, NO_TIMEOUT, ToolDefinition
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
 from meith_core.protocol.caller import CallerInfo
@@ -314,10 +314,10 @@ def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:
             ErrorCode.VALIDATION_ERROR,
             f'Invalid arguments for "{defn.name}": arguments must be a JSON object',
         )
-    if "cwd" not in arguments and "cwd" in defn.input_model.model_fields:
+    if DEFAULTED_CWD not in arguments and DEFAULTED_CWD in defn.input_model.model_fields:
         # Convention: an argument named `cwd` defaults to the caller's working directory
         # (clientInfo.cwd, else the runtime's), so `meith call git_status` works in a repo.
-        arguments = {**arguments, "cwd": call.cwd}
+        arguments = {**arguments, DEFAULTED_CWD: call.cwd}
     try:
         return defn.input_model.model_validate(arguments)
     except ValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 import typing
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from meith_core.call.schema import model_schema
 from meith_core.policy.request import ActsOn
-from meith_core.protocol.capabilities import Capability, parse_capabilities
+from meith_core.protocol.capabilities import Capability, Effect, parse_capabilities
 from meith_core.protocol.constants import DEFAULT_TOOL_TIMEOUT_MS, MAX_TIMEOUT_MS
 
 if TYPE_CHECKING:
@@ -36,6 +37,12 @@ class ToolArgs(BaseModel):
     """Base of a tool's argument model: unknown arguments are rejected (`extra="forbid"`)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+#: The argument the pipeline fills with the caller's directory when a call leaves it out.
+DEFAULTED_CWD: Final = "cwd"
+#: Arguments that, when a tool has them, ask it for less (named when a result is too large).
+NARROWING_ARGUMENTS: Final = ("path", "paths", "limit", "sinceSeq", "includePatches", "scope")
 
 
 class ToolDefinitionError(ValueError):
@@ -66,6 +73,8 @@ class ToolDefinition:
     #: What it acts on (`policy.request.ActsOn`; "path:cwd", "global", ActsOn.object(...)):
     #: the permission service matches directory-confined grants against it.
     acts_on: ActsOn | str | None = None
+    #: What it does at worst (`Effect`): with the capabilities, what the hints say.
+    effect: Effect | None = None
 
     def __post_init__(self) -> None:
         where = f"tool {self.name!r}"
@@ -97,6 +106,14 @@ class ToolDefinition:
         except ValueError as exc:
             raise ToolDefinitionError(f"{where}: {exc}") from None
         object.__setattr__(self, "capabilities", caps)
+        if self.effect is not None:
+            try:
+                object.__setattr__(self, "effect", Effect(self.effect))
+            except ValueError:
+                allowed = ", ".join(e.value for e in Effect)
+                raise ToolDefinitionError(
+                    f"{where}: unknown effect {self.effect!r}; expected one of: {allowed}"
+                ) from None
         if self.timeout_ms is not None and (
             not isinstance(self.timeout_ms, int)
             or isinstance(self.timeout_ms, bool)
@@ -145,7 +162,28 @@ class ToolDefinition:
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
-        return model_schema(self.input_model)
+        """The input model's schema, `required` true to the call: an argument named `cwd` is
+        never required, because the pipeline gives it the caller's directory."""
+        schema = model_schema(self.input_model)
+        required = schema.get("required")
+        if isinstance(required, list) and DEFAULTED_CWD in required:
+            schema = copy.deepcopy(schema)  # the model's schema may be shared (cached)
+            schema["required"] = [r for r in required if r != DEFAULTED_CWD]
+            if not schema["required"]:
+                del schema["required"]
+            prop = schema.get("properties", {}).get(DEFAULTED_CWD)
+            if isinstance(prop, dict) and "default" not in prop:
+                prop["description"] = (
+                    f"{prop.get('description', 'Working directory')} (default: the caller's "
+                    "working directory)"
+                )
+        return schema
+
+    @property
+    def narrowing_arguments(self) -> list[str]:
+        """The arguments of this tool that ask it for a smaller result."""
+        fields = self.input_model.model_fields
+        return [name for name in NARROWING_ARGUMENTS if name in fields]
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -153,7 +191,7 @@ class ToolDefinition:
 
     def descriptor(self, plugin: str | None) -> dict[str, Any]:
         """The wire descriptor `{name, description, inputSchema, capabilities, plugin, timeoutMs,
-        idempotent, outputSchema?}`."""
+        idempotent, effect?, outputSchema?}`."""
         out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
@@ -163,6 +201,8 @@ class ToolDefinition:
             "timeoutMs": self.effective_timeout_ms,
             "idempotent": self.idempotent,
         }
+        if self.effect is not None:
+            out["effect"] = self.effect.value
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         return out
@@ -194,6 +234,7 @@ def tool(
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
     acts_on: ActsOn | str | None = None,
+    effect: Effect | str | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -211,6 +252,7 @@ def tool(
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
     acts_on: ActsOn | str | None = None,
+    effect: Effect | str | None = None,
 ) -> Callable[[ToolFunc], ToolDefinition]: ...
 
 
@@ -227,6 +269,7 @@ def tool(
     grant_scope: GrantScope | None = None,
     render: Callable[[Any], str] | None = None,
     acts_on: ActsOn | str | None = None,
+    effect: Effect | str | None = None,
 ) -> ToolDefinition | Callable[[ToolFunc], ToolDefinition]:
     """Declare a tool.
 
@@ -248,6 +291,9 @@ def tool(
     (state every session shares), or `ActsOn.object(resolver, what="dev server")` (an existing
     object's own directory) — and decides which directory-confined grants cover a call
     (`policy.request`; docs/plugin-guide.md, "What a tool acts on").
+    `effect` says what
+    it does at worst (`reads`, `creates`, `appends`, `updates`, `reloads`, `removes`, `acts`):
+    a tool that kills or removes is destructive, one that appends is not idempotent.
     """
 
     def wrap(fn: ToolFunc) -> ToolDefinition:
@@ -275,6 +321,7 @@ def tool(
             grant_scope=grant_scope,
             render=render,
             acts_on=acts_on,
+            effect=typing.cast(Effect | None, effect),
         )
 
     if func is not None:

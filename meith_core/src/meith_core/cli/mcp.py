@@ -197,8 +197,10 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
                 str(s.get("label") or "-"),
                 str(s.get("since") or "-")[:19].replace("T", " "),
                 str(s.get("calls", 0)),
+                _state_text(s),
                 _grants_text(s.get("grants"), with_id=False),
                 _grants_text(s.get("standingGrants"), with_id=True),
+                ", ".join(_owned_text(o) for o in s.get("owns") or []) or "-",
             ]
         )
     if not rows:
@@ -206,11 +208,24 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
         return EXIT_OK
     # The session's own grants end with it; standing ones (`meith grants`) are shared and
     # named by id, so `meith grants revoke ID` is at hand.
-    table(
-        rows,
-        ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "SESSION GRANTS", "STANDING GRANTS"],
-    )
+    headers = ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "STATE"]
+    table(rows, [*headers, "SESSION GRANTS", "STANDING GRANTS", "OWNS"])
     return EXIT_OK
+
+
+def _state_text(session: dict[str, Any]) -> str:
+    if session.get("state") == "detached":
+        ends = session.get("endsInS")
+        return f"detached (ends in {ends}s)" if isinstance(ends, int) else "detached"
+    return "attached"
+
+
+def _owned_text(item: Any) -> str:
+    """`dev-server dev_…`, with `(detached)` for what outlives the session."""
+    if not isinstance(item, dict):
+        return str(item)
+    text = f"{item.get('kind') or '?'} {item.get('id') or '?'}"
+    return text + " (detached)" if item.get("detached") else text
 
 
 def _grants_text(grants: Any, with_id: bool) -> str:
@@ -235,6 +250,7 @@ def register(app: typer.Typer) -> None:
         socket: SocketOpt = None,
         instance: InstanceOpt = None,
     ) -> None:
-        """List the runtime's live sessions: id, caller, label, since, calls, the session's own
-        grants and the standing grants that apply to it."""
+        """List the runtime's live sessions: id, caller, label, since, calls, whether a connection
+        holds it, the session's own grants and the standing grants that apply to it, and what it
+        owns (dev servers, terminals, tabs)."""
         raise typer.Exit(run_sessions(json_output, socket, instance))

@@ -109,6 +109,10 @@ def hello_frame(info: dict[str, Any]) -> dict[str, Any]:
     return {"type": "hello", "protocol": PROTOCOL_VERSION, "clientInfo": info}
 
 
+def end_session_frame() -> dict[str, Any]:
+    return {"type": "end_session", "protocol": PROTOCOL_VERSION}
+
+
 def ping_frame() -> dict[str, Any]:
     return {"type": "ping", "protocol": PROTOCOL_VERSION}
 

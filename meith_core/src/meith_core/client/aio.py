@@ -33,6 +33,7 @@ from meith_core.client._core import (
     approval_response_frame,
     cancel_frame,
     client_info,
+    end_session_frame,
     error_from_frame,
     hello_frame,
     list_sessions_frame,
@@ -126,8 +127,12 @@ class AsyncClient:
         self._handlers = TaskSet("client handlers")
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
+        self._keepalive_s = keepalive_s
+        self._keepalive_task: asyncio.Task[None] | None = None
         if keepalive_s:
-            self._spawn(self._keepalive(keepalive_s))
+            self._keepalive_task = asyncio.get_running_loop().create_task(
+                self._keepalive(keepalive_s)
+            )
 
     @classmethod
     async def connect(
@@ -169,6 +174,11 @@ class AsyncClient:
             keepalive_s=keepalive_s,
         )
 
+    @property
+    def closed(self) -> bool:
+        """The connection is gone (closed by either side); every request now fails."""
+        return self._closed is not None
+
     async def __aenter__(self) -> AsyncClient:
         return self
 
@@ -181,6 +191,8 @@ class AsyncClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._keepalive_task is not None:
+            self._keepalive_task.cancel()
         self._handlers.cancel()
         self._reader_task.cancel()
         with contextlib.suppress(BaseException):
@@ -276,10 +288,37 @@ class AsyncClient:
         await self._send(frame)
         return await fut
 
-    async def hello(self) -> dict[str, Any]:
+    async def hello(
+        self, *, resumable: bool = False, resume_token: str | None = None
+    ) -> dict[str, Any]:
         """Fix this connection's identity now; returns the `welcome` frame (sessionId, caller,
-        label, serverVersion, protocol)."""
-        return await self._ask("welcome", hello_frame(self._info))
+        label, serverVersion, idleTimeoutS, protocol).
+
+        `resumable`: the runtime keeps the session for a while when this connection closes
+        without `end_session`, and the welcome carries the `resumeToken` that takes it over
+        from another connection (`resume_token`; a TransportError when it no longer can).
+        Pings then come often enough for the runtime's idle timeout."""
+        frame = hello_frame(self._info)
+        if resumable:
+            frame["resumable"] = True
+        if resume_token is not None:
+            frame["resumeToken"] = resume_token
+        welcome = await self._ask("welcome", frame)
+        idle = welcome.get("idleTimeoutS")
+        if self._keepalive_s and isinstance(idle, int | float) and idle > 0:
+            wanted = min(self._keepalive_s, idle / 3)
+            if wanted < self._keepalive_s and self._closed is None:
+                self._keepalive_s = wanted
+                if self._keepalive_task is not None:
+                    self._keepalive_task.cancel()
+                self._keepalive_task = asyncio.get_running_loop().create_task(
+                    self._keepalive(wanted)
+                )
+        return welcome
+
+    async def end_session(self) -> None:
+        """Say this client is done: its session ends with the connection, not kept to resume."""
+        await self._send(end_session_frame())
 
     async def list_sessions(self) -> list[dict[str, Any]]:
         """The runtime's live sessions: sessionId, caller, label, since, calls, grants."""

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from meith_core.host.plugins.manager import PluginManager
-from meith_core.policy.asking import Approver
+from meith_core.policy.sessions import Sessions
 from meith_core.protocol.approval import ApprovalAnswer, ApprovalReply, ApprovalRequest
 
 _log = structlog.get_logger("meith.runtime")
@@ -23,27 +23,18 @@ AddedApprover = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
 class ApproverChain:
     """The runtime's one approver, asking the others in turn."""
 
-    def __init__(self, plugins: PluginManager) -> None:
+    def __init__(self, plugins: PluginManager, sessions: Sessions) -> None:
         self._plugins = plugins
         #: Asked after the plugins, in order (the `meith serve` prompt is one).
         self.added: list[AddedApprover] = []
-        #: Per session: the connection that answers its approval requests itself.
-        self._by_session: dict[str, Approver] = {}
-
-    def set_for_session(self, session_id: str, approver: Approver | None) -> None:
-        if approver is None:
-            self._by_session.pop(session_id, None)
-        else:
-            self._by_session[session_id] = approver
-
-    def forget_session(self, session_id: str) -> None:
-        self._by_session.pop(session_id, None)
+        #: Whose `Session.approver` (the connection answering for its own session) is asked first.
+        self._sessions = sessions
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | ApprovalReply | None:
         """The calling connection when it answers approvals itself (its answer, a timeout
         included, is final); else the `meith_approve` hook, then approvers the embedding
         program added: first answer wins."""
-        own = self._by_session.get(request.caller.session_id or "")
+        own = self._sessions.approver_of(request.caller.session_id)
         if own is not None:
             return await own(request)
         for plugin_id, thunk in self._plugins.call_each("meith_approve", request=request):

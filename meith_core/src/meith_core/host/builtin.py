@@ -72,6 +72,7 @@ class CorePlugin:
         return [
             tool(
                 self.app_health,
+                effect="reads",
                 capabilities=["read-only"],
                 idempotent=True,
                 input=_NoArgs,
@@ -79,6 +80,7 @@ class CorePlugin:
             ),
             tool(
                 self.app_list_instances,
+                effect="reads",
                 capabilities=["read-only"],
                 idempotent=True,
                 input=_NoArgs,
@@ -86,6 +88,7 @@ class CorePlugin:
             ),
             tool(
                 self.list_plugins,
+                effect="reads",
                 capabilities=["read-only"],
                 idempotent=True,
                 input=_NoArgs,
@@ -93,12 +96,14 @@ class CorePlugin:
             ),
             tool(
                 self.reload_plugins,
+                effect="reloads",
                 capabilities=["read-only"],
                 input=_NoArgs,
                 acts_on="global:plugins",
             ),
             tool(
                 self.get_app_settings,
+                effect="reads",
                 capabilities=["read-only"],
                 idempotent=True,
                 input=_NoArgs,
@@ -108,12 +113,14 @@ class CorePlugin:
             # grant confined to a directory never covers writing them.
             tool(
                 self.set_app_settings,
+                effect="updates",
                 capabilities=["writes-files"],
                 input=SetSettingsArgs,
                 acts_on="global:settings",
             ),
             tool(
                 self.get_audit_log,
+                effect="reads",
                 capabilities=["read-only"],
                 idempotent=True,
                 input=AuditLogArgs,

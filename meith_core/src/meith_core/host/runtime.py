@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+import structlog
+
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.base.cancel import CancelToken
@@ -38,10 +40,13 @@ from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
 from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import PermissionService
-from meith_core.policy.sessions import SessionRecord, SessionTable, describe_sessions
+from meith_core.policy.sessions import Session, Sessions, describe_sessions
+from meith_core.protocol.actions import ResumedSession
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding, sanitize_label
 from meith_core.protocol.capabilities import parse_capabilities
 from meith_core.protocol.results import ToolResult
+
+_log = structlog.get_logger("meith.runtime")
 
 #: How long plugins get to shut down: their hooks run at the same time under one deadline
 #: (`PluginHost.shutdown_deadline`), and whatever still runs then is cancelled.
@@ -79,7 +84,9 @@ class Runtime:
         )
         #: What confinement found planted by confined processes (audit, `app_health`).
         self.planted = PlantedFindings(self.audit)
-        self._approvers = ApproverChain(self.plugins)
+        #: Every session of this runtime, each one `Session` holding all the runtime keeps for it.
+        self.sessions = Sessions()
+        self._approvers = ApproverChain(self.plugins, self.sessions)
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
         self.permissions = PermissionService(
@@ -87,6 +94,7 @@ class Runtime:
             standing=StandingGrants(self.home.grants_path),
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._approvers,
+            sessions=self.sessions,
         )
         #: Which tools exist; `pipeline` is the one path that runs them.
         self.catalogue = Catalogue()
@@ -107,9 +115,6 @@ class Runtime:
         )
         self._started = False
         self._closed = False
-        self.sessions = SessionTable()
-        #: Tokens of the processes sessions started (they call back as their session).
-        self.child_tokens = ChildTokens()
         self.pipeline.child_environment = self.child_environment
         self._hooks = LifecycleHooks(
             self.plugins,
@@ -277,6 +282,11 @@ class Runtime:
 
     # -- sessions -----------------------------------------------------------------------
 
+    @property
+    def child_tokens(self) -> ChildTokens:
+        """Tokens of the processes sessions started (they call back as their session)."""
+        return self.sessions.tokens
+
     def open_session(
         self,
         caller: CallerKind | str = CallerKind.AGENT,
@@ -319,9 +329,7 @@ class Runtime:
         session_id = session.session_id if isinstance(session, CallerInfo) else session
         if session_id is None:
             return
-        known = self.sessions.pop(session_id) is not None
-        self._approvers.forget_session(session_id)
-        self.child_tokens.end_session(session_id)
+        known = self.sessions.end(session_id) is not None
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
@@ -347,23 +355,49 @@ class Runtime:
             or self.permissions.is_revoked(session)
         ):
             return {}
-        token = self.child_tokens.mint(ChildBinding(caller.caller, session, caller.label))
+        token = self.sessions.child_token(ChildBinding(caller.caller, session, caller.label))
         return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
-    def track_session(
-        self, session_id: str, kind: CallerKind, label: str | None = None
-    ) -> SessionRecord:
+    def track_session(self, session_id: str, kind: CallerKind, label: str | None = None) -> Session:
         """Record a session opened elsewhere (a socket connection); ended by close_session."""
         return self.sessions.open(session_id, kind, label)
 
+    def resume_session(self, token: str) -> ResumedSession | None:
+        """The detached session `token` resumes, attached again; None when there is none."""
+        session = self.sessions.resume(token)
+        if session is None:
+            return None
+        return ResumedSession(session.session_id, session.caller, session.label)
+
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""
-        if approver is None or session_id in self.sessions:
-            self._approvers.set_for_session(session_id, approver)
+        self.sessions.set_approver(session_id, approver)
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        """The live sessions with their grants (session grants, then standing ones that apply)."""
-        return describe_sessions(self.sessions, self.permissions)
+        """The live sessions with their grants (session grants, then standing ones that apply)
+        and what each owns (`owns`, as the plugins' `meith_session_objects` report it)."""
+        rows = describe_sessions(self.sessions, self.permissions)
+        for row in rows:
+            row["owns"] = self._session_objects(row["sessionId"])
+        return rows
+
+    def _session_objects(self, session_id: str) -> list[dict[str, Any]]:
+        owned: list[dict[str, Any]] = []
+        for plugin_id, thunk in self.plugins.call_each(
+            "meith_session_objects", session_id=session_id
+        ):
+            try:
+                items = thunk()
+            except Exception as exc:  # one plugin's failure hides only its own objects
+                _log.error(
+                    "meith_session_objects failed",
+                    plugin=plugin_id,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                continue
+            if isinstance(items, list):
+                owned.extend({**i, "plugin": plugin_id} for i in items if isinstance(i, dict))
+        return owned
 
     def tool_listing(self) -> list[dict[str, Any]]:
         """Descriptors with `approved`: whether a privileged tool's plugin approval covers it."""

@@ -12,6 +12,8 @@ from typing import Any
 
 import mcp_types as types
 
+from meith_core.protocol.approval import where_it_runs
+
 ALLOW_ONCE = "allow_once"
 ALLOW_SESSION = "allow_session"
 DENY = "deny"
@@ -37,10 +39,19 @@ def elicitation_message(request: dict[str, Any]) -> str:
     return (
         f'meith: {who} wants to run "{tool}" (plugin {plugin}).\n'
         f"Capabilities: {caps_text}\n"
-        f"Directory: {request.get('cwd') or '?'}\n"
+        f"Where: {_where(request, caps)}\n"
         f"Arguments (redacted): {args_text}\n"
         "Allow it?"
     )
+
+
+def _where(request: dict[str, Any], caps: Any) -> str:
+    """Whether the call's process runs confined, and where, as the runtime says it."""
+    runs = request.get("runs")
+    if isinstance(runs, str) and runs:
+        return runs
+    # An older runtime: said from the capabilities, the same way the runtime says it.
+    return where_it_runs(caps if isinstance(caps, list) else [], str(request.get("cwd") or "?"))
 
 
 def elicitation_schema() -> dict[str, Any]:

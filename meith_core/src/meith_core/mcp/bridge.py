@@ -150,8 +150,14 @@ class Bridge:
             return error_content("PERMISSION_DENIED", f"{hidden}.")
         try:
             call = await session.link.start_call(params.name, params.arguments or {})
-        except TransportError as exc:
-            return error_content(exc.code, exc.message)
+        except TransportError:
+            # The connection broke before the call was sent: once more on a link that
+            # resumes the session.
+            session = await self.sessions.get(ctx)
+            try:
+                call = await session.link.start_call(params.name, params.arguments or {})
+            except TransportError as exc:
+                return error_content(exc.code, exc.message)
         return await self._drive(ctx, session, call, [])
 
     async def _resume(

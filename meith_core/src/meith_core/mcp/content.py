@@ -1,4 +1,9 @@
-"""A runtime ToolResult (and the artifacts its call streamed) as an MCP CallToolResult."""
+"""A runtime ToolResult (and the artifacts its call streamed) as an MCP CallToolResult.
+
+The structured content is the tool's content; MCP wants an object there, so content that is
+not one (a list, a string, a number) is `{"result": <content>}`, and the text says the same
+(the output schema is wrapped likewise, `mcp.tools.output_schema_of`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Any
 import mcp_types as types
 
 from meith_core.base.paths import is_within
-from meith_core.mcp.tools import META_PREFIX
+from meith_core.mcp.tools import META_PREFIX, RESULT_KEY
 
 #: Largest artifact file inlined as image content; bigger ones become resource links.
 MAX_INLINE_BYTES = 8 * 1024 * 1024
@@ -59,9 +64,9 @@ def to_call_result(
     blocks: list[types.ContentBlock] = []
     structured: dict[str, Any] | None = None
     if content is not None:
-        structured = content if isinstance(content, dict) else {"result": content}
+        structured = content if isinstance(content, dict) else {RESULT_KEY: content}
         text = result.get("text")
-        blocks.append(types.TextContent(text=text if isinstance(text, str) else _text(content)))
+        blocks.append(types.TextContent(text=text if isinstance(text, str) else _text(structured)))
     blocks.extend(artifact_block(a, artifacts_dir) for a in artifacts)
     return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta or None)
 

@@ -1,6 +1,13 @@
 """One MCP session's connection to the runtime: an `AsyncClient` of caller `agent`, labelled
 with the MCP client's name, i.e. one runtime session.
 
+The session is the agent's, not the socket's: it is resumable, so when the connection breaks
+(the runtime closed it, or it failed) the runtime keeps the session for a while and a new link
+takes it over with the resume token only this bridge holds (`connect(resume=...)`), with its
+processes, terminals, tabs and grants as they were. The client pings often enough for the
+runtime's idle timeout, so a pause alone does not break it. A deliberate `aclose` ends the
+session (`end_session`): what it started is then stopped.
+
 Each call's events, approval requests and result are funnelled into one queue, so the MCP
 handler serving that call sees them in order and can turn an approval request into an
 elicitation tied to the very request that caused it.
@@ -17,6 +24,9 @@ from typing import Any
 from meith_core.client._core import TransportError
 from meith_core.client.aio import AsyncClient, CallStream
 
+#: Tries at resuming a session before a new one is started, and the pause between them.
+RESUME_ATTEMPTS = 2
+RESUME_RETRY_S = 0.25
 #: (decision, who answered), as the runtime's approval_response wants them.
 Answer = tuple[str, str]
 
@@ -41,8 +51,9 @@ class CallHandle:
 
 
 class RuntimeLink:
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, cwd: str = "") -> None:
         self.label = label
+        self.cwd = cwd
         self.welcome: dict[str, Any] = {}
         self.on_tools_changed: Callable[[], None] | None = None
         self.broken = False
@@ -51,11 +62,21 @@ class RuntimeLink:
 
     @classmethod
     async def connect(
-        cls, socket_path: str, *, label: str, cwd: str, approvals: bool
+        cls,
+        socket_path: str,
+        *,
+        label: str,
+        cwd: str,
+        approvals: bool,
+        resume: RuntimeLink | None = None,
     ) -> RuntimeLink:
         """`approvals`: whether this session can ask its person (the MCP client can elicit).
-        When it cannot, the runtime asks its other approvers (a `serve` prompt) instead."""
-        link = cls(label)
+        When it cannot, the runtime asks its other approvers (a `serve` prompt) instead.
+
+        `resume`: the broken link whose session this one takes over. When the runtime no
+        longer keeps it (it ended, or the runtime restarted), a new session is started and
+        `resumed` is False."""
+        link = cls(label, cwd)
         link._client = await AsyncClient.connect(
             socket_path,
             caller="agent",
@@ -64,8 +85,12 @@ class RuntimeLink:
             on_approval=link._on_approval if approvals else None,
             on_tools_changed=link._tools_changed,
         )
+        token = resume.resume_token if resume is not None else None
         try:
-            link.welcome = await link.client.hello()
+            if token is not None:
+                link.welcome = await link._resume(token)
+            else:
+                link.welcome = await link.client.hello(resumable=True)
         except TransportError as exc:
             await link.aclose()
             raise TransportError(
@@ -75,10 +100,38 @@ class RuntimeLink:
             ) from None
         return link
 
+    async def _resume(self, token: str) -> dict[str, Any]:
+        """The welcome of the session `token` resumes, else of a new one. Asked twice: the
+        runtime detaches the old connection's session only once it has seen it close, which
+        can come a moment after this side saw the close."""
+        for attempt in range(RESUME_ATTEMPTS):
+            try:
+                return await self.client.hello(resumable=True, resume_token=token)
+            except TransportError:
+                if self.client.closed:
+                    raise
+                if attempt + 1 < RESUME_ATTEMPTS:
+                    await asyncio.sleep(RESUME_RETRY_S)
+        return await self.client.hello(resumable=True)
+
     @property
     def client(self) -> AsyncClient:
         assert self._client is not None
         return self._client
+
+    @property
+    def resume_token(self) -> str | None:
+        value = self.welcome.get("resumeToken")
+        return value if isinstance(value, str) else None
+
+    @property
+    def resumed(self) -> bool:
+        return self.welcome.get("resumed") is True
+
+    @property
+    def usable(self) -> bool:
+        """Neither a call nor the runtime has broken the connection."""
+        return not self.broken and self._client is not None and not self._client.closed
 
     @property
     def busy(self) -> bool:
@@ -90,9 +143,15 @@ class RuntimeLink:
         value = self.welcome.get("sessionId")
         return value if isinstance(value, str) else None
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, end_session: bool = True) -> None:
+        """Close the connection; `end_session` (the default) ends the runtime session too, so
+        the runtime stops what it started instead of keeping it for a resume."""
+        usable = self.usable
         self.broken = True
         if self._client is not None:
+            if end_session and usable:
+                with contextlib.suppress(TransportError, OSError):
+                    await self._client.end_session()
             await self._client.aclose()
 
     def _tools_changed(self) -> None:

@@ -8,7 +8,7 @@ import anyio
 
 from meith_core.mcp.bridge import Bridge
 from meith_core.mcp.http import BearerAuth, security_settings
-from meith_core.mcp.sessions import BridgeConfig, log
+from meith_core.mcp.sessions import NAMED_IDLE_S, BridgeConfig, log
 from meith_core.mcp.stdio import stdio_streams
 
 
@@ -43,6 +43,7 @@ async def run_http(
         streamable_http_path="/mcp",
         transport_security=security_settings(host, bound, origins),
         host=host,
+        session_idle_timeout=NAMED_IDLE_S,
     )
     shown = f"[{host}]" if ":" in host else host
     server = uvicorn.Server(

@@ -8,7 +8,8 @@ the only thing telling clients apart is the name they report. Such requests shar
 client name (and per whether the client can elicit: the runtime asks a link's connection for
 approvals only if it said it could answer when it connected), at most `MAX_NAMED_SESSIONS` of
 them at once. Such a session ends after `NAMED_IDLE_S` without a request and without a call in
-flight, as the SDK drops an idle handshake-era HTTP session: its session grants end with it.
+flight, as the SDK drops an idle handshake-era HTTP session after the same time: its session
+grants, and what it started, end with it.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ ROOTS_TIMEOUT_S = 5.0
 #: 2026-07-28 HTTP sessions kept at once. Their names are the clients' to choose and each holds
 #: a runtime connection, so a new name past this many ends the least recently used one.
 MAX_NAMED_SESSIONS = 64
-#: How long a 2026-07-28 HTTP session may sit unused (30 minutes, the SDK's idle timeout for a
-#: handshake-era HTTP session); `MEITH_MCP_SESSION_IDLE_S` tunes it.
-NAMED_IDLE_S = seconds_from_env(os.environ, "MEITH_MCP_SESSION_IDLE_S", 30 * 60.0)
+#: How long an HTTP session (either era) may sit unused before it ends, and with it its runtime
+#: session and what that started: two hours, so an agent that waits an hour for its human finds
+#: its work as it left it (the SDK's own default for handshake-era sessions is 30 minutes; the
+#: bridge passes this instead). `MEITH_MCP_SESSION_IDLE_S` tunes it.
+NAMED_IDLE_S = seconds_from_env(os.environ, "MEITH_MCP_SESSION_IDLE_S", 2 * 3600.0)
 _NAMED = "http-2026:"
 
 
@@ -78,6 +81,8 @@ class AgentSession:
     link: RuntimeLink
     tools: list[dict[str, Any]] | None = None
     log_level: str = "info"
+    #: The directory the session's link said it works in (kept for its reconnects).
+    cwd: str = ""
     last_used: float = field(default_factory=time.monotonic)
 
     async def all_tools(self) -> list[dict[str, Any]]:
@@ -124,13 +129,15 @@ class BridgeSessions:
         elicits = can_elicit(ctx)
         key = self._key(ctx, label, elicits)
         session = self._sessions.get(key)
-        if session is not None and not session.link.broken:
+        if session is not None and session.link.usable:
             session.last_used = time.monotonic()
             return session
         async with self._lock:
             session = self._sessions.get(key)
-            if session is not None and not session.link.broken:
+            if session is not None and session.link.usable:
                 return session
+            if session is not None:
+                return await self._reconnect(session, elicits)
             if key.startswith(_NAMED):
                 await self._make_room()
             try:
@@ -142,7 +149,7 @@ class BridgeSessions:
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
-            session = AgentSession(key, label, link)
+            session = AgentSession(key, label, link, cwd=link.cwd)
             link.on_tools_changed = lambda: self._changed(key)
             self._sessions[key] = session
             log(f"runtime session {link.session_id} for {label}")
@@ -152,6 +159,33 @@ class BridgeSessions:
                 self._connections[key] = connection
                 connection.exit_stack.push_async_callback(self._end_session, key)
             return session
+
+    async def _reconnect(self, session: AgentSession, elicits: bool) -> AgentSession:
+        """A new link for a session whose link broke, resuming its runtime session."""
+        old = session.link
+        await old.aclose(end_session=False)
+        try:
+            link = await RuntimeLink.connect(
+                self.config.socket_path,
+                label=session.label,
+                cwd=session.cwd,
+                approvals=elicits,
+                resume=old,
+            )
+        except TransportError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
+        key = session.key
+        link.on_tools_changed = lambda: self._changed(key)
+        session.link, session.tools = link, None
+        session.last_used = time.monotonic()
+        if link.resumed:
+            log(f"runtime session {link.session_id} resumed for {session.label}")
+        else:
+            log(
+                f"runtime session {old.session_id} could not be resumed (it ended); "
+                f"new runtime session {link.session_id} for {session.label}"
+            )
+        return session
 
     async def expire_idle_forever(self) -> None:
         """End 2026-07-28 sessions idle for `NAMED_IDLE_S` (run by the HTTP server)."""

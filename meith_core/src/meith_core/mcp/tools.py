@@ -1,7 +1,8 @@
 """Runtime tool descriptors to MCP tools: which are listed, in what order, with which hints.
 
-Hints come from the capabilities a tool declares, never from its name: a client that trusts
-`readOnlyHint` must be able to, because the runtime enforces the same declaration.
+Hints come from what a tool declares — its capabilities and its effect — never from its name,
+derived in one place (`protocol.capabilities.hints`): a client that trusts `readOnlyHint` must
+be able to, because the runtime enforces the same declaration.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from typing import Any
 
 import mcp_types as types
 
-from meith_core.protocol.capabilities import PRIVILEGED, Capability
+from meith_core.protocol.capabilities import PRIVILEGED, Capability, Effect, hints
 
 #: `_meta` namespace for what meith adds to MCP objects.
 META_PREFIX = "dev.meith/"
+#: Where content that is not an object goes in structured content (MCP wants an object).
+RESULT_KEY = "result"
 #: Providers whose privileged tools need no plugin approval (the host's own).
 _HOST_PROVIDERS = frozenset({"core", "app"})
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _PRIVILEGED_VALUES = frozenset(c.value for c in PRIVILEGED)
+_KNOWN_CAPABILITIES = frozenset(c.value for c in Capability)
 
 
 @dataclass(frozen=True)
@@ -90,19 +94,36 @@ def why_hidden(
 
 
 def annotations_for(descriptor: dict[str, Any]) -> types.ToolAnnotations:
-    caps = set(capabilities_of(descriptor))
+    """The hints of `protocol.capabilities.hints`: capabilities and declared effect."""
+    caps = [c for c in capabilities_of(descriptor) if c in _KNOWN_CAPABILITIES]
+    effect = descriptor.get("effect")
+    try:
+        declared = Effect(effect) if isinstance(effect, str) else None
+    except ValueError:  # a newer runtime's effect: judged by the capabilities alone
+        declared = None
+    read_only, destructive, idempotent, open_world = hints(
+        caps, declared, bool(descriptor.get("idempotent", False))
+    )
     return types.ToolAnnotations(
-        read_only_hint=caps == {Capability.READ_ONLY.value},
-        destructive_hint=Capability.DESTRUCTIVE.value in caps,
-        idempotent_hint=bool(descriptor.get("idempotent", False)),
-        open_world_hint=bool(
-            caps & {Capability.ACCESSES_NETWORK.value, Capability.CONTROLS_BROWSER.value}
-        ),
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
     )
 
 
 def _object_schema(schema: Any) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) and schema.get("type") == "object" else None
+
+
+def output_schema_of(schema: Any) -> dict[str, Any] | None:
+    """The tool's output schema as MCP carries it: an object schema as it is; any other (a
+    list) wrapped as `{"result": ...}`, the shape `mcp.content` gives such results."""
+    if not isinstance(schema, dict) or not schema:
+        return None
+    if schema.get("type") == "object":
+        return schema
+    return {"type": "object", "properties": {RESULT_KEY: schema}, "required": [RESULT_KEY]}
 
 
 def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
@@ -115,7 +136,7 @@ def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
         description=description,
         input_schema=_object_schema(descriptor.get("inputSchema"))
         or {"type": "object", "properties": {}},
-        output_schema=_object_schema(descriptor.get("outputSchema")),
+        output_schema=output_schema_of(descriptor.get("outputSchema")),
         annotations=annotations_for(descriptor),
         _meta={
             META_PREFIX + "capabilities": caps,

@@ -3,7 +3,7 @@
 Both gates apply only to tools that declare a privileged capability; everything else is
 allowed for every caller (and still audited). Every decision carries a human-readable reason
 that lands in the audit entry. The grants sessions hold, and their revocation, are kept by
-`policy.session_grants`.
+`policy.session_grants`, on each session's `Session` (`policy.sessions`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from meith_core.policy.hints import approve_hint, grant_hint
 from meith_core.policy.plugin_approvals import Approval, PluginApprovals
 from meith_core.policy.request import ActsOn, AuthRequest, Target
 from meith_core.policy.session_grants import SessionGrants
+from meith_core.policy.sessions import Sessions
 from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.capabilities import Capability, parse_capabilities, privileged_of
@@ -42,6 +43,7 @@ class PermissionService:
         fingerprint_of: Callable[[str], str | None],
         approver: Approver | None = None,
         host_providers: frozenset[str] = HOST_PROVIDERS,
+        sessions: Sessions | None = None,
     ) -> None:
         self.approvals = approvals
         self.standing = standing
@@ -50,7 +52,9 @@ class PermissionService:
         self._host_providers = host_providers
         #: The home whose files the hints tell the user to edit.
         self._home = standing.path.parent
-        self._sessions = SessionGrants(standing)
+        #: The sessions whose grants this service reads (the runtime's registry).
+        self.sessions = sessions if sessions is not None else Sessions()
+        self._sessions = SessionGrants(standing, self.sessions)
 
     # -- grants and sessions ------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The grants a session holds: its own (in memory, gone with the session) and the standing ones
-that apply to it; which sessions were revoked; spending a grant's uses.
+"""The grants a session holds: its own (kept on its `Session`, gone with it) and the standing
+ones that apply to it; which sessions were revoked; spending a grant's uses.
 
 The permission service asks this module which grant covers a call; the gates themselves, and
 the approvers asked when none does, are in `policy.service`.
@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
+from meith_core.policy.sessions import Sessions
 from meith_core.protocol.caller import CallerKind
 from meith_core.protocol.capabilities import Capability
 
@@ -22,9 +23,9 @@ MAX_REMEMBERED_REVOKED = 100_000
 
 
 class SessionGrants:
-    def __init__(self, standing: StandingGrants) -> None:
+    def __init__(self, standing: StandingGrants, sessions: Sessions) -> None:
         self.standing = standing
-        self._by_session: dict[str, list[Grant]] = {}
+        self._sessions = sessions
         # Insertion-ordered, so the oldest can be forgotten (see MAX_REMEMBERED_REVOKED).
         self._revoked: dict[str, None] = {}
 
@@ -57,7 +58,7 @@ class SessionGrants:
             source=source,
             net=net,
         )
-        self._by_session.setdefault(session, []).append(grant)
+        self._sessions.holder(session, grant.caller).grants.append(grant)
         return grant
 
     def revoke(self, session: str) -> None:
@@ -65,14 +66,16 @@ class SessionGrants:
         self._revoked[session] = None
         while len(self._revoked) > MAX_REMEMBERED_REVOKED:
             del self._revoked[next(iter(self._revoked))]
-        self._by_session.pop(session, None)
+        holder = self._sessions.get(session)
+        if holder is not None:
+            holder.grants.clear()
 
     def is_revoked(self, session: str | None) -> bool:
         return session is not None and session in self._revoked
 
     def of(self, session: str) -> list[Grant]:
         """The session's own grants (not the standing ones)."""
-        return list(self._by_session.get(session, ()))
+        return list(self._sessions.own_grants(session))
 
     def first_held(
         self, kind: CallerKind, session: str, tool: str, wanted: tuple[Capability, ...], cwd: str
@@ -90,7 +93,7 @@ class SessionGrants:
 
     def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
         """The session's own grants, then the standing grants that apply to it."""
-        own = [g for g in self._by_session.get(session, ()) if g.caller is kind]
+        own = [g for g in self._sessions.own_grants(session) if g.caller is kind]
         standing = [
             g
             for g in self.standing.current()
@@ -110,7 +113,7 @@ class SessionGrants:
         """The grant covering this call, one of its uses spent; None when none covers it
         (`cwd` None: the call acts on no directory, so no directory-confined grant does)."""
         now = time.time_ns() // 1_000_000
-        grants = self._by_session.get(session, [])
+        grants = self._sessions.own_grants(session)
         for grant in grants:
             if (
                 grant.caller is kind

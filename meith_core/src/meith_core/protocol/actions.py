@@ -54,6 +54,13 @@ class IdentityFixed(NamedTuple):
     identity: Identity
 
 
+class SessionResumed(NamedTuple):
+    """The connection took over a detached session: the one it was opened with is dropped."""
+
+    dropped_session_id: str
+    session_id: str
+
+
 class ApprovalAnswered(NamedTuple):
     approval_id: str
     reply: ApprovalReply
@@ -78,9 +85,18 @@ Action = (
     | SendTools
     | SendSessions
     | IdentityFixed
+    | SessionResumed
     | ApprovalAnswered
     | RefusedCall
 )
+
+
+class ResumedSession(NamedTuple):
+    """Who a detached session was, as its resume token's lookup tells the connection rules."""
+
+    session_id: str
+    caller: CallerKind
+    label: str | None
 
 
 class ApprovalAsk(NamedTuple):

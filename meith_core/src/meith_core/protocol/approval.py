@@ -48,6 +48,21 @@ class ApprovalRequest:
     notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
+def where_it_runs(capabilities: tuple[Capability, ...] | list[str], cwd: str) -> str:
+    """What a person approving a call is told about where it acts, in plain words.
+
+    An approval covers the call without a directory grant, so a process it starts is never
+    confined: it runs with the user's full access, and its directory is only where it starts.
+    """
+    values = {c.value if isinstance(c, Capability) else str(c) for c in capabilities}
+    if Capability.STARTS_PROCESS.value in values:
+        return (
+            "NOT confined: the process runs with your full access (files, network, your "
+            f"other programs); it only starts in {cwd}"
+        )
+    return f"Acts on: {cwd}"
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalReply:
     """An answer together with who gave it; `answered_by` lands in the decision's reason."""

@@ -20,6 +20,7 @@ from meith_core.protocol.approval import (
     ApprovalReply,
     ApprovalRequest,
     approval_timeout_s,
+    where_it_runs,
 )
 from meith_core.protocol.caller import sanitize_label
 from meith_core.protocol.frames import frame
@@ -63,6 +64,7 @@ class ApprovalDesk:
             plugin=request.plugin_id,
             capabilities=[c.value for c in request.capabilities],
             cwd=request.cwd,
+            runs=where_it_runs(request.capabilities, request.cwd),
             arguments=_summary_value(request.arguments_summary),
             caller=ident.caller.value,
             label=ident.label,

@@ -58,3 +58,77 @@ def privileged_of(capabilities: Iterable[Capability]) -> tuple[Capability, ...]:
 
 
 _PRIVILEGED_OF: dict[tuple[Capability, ...], tuple[Capability, ...]] = {}
+
+
+class Effect(StrEnum):
+    """What a tool does to the world it acts on, at worst: the other half (beside its
+    capabilities) of the hints a client is given (`hints`)."""
+
+    #: Observes only.
+    READS = "reads"
+    #: Makes something new at each call (a process, a tab, a checkpoint).
+    CREATES = "creates"
+    #: Adds to what is there (a commit to history, text to a log).
+    APPENDS = "appends"
+    #: Changes state in place; the same call again leaves the same state (stage, resize).
+    UPDATES = "updates"
+    #: Reloads what the host runs (plugins); nothing is lost.
+    RELOADS = "reloads"
+    #: Kills, removes, discards or overwrites (kill a terminal, remove a worktree).
+    REMOVES = "removes"
+    #: Sends input whose consequences are the target's (keys to a shell, a click in a page).
+    ACTS = "acts"
+
+
+#: Effects a repeated call always adds to: never idempotent, whatever the tool says.
+_NEVER_IDEMPOTENT = frozenset({Effect.CREATES, Effect.APPENDS, Effect.ACTS})
+_OPEN_WORLD = frozenset({Capability.ACCESSES_NETWORK, Capability.CONTROLS_BROWSER})
+
+
+class Hints(tuple[bool, bool, bool, bool]):
+    """`(read_only, destructive, idempotent, open_world)`, as MCP's tool annotations."""
+
+    __slots__ = ()
+
+    @property
+    def read_only(self) -> bool:
+        return self[0]
+
+    @property
+    def destructive(self) -> bool:
+        return self[1]
+
+    @property
+    def idempotent(self) -> bool:
+        return self[2]
+
+    @property
+    def open_world(self) -> bool:
+        return self[3]
+
+
+def hints(
+    capabilities: Iterable[Capability | str], effect: Effect | str | None, idempotent: bool
+) -> Hints:
+    """The one derivation of a tool's hints from its capabilities and declared effect.
+
+    Read-only: it only reads, and reaches neither the network nor anything privileged.
+    Destructive: the `destructive` capability, or an effect that removes or acts. Idempotent:
+    as the tool declares, unless its effect adds at every call. Open world: it reaches the
+    network or a browser. Without a declared effect, a tool whose only capability is
+    `read-only` reads; any other is judged by its capabilities alone.
+    """
+    caps = set(parse_capabilities(capabilities))
+    declared = Effect(effect) if effect is not None else None
+    if declared is None and caps == {Capability.READ_ONLY}:
+        declared = Effect.READS
+    read_only = declared is Effect.READS and caps <= {Capability.READ_ONLY}
+    destructive = Capability.DESTRUCTIVE in caps or declared in (Effect.REMOVES, Effect.ACTS)
+    return Hints(
+        (
+            read_only,
+            destructive,
+            idempotent and declared not in _NEVER_IDEMPOTENT,
+            bool(caps & _OPEN_WORLD),
+        )
+    )

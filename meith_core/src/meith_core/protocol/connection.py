@@ -21,6 +21,12 @@ unknown token, or one whose session has ended since, is refused call by call: it
 back to an identity of its own choosing. A peer that must present one (a confined child) and
 does not (a connection on the children's token-only socket, or any process the runtime started)
 is refused the same way.
+
+Sessions that outlive a connection: a `hello` asking `resumable` gets a `resumeToken` in its
+`welcome`; a later connection whose first claim is a `hello` presenting it takes that session
+over (its id, kind and label; approvals as this connection says) when the runtime still keeps
+it detached. `end_session` says the client is done: the session then ends with the connection.
+The `welcome` also says the idle timeout, so a client knows how often to `ping`.
 """
 
 from __future__ import annotations
@@ -38,9 +44,11 @@ from meith_core.protocol.actions import (
     IdentityFixed,
     Refused,
     RefusedCall,
+    ResumedSession,
     Send,
     SendSessions,
     SendTools,
+    SessionResumed,
     StartCall,
 )
 from meith_core.protocol.approval_desk import ApprovalDesk
@@ -58,6 +66,7 @@ from meith_core.protocol.messages import (
     ApprovalResponse,
     CancelToolCall,
     ClientInfo,
+    EndSession,
     Hello,
     ListSessions,
     ListTools,
@@ -102,8 +111,16 @@ class Connection:
         may_answer_approvals: bool = True,
         resolve_token: Callable[[str], ChildBinding | None] | None = None,
         token_required: bool = False,
+        idle_timeout_s: float | None = None,
+        resume: Callable[[str], ResumedSession | None] | None = None,
+        issue_resume_token: Callable[[str], str | None] | None = None,
     ) -> None:
         self.session_id = session_id
+        self._idle_timeout_s = idle_timeout_s
+        self._resume = resume
+        self._issue_resume_token = issue_resume_token
+        #: The client sent `end_session`: its session ends with this connection.
+        self.ending = False
         self._resolve_token = resolve_token
         #: The child token this connection presented, checked again before every call ("":
         #: none, but one was required).
@@ -216,20 +233,9 @@ class Connection:
             self._watching = self._watching or parsed.watch
             out.append(SendTools(parsed.names))
         elif isinstance(parsed, Hello):
-            self._claim(parsed.clientInfo, out)
-            refused = self._token_refusal()
-            if refused:
-                out.append(Send(error_frame(request_id, refused)))
-                return
-            ident = self.identity
-            welcome = frame(
-                "welcome",
-                sessionId=ident.session_id or self.session_id,
-                caller=ident.caller.value,
-                label=ident.label,
-                serverVersion=self._server_version,
-            )
-            out.append(Send(welcome))
+            self._hello(parsed, request_id, out)
+        elif isinstance(parsed, EndSession):
+            self.ending = True
         elif isinstance(parsed, ListSessions):
             refused = self._token_refusal()
             out.append(Send(error_frame(request_id, refused)) if refused else SendSessions())
@@ -255,6 +261,56 @@ class Connection:
             cwd=self._runtime_cwd,
             label=ident.label,
         )
+
+    def _hello(self, hello: Hello, request_id: str | None, out: list[Action]) -> None:
+        resumed = False
+        if hello.resumeToken is not None:
+            why = self._take_over(hello, out)
+            if why:
+                out.append(Send(error_frame(request_id, why)))
+                return
+            resumed = True
+        else:
+            self._claim(hello.clientInfo, out)
+        refused = self._token_refusal()
+        if refused:
+            out.append(Send(error_frame(request_id, refused)))
+            return
+        ident = self.identity
+        fields: dict[str, Any] = {
+            "sessionId": ident.session_id or self.session_id,
+            "caller": ident.caller.value,
+            "label": ident.label,
+            "serverVersion": self._server_version,
+        }
+        if self._idle_timeout_s is not None:
+            fields["idleTimeoutS"] = self._idle_timeout_s
+        if (hello.resumable or resumed) and self._issue_resume_token and self._token is None:
+            token = self._issue_resume_token(self.session_id)
+            if token is not None:
+                fields["resumeToken"] = token
+        if resumed:
+            fields["resumed"] = True
+        out.append(Send(frame("welcome", **fields)))
+
+    def _take_over(self, hello: Hello, out: list[Action]) -> str:
+        """Resume the detached session `hello.resumeToken` names; "" when done, else why not."""
+        if self._identity is not None:
+            return "a connection resumes a session only in its first frame"
+        if self._token_required or hello.clientInfo.sessionToken is not None:
+            return "a process started for a session cannot resume a session"
+        found = self._resume(hello.resumeToken or "") if self._resume else None
+        if found is None:
+            return (
+                "resumeToken is not valid: the session ended, is held by another connection, or "
+                "was never issued; start a new session"
+            )
+        out.append(SessionResumed(self.session_id, found.session_id))
+        self.session_id = found.session_id
+        approvals = hello.clientInfo.approvals and self._may_answer_approvals
+        self._identity = Identity(found.caller, found.label, approvals)
+        out.append(IdentityFixed(self._identity))
+        return ""
 
     # -- identity --------------------------------------------------------------------------
 

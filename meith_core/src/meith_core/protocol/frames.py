@@ -6,6 +6,7 @@ building a dict per frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from meith_core.protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
@@ -34,7 +35,24 @@ def event_prefix(request_id: str) -> bytes:
     )
 
 
-def result_frame(request_id: str, tool: str, result: ToolResult) -> bytes:
+def too_large_message(tool: str, size: int, narrowing: Sequence[str] = ()) -> str:
+    """Why a result was not sent, and how to ask for less: only with arguments the tool has."""
+    how = (
+        f"narrow the request with {', '.join(narrowing)}"
+        if narrowing
+        else "this tool has no argument that narrows it"
+    )
+    return f'The result of "{tool}" is {size} bytes, more than a frame may carry ({MAX_FRAME_BYTES}); {how}'
+
+
+def result_frame(
+    request_id: str,
+    tool: str,
+    result: ToolResult,
+    narrowing: Callable[[], Sequence[str]] | None = None,
+) -> bytes:
+    """The `tool_result` frame; one too large for a frame becomes an error that names the
+    tool's own arguments that ask for less (`narrowing`, asked only then)."""
     body = result.encoded
     if body is None:
         body = dumps_bytes(result.to_wire())
@@ -46,10 +64,11 @@ def result_frame(request_id: str, tool: str, result: ToolResult) -> bytes:
         + b',"result":'
     )
     if len(head) + len(body) + 2 > MAX_FRAME_BYTES:
+        names = list(narrowing()) if narrowing is not None else []
         too_big = error_result(
             ErrorCode.TOOL_FAILED,
-            f'The result of "{tool}" is {len(body)} bytes, more than a frame may carry '
-            f"({MAX_FRAME_BYTES}); narrow the request (e.g. a path or a limit)",
+            too_large_message(tool, len(body), names),
+            {"sizeBytes": len(body), "limitBytes": MAX_FRAME_BYTES, "narrowWith": names},
         )
         body = dumps_bytes(too_big.to_wire())
     return head + body + b"}\n"

@@ -61,6 +61,18 @@ class Hello(_Message):
 
     type: Literal["hello"]
     clientInfo: ClientInfo = Field(default_factory=ClientInfo)
+    #: Keep this session when the connection closes without `end_session`, for a while: the
+    #: `welcome` then carries a `resumeToken` that brings it back on another connection.
+    resumable: bool = False
+    #: Resume the detached session this token (from an earlier `welcome`) names, instead of
+    #: starting a new one.
+    resumeToken: Annotated[str, Field(max_length=200)] | None = None
+
+
+class EndSession(_Message):
+    """The client is done: the session ends with the connection (never kept for a resume)."""
+
+    type: Literal["end_session"]
 
 
 class ListSessions(_Message):
@@ -95,7 +107,14 @@ class CancelToolCall(_Message):
 
 
 AnyClientMessage = (
-    ListTools | ToolCall | CancelToolCall | Hello | ListSessions | Ping | ApprovalResponse
+    ListTools
+    | ToolCall
+    | CancelToolCall
+    | Hello
+    | ListSessions
+    | Ping
+    | ApprovalResponse
+    | EndSession
 )
 ClientMessage = Annotated[AnyClientMessage, Field(discriminator="type")]
 client_message_adapter: TypeAdapter[AnyClientMessage] = TypeAdapter(ClientMessage)
@@ -112,6 +131,8 @@ class ToolDescriptor(BaseModel):
     timeoutMs: int | None = None
     outputSchema: dict[str, Any] | None = None
     idempotent: bool = False
+    #: What the tool does at worst (`protocol.capabilities.Effect`); absent: undeclared.
+    effect: str | None = None
     #: Privileged tools: whether their plugin's approval covers them now. Read-only: true.
     approved: bool = True
 
@@ -146,6 +167,14 @@ class Welcome(_Message):
     caller: str
     label: str | None = None
     serverVersion: str
+    #: Seconds of silence after which the runtime closes the connection (None: never); a
+    #: client that waits longer sends `ping` more often than this.
+    idleTimeoutS: float | None = None
+    #: Asked for with `hello.resumable`: the secret that resumes this session on another
+    #: connection (a new one at each resume).
+    resumeToken: str | None = None
+    #: This connection took over a detached session (`hello.resumeToken`).
+    resumed: bool = False
 
 
 class GrantSummary(BaseModel):
@@ -170,6 +199,12 @@ class SessionSummary(BaseModel):
     since: str
     calls: int
     grants: list[GrantSummary] = Field(default_factory=list)
+    #: `attached` (a connection holds it) or `detached` (waiting to be resumed).
+    state: str = "attached"
+    #: While detached: seconds until it ends unless resumed.
+    endsInS: int | None = None
+    #: What the session started and still owns, as the plugins report it.
+    owns: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class SessionsList(_Message):

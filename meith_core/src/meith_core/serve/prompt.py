@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TextIO
 
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, where_it_runs
 
 #: An unanswered prompt denies after this long, so a forgotten terminal cannot hang callers.
 PROMPT_TIMEOUT_S = 120.0
@@ -50,7 +50,7 @@ class TerminalApprover:
                 f"  caller        {request.caller.caller.value}  (session {request.caller.session_id})\n"
                 f"  tool          {request.tool_name}  (plugin {request.plugin_id})\n"
                 f"  capabilities  {caps}\n"
-                f"  cwd           {request.cwd}\n"
+                f"  runs          {where_it_runs(request.capabilities, request.cwd)}\n"
                 f"  arguments     {request.arguments_summary}\n"
             )
             for _attempt in range(3):

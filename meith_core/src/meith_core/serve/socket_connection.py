@@ -25,6 +25,7 @@ from meith_core.protocol.actions import (
     Send,
     SendSessions,
     SendTools,
+    SessionResumed,
     StartCall,
 )
 from meith_core.protocol.approval import ApprovalReply, ApprovalRequest
@@ -106,6 +107,9 @@ class SocketConnection(asyncio.Protocol):
             may_answer_approvals=not admitted.descendant,
             resolve_token=runtime.child_tokens.resolve,
             token_required=self.token_only or admitted.descendant,
+            idle_timeout_s=self.server.idle_timeout_s,
+            resume=runtime.resume_session,
+            issue_resume_token=runtime.sessions.issue_resume_token,
         )
         self.server.connections.add(self)
         self.server.runtime.track_session(self.rules.session_id, self.rules.identity.caller)
@@ -130,6 +134,9 @@ class SocketConnection(asyncio.Protocol):
             self.send(server.tools_list_frame(action.names))
         elif isinstance(action, SendSessions):
             self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+        elif isinstance(action, SessionResumed):
+            server.runtime.sessions.end(action.dropped_session_id)  # opened here, never used
+            _log.info("session resumed", sessionId=action.session_id)
         elif isinstance(action, IdentityFixed):
             ident = action.identity
             if ident.session_id:
@@ -173,11 +180,11 @@ class SocketConnection(asyncio.Protocol):
         rules = self.rules
         if rules is None:
             return
-        was_open = not rules.closed
         self._end("client disconnected")
         self.server.forget(self)
-        if was_open:
-            self.server.session_ended(rules.session_id)
+        # Whoever closed it (the client, or this side: idle, not reading), the connection's
+        # session ends now, or waits to be resumed.
+        self.server.session_ended(rules.session_id, ending=rules.ending)
 
     def _end(self, reason: str) -> None:
         rules = self.rules
@@ -218,7 +225,16 @@ class SocketConnection(asyncio.Protocol):
             self._tokens.pop(rid, None)
             if self.rules is not None:
                 self.rules.call_finished(rid, time.monotonic())
-        self.send(frames.result_frame(rid, call.toolName, result))
+        self.send(frames.result_frame(rid, call.toolName, result, self._narrowing(call.toolName)))
+
+    def _narrowing(self, tool: str) -> Any:
+        """Asked only for a result too large to send: the tool's arguments that ask for less."""
+
+        def names() -> list[str]:
+            registered = self.server.runtime.catalogue.get(tool)
+            return registered.definition.narrowing_arguments if registered is not None else []
+
+        return names
 
     async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
         """The session approver of a connection that said it answers approvals."""

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import structlog
 
+from meith_core.base.envknobs import seconds_from_env
 from meith_core.base.peers import peer_confinement, peer_credentials, peer_descends_from
 from meith_core.call.tasks import TaskSet
 from meith_core.host.runtime import Runtime
@@ -46,6 +47,10 @@ PARTIAL_FRAME_TIMEOUT_S: Final = 30.0
 #: A connection with nothing in flight that sends nothing for this long is closed. Any frame
 #: resets it; `{"type":"ping"}` is the cheap one.
 IDLE_TIMEOUT_S: Final = 600.0
+#: How long a resumable session (`hello.resumable`, the MCP bridge's) is kept after its
+#: connection closed without `end_session`, waiting for its client to resume it; then it ends
+#: and what it started is stopped. `MEITH_SESSION_RESUME_S` tunes it.
+RESUME_WINDOW_S: Final = seconds_from_env(os.environ, "MEITH_SESSION_RESUME_S", 120.0)
 
 
 class SocketServer:
@@ -62,8 +67,10 @@ class SocketServer:
         child: BoundSocket | None = None,
         limits: Limits | None = None,
         token_grace_s: float = TOKEN_GRACE_S,
+        resume_window_s: float = RESUME_WINDOW_S,
     ) -> None:
         self.runtime = runtime
+        self.resume_window_s = resume_window_s
         self.bound = bound
         #: The token-only socket for processes started for agent sessions (see
         #: `policy.child_tokens`).
@@ -155,7 +162,18 @@ class SocketServer:
             self._tools_frame = (version, frames.tools_list_frame(self.runtime.tool_listing()))
         return self._tools_frame[1]
 
-    def session_ended(self, session_id: str) -> None:
+    def session_ended(self, session_id: str, *, ending: bool = True) -> None:
+        """A connection closed: its session ends, or waits to be resumed when it is resumable
+        and the client did not say it was done."""
+        if not ending and self.runtime.sessions.detach(
+            session_id, time.monotonic() + self.resume_window_s
+        ):
+            _log.info(
+                "session detached, waiting to be resumed",
+                sessionId=session_id,
+                windowS=self.resume_window_s,
+            )
+            return
         self._session_tasks.spawn(self.runtime.close_session(session_id))
 
     # -- the watchdog: unfinished frames, idle connections, tool list changes -------------
@@ -171,6 +189,9 @@ class SocketServer:
             now = time.monotonic()
             if self._orphans is not None:
                 self._orphans.sweep(now)
+            for session_id in self.runtime.sessions.expired(now):
+                _log.info("detached session not resumed in time; ending it", sessionId=session_id)
+                self._session_tasks.spawn(self.runtime.close_session(session_id))
             for conn in list(self.connections):
                 why = (
                     conn.rules.overdue(

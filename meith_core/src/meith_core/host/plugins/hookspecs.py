@@ -78,9 +78,20 @@ def meith_shutdown(host: PluginHost) -> Any:
 
 @hookspec
 def meith_session_ended(host: PluginHost, session_id: str) -> Any:
-    """A caller session ended (its connection closed, or it was revoked). May be async.
+    """A caller session ended (its client said so, its connection closed and it was not
+    resumed in time, or it was revoked). May be async.
 
-    Release anything held on behalf of that session (e.g. browser tab claims).
+    Release anything held on behalf of that session (e.g. browser tab claims), and stop what
+    an agent session started unless it was detached to the local user (`detach: true`).
+    """
+
+
+@hookspec
+def meith_session_objects(session_id: str) -> list[dict[str, Any]] | None:
+    """What this plugin holds for a live session, for `meith sessions`. Synchronous and quick.
+
+    Each item is `{"kind", "id", "detached", "summary"?}`: e.g. a dev server, a terminal, a
+    claimed tab. `detached` says whether it outlives the session (handed to the local user).
     """
 
 
