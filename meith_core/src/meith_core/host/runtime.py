@@ -353,6 +353,12 @@ class Runtime:
         if approver is None or session_id in self.sessions:
             self._approvers.set_for_session(session_id, approver)
 
+    def set_console_approver(self, session_id: str, approver: Approver | None) -> None:
+        """`approver` (a local user's console) is asked about every session's approval
+        requests, after the calling connection and the `meith_approve` hooks."""
+        if approver is None or session_id in self.sessions:
+            self._approvers.set_console(session_id, approver)
+
     def list_sessions(self) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)."""
         return describe_sessions(self.sessions, self.permissions)

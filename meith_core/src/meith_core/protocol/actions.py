@@ -19,6 +19,8 @@ class Identity:
     approvals: bool = False
     #: The session a child's token binds this connection to (its calls are that session's).
     session_id: str | None = None
+    #: The local user's console: asked about every session's approval requests.
+    console: bool = False
 
 
 # -- actions: what the adapter must do --------------------------------------------------
@@ -54,12 +56,27 @@ class IdentityFixed(NamedTuple):
     identity: Identity
 
 
+class RevokeSession(NamedTuple):
+    """End a session's grants (asked by the local user's console)."""
+
+    session_id: str
+
+
 class ApprovalAnswered(NamedTuple):
     approval_id: str
     reply: ApprovalReply
 
 
-Action = Send | StartCall | CancelCall | SendTools | SendSessions | IdentityFixed | ApprovalAnswered
+Action = (
+    Send
+    | StartCall
+    | CancelCall
+    | SendTools
+    | SendSessions
+    | IdentityFixed
+    | ApprovalAnswered
+    | RevokeSession
+)
 
 
 class ApprovalAsk(NamedTuple):
