@@ -117,8 +117,7 @@ class ApprovalDesk:
     def _who(self) -> str:
         ident = self._conn.identity
         if ident.console:
-            label = f" {ident.label!r}" if ident.label else ""
-            return f"the local user's console (meith ui){label}"
+            return "the local user's console (meith ui)"
         label = f" {ident.label!r}" if ident.label else ""
         return f"the calling {ident.caller.value} connection{label}"
 

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from meith_core.base.home import MeithHome
 from meith_core.client import TransportError
-from meith_core.policy.grants import StandingGrants, new_grant
+from meith_core.policy.grants import Grant, StandingGrants, new_grant
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.protocol.capabilities import PRIVILEGED, parse_capabilities
 from meith_core.ui.audit_feed import AuditFeed
@@ -218,33 +218,36 @@ async def _grants(console: Console, request: Request) -> Response:
 
 
 async def _add_grant(console: Console, request: Request) -> Response:
-    """The CLI's narrow forms: caller (and agent name), capabilities, tool, directory, expiry
-    in seconds, uses."""
     body = await _body(request)
     try:
-        caps = parse_capabilities([str(c) for c in body.get("capabilities") or []])
-        if not caps or any(c not in PRIVILEGED for c in caps):
-            raise ValueError("choose one or more privileged capabilities")
-        cwd = str(body.get("cwd") or "").strip() or None
-        prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
-        if prefix is not None and not os.path.isdir(prefix):
-            raise ValueError(f"{prefix}: no such directory")
-        expires_s = int(body.get("expiresS") or 0)
-        uses = int(body.get("uses") or 0) or None
-        grant = new_grant(
-            str(body.get("caller") or "cli"),
-            caps,
-            tool=str(body.get("tool") or "").strip() or None,
-            uses=uses,
-            expires_at=time.time_ns() // 1_000_000 + expires_s * 1000 if expires_s > 0 else None,
-            cwd_prefix=prefix,
-            source="standing",
-            agent=str(body.get("agent") or "").strip() or None,
-        )
+        grant = await asyncio.to_thread(_grant_from_form, body)
     except (ValueError, TypeError) as exc:
         return _error(str(exc))
     StandingGrants(console.home.grants_path).add(grant)
     return JSONResponse({"ok": True, "grant": grant.to_json()})
+
+
+def _grant_from_form(body: dict[str, Any]) -> Grant:
+    """The CLI's narrow forms: caller (and agent name), capabilities, tool, directory, expiry
+    in seconds, uses."""
+    caps = parse_capabilities([str(c) for c in body.get("capabilities") or []])
+    if not caps or any(c not in PRIVILEGED for c in caps):
+        raise ValueError("choose one or more privileged capabilities")
+    cwd = str(body.get("cwd") or "").strip() or None
+    prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
+    if prefix is not None and not os.path.isdir(prefix):
+        raise ValueError(f"{prefix}: no such directory")
+    expires_s = int(body.get("expiresS") or 0)
+    return new_grant(
+        str(body.get("caller") or "cli"),
+        caps,
+        tool=str(body.get("tool") or "").strip() or None,
+        uses=int(body.get("uses") or 0) or None,
+        expires_at=time.time_ns() // 1_000_000 + expires_s * 1000 if expires_s > 0 else None,
+        cwd_prefix=prefix,
+        source="standing",
+        agent=str(body.get("agent") or "").strip() or None,
+    )
 
 
 async def _revoke_grant(console: Console, request: Request) -> Response:

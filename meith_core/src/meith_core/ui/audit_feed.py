@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Final
@@ -21,6 +22,8 @@ from meith_core.ui.link import Hub
 KEEP: Final = 500
 #: Seconds between reads of what was appended (the pages see a new record within a second).
 POLL_S: Final = 0.25
+#: Seconds between re-verifications of the chain while records keep arriving.
+REVERIFY_S: Final = 30.0
 
 
 class AuditFeed:
@@ -45,10 +48,15 @@ class AuditFeed:
         follower, records = await asyncio.to_thread(self._open)
         self.recent.extend(records)
         await self.check()
+        checked, unchecked = time.monotonic(), False
         try:
             while True:
                 await asyncio.sleep(POLL_S)
                 fresh = await asyncio.to_thread(follower.new_records)
+                unchecked = unchecked or bool(fresh)
+                if unchecked and time.monotonic() - checked > REVERIFY_S:
+                    await self.check()
+                    checked, unchecked = time.monotonic(), False
                 for record in fresh:
                     if record.get("kind") == "intent":
                         continue  # its outcome follows
@@ -67,6 +75,10 @@ class AuditFeed:
         """Verify the hash chain now (off the event loop) and publish the result."""
         self.verification = {"state": "checking"}
         report = await asyncio.to_thread(verify, self.path)
-        self.verification = {"state": "ok" if report.ok else "broken", **report.to_json()}
+        self.verification = {
+            "state": "ok" if report.ok else "broken",
+            "checkedAt": time.time_ns() // 1_000_000,
+            **report.to_json(),
+        }
         self.hub.publish({"type": "verification", "verification": self.verification})
         return self.verification

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 
 COOKIE: Final = "meith_ui"
 CSRF_HEADER: Final = "x-meith-csrf"
-SECRET_PARAM: Final = "k"
+SECRET_PARAM: Final = "k"  # noqa: S105 - the name of the query parameter, not a secret
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 
 Scope = dict[str, Any]

@@ -160,7 +160,7 @@ document.getElementById("audit-filters").addEventListener("input", renderAudit);
 function renderChain(v) {
   const chain = document.getElementById("chain");
   chain.className = "status " + (v.state === "ok" ? "ok" : v.state === "broken" ? "bad" : "");
-  if (v.state === "ok") chain.textContent = `chain verified: ${v.records} records`;
+  if (v.state === "ok") chain.textContent = `chain verified: ${v.records} records, at ${time(v.checkedAt).slice(11)} UTC`;
   else if (v.state === "broken") chain.textContent = `chain BROKEN: ${v.firstProblem ? v.firstProblem.problem : "?"}`;
   else chain.textContent = `chain: ${v.state}`;
 }

@@ -1,0 +1,112 @@
+"""The console in a real Chromium (Playwright): an agent's privileged call waits, the approval
+shows on the page, a click (or a key) answers it, and the agent's call completes accordingly;
+the audit view shows new calls as they are written. Screenshots for docs/console.md are taken
+here, so they show the console as it is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.browser.support import require_browser, wait_for
+from tests.ui.conftest import Console
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture
+def page(console: Console) -> Iterator[Page]:
+    browser_path = require_browser().path
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=browser_path, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        tab = context.new_page()
+        tab.goto(console.url)
+        expect(tab.locator("#runtime")).to_have_text("runtime connected")
+        yield tab
+        browser.close()
+
+
+def audit(console: Console) -> list[dict[str, Any]]:
+    path = console.server.home.audit_path
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def outcome(console: Console, tool: str, name: str) -> dict[str, Any] | None:
+    for record in audit(console):
+        if (
+            record.get("toolName") == tool
+            and record.get("kind") is None
+            and f'"name":"{name}"' in str(record.get("argsSummary", "")).replace(" ", "")
+        ):
+            return record
+    return None
+
+
+def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page) -> None:
+    # The secret left the address bar; the cookie carries on.
+    assert "k=" not in page.url
+    box = console.agent_call("probe_write", {"name": "allowed"})
+    card = page.locator("[data-approval]")
+    expect(card).to_have_count(1)
+    expect(card).to_contain_text("test-agent wants to run probe_write")
+    expect(card).to_contain_text("writes-files")
+    expect(card).to_contain_text('"name": "allowed"')
+    assert "result" not in box  # the agent's call is still waiting
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / "console-approvals.png"))
+    card.locator('button[data-decision="allow_once"]').click()
+    result = wait_for(lambda: box.get("result"))
+    assert result["ok"] is True, result
+    assert result["content"] == {"written": "allowed"}
+    expect(card).to_have_count(0)
+    record = wait_for(lambda: outcome(console, "probe_write", "allowed"))
+    assert record["decision"] == "allow"
+    assert "console (meith ui)" in record["reason"]
+    assert "answeredBy: the local user" in record["reason"]
+    # The audit view shows the call once the trail has it (polled, no timing asserted).
+    page.locator('nav a[data-panel="audit"]').click()
+    row = page.locator(f'tr[data-audit-id="{record["id"]}"]')
+    expect(row).to_contain_text("probe_write")
+    expect(row).to_contain_text("allow")
+    # A call made now shows up too: the view is live.
+    fresh = console.agent_call("probe_echo", {"value": 1})
+    wait_for(lambda: fresh.get("result"))
+    expect(page.locator("#audit-rows tr").first).to_contain_text("probe_echo")
+    page.locator("#verify").click()
+    expect(page.locator("#chain")).to_contain_text("chain verified: 2 records")
+    page.screenshot(path=str(IMAGES / "console-audit.png"))
+    page.locator('nav a[data-panel="sessions"]').click()
+    expect(page.locator("#session-rows tr").first).to_be_visible()
+    page.screenshot(path=str(IMAGES / "console-sessions.png"))
+
+
+def test_deny_by_keyboard_and_revoke_a_session(console: Console, page: Page) -> None:
+    box = console.agent_call("probe_write", {"name": "denied"}, label="other-agent")
+    card = page.locator("[data-approval]")
+    expect(card).to_contain_text("other-agent wants to run probe_write")
+    page.keyboard.press("d")
+    result = wait_for(lambda: box.get("result"))
+    assert result["ok"] is False
+    assert result["error"]["code"] == "PERMISSION_DENIED"
+    expect(card).to_have_count(0)
+    record = wait_for(lambda: outcome(console, "probe_write", "denied"))
+    assert record["decision"] == "deny"
+    assert "console (meith ui)" in record["reason"]
+    # Grants and plugins: the standing grants (none yet) and the plugin approvals.
+    page.locator('nav a[data-panel="grants"]').click()
+    expect(page.locator('tr[data-plugin="probe"]')).to_contain_text("writes-files")
+    page.locator('#grant-form select[name="caller"]').select_option("agent")
+    page.locator('#grant-form input[value="writes-files"]').check()
+    page.locator('#grant-form input[name="tool"]').fill("probe_write")
+    page.locator('#grant-form button[type="submit"]').click()
+    expect(page.locator("#grant-rows tr")).to_have_count(1)
+    expect(page.locator("#grant-rows tr")).to_contain_text("probe_write")
+    page.screenshot(path=str(IMAGES / "console-grants.png"), full_page=True)
