@@ -245,7 +245,9 @@ class Connection:
                 out.append(RevokeSession(parsed.sessionId))
                 out.append(SendSessions())
             else:
-                refusal = "only the local user's console (meith ui) revokes sessions over the socket"
+                refusal = (
+                    "only the local user's console (meith ui) revokes sessions over the socket"
+                )
                 out.append(Send(error_frame(request_id, refusal)))
 
     # -- identity --------------------------------------------------------------------------
@@ -277,7 +279,7 @@ class Connection:
         kind = _normalise(claim)
         approvals = info.approvals and self._may_answer_approvals
         # The console answers for others: only the local user, never a process of the runtime.
-        console = info.console and self._may_answer_approvals and kind is CallerKind.CLI
+        console = info.console and self._may_answer_approvals and claim == CallerKind.CLI.value
         self._identity = Identity(kind, sanitize_label(info.label), approvals, console=console)
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
