@@ -64,7 +64,7 @@ from meith_core.protocol.messages import (
     ListSessions,
     ListTools,
     Ping,
-    RevokeSession as RevokeSessionMessage,
+    RevokeSessionMessage,
     ToolCall,
     client_message_adapter,
 )

@@ -76,7 +76,7 @@ class Ping(_Message):
     type: Literal["ping"]
 
 
-class RevokeSession(_Message):
+class RevokeSessionMessage(_Message):
     """The console ends a session's grants at once (its later privileged calls are denied)."""
 
     type: Literal["revoke_session"]
@@ -112,7 +112,7 @@ AnyClientMessage = (
     | ListSessions
     | Ping
     | ApprovalResponse
-    | RevokeSession
+    | RevokeSessionMessage
 )
 ClientMessage = Annotated[AnyClientMessage, Field(discriminator="type")]
 client_message_adapter: TypeAdapter[AnyClientMessage] = TypeAdapter(ClientMessage)
