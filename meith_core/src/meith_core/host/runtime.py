@@ -26,6 +26,7 @@ from meith_core.call.pipeline import CallPipeline
 from meith_core.call.tooldef import ToolDefinition
 from meith_core.host import logs
 from meith_core.host.approver_chain import AddedApprover, ApproverChain
+from meith_core.host.otel import start_export
 from meith_core.host.plugin_loading import PluginLoading
 from meith_core.host.plugins.lifecycle import LifecycleHooks
 from meith_core.host.plugins.manager import PluginManager, PluginRecord
@@ -73,6 +74,10 @@ class Runtime:
             self.home.audit_path,
             limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
         )
+        #: The OpenTelemetry export, when one is configured (`host.otel`); None costs nothing.
+        self.telemetry = start_export(os.environ, self.settings.snapshot())
+        if self.telemetry is not None:
+            self.audit.observer = self.telemetry
         self._approvers = ApproverChain(self.plugins)
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
@@ -197,6 +202,10 @@ class Runtime:
         if self._started:
             await self._hooks.shutdown(SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
+        if self.telemetry is not None:
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self.telemetry.shutdown)
 
     async def __aenter__(self) -> Runtime:
         return await self.start()
