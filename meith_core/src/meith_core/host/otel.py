@@ -4,14 +4,16 @@ record, with counters of calls and denials and a latency histogram.
 Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set (or the `telemetry.otlpEndpoint` setting):
 then, and only then, the SDK is imported and the exporter is the audit trail's observer. It is
 fed from the records the trail writes, so what leaves the machine is redacted exactly as the
-trail is (a span carries no arguments at all). The SDK's batch processors keep a bounded queue
-and export from their own threads: a collector that is slow or down drops telemetry, never
-slows or fails a call.
+trail is (a span carries no arguments at all). The observer only queues the record (bounded;
+when full, telemetry is dropped and counted); one thread turns records into telemetry, and the
+SDK's batch processors (bounded queues too) export from their own threads: a collector that is
+slow or down loses telemetry, never slows or fails a call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
@@ -28,6 +30,8 @@ SETTINGS_SECTION: Final = "telemetry"
 SETTINGS_KEY: Final = "otlpEndpoint"
 #: Seconds the runtime waits at shutdown for what is queued to be sent.
 SHUTDOWN_WAIT_S: Final = 3.0
+#: Records waiting to become telemetry; beyond this they are dropped (and counted).
+QUEUE_BOUND: Final = 8192
 
 
 def otlp_endpoint(environ: Mapping[str, str], settings: Mapping[str, Any]) -> str | None:
@@ -98,9 +102,28 @@ class OtelExport:
             "meith.call.duration", unit="ms", description="Tool call duration"
         )
         self._kind, self._status, self._code = SpanKind, Status, StatusCode
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_BOUND)
+        #: Records dropped because the queue was full.
+        self.dropped = 0
+        self._worker = threading.Thread(target=self._work, name="meith-otel", daemon=True)
+        self._worker.start()
 
     def __call__(self, record: dict[str, Any]) -> None:
-        """One record the trail wrote (on the writer's thread; never raises into it)."""
+        """One record the trail wrote: queued, never waited for."""
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            self.dropped += 1
+
+    def _work(self) -> None:
+        while (record := self._queue.get()) is not None:
+            try:
+                self.export(record)
+            except Exception as exc:  # one odd record never stops the export
+                _log.warning("telemetry record not exported", error=f"{type(exc).__name__}: {exc}")
+
+    def export(self, record: dict[str, Any]) -> None:
+        """Turn one record into a log record, and a call's outcome into a span and metrics."""
         kind = record.get("kind")
         self._log_record(record)
         if kind is None:
@@ -181,6 +204,8 @@ class OtelExport:
         """Send what is queued, waiting at most `wait_s` (a collector that is down is given up)."""
 
         def stop() -> None:
+            self._queue.put(None)
+            self._worker.join(wait_s)
             for provider in (self._traces, self._logs, self._metrics):
                 with contextlib.suppress(Exception):
                     provider.shutdown()
