@@ -6,6 +6,7 @@ here, so they show the console as it is."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
+from meith_core.client import Client
 from tests.browser.support import require_browser, wait_for
 from tests.ui.conftest import Console
 
@@ -110,3 +112,27 @@ def test_deny_by_keyboard_and_revoke_a_session(console: Console, page: Page) -> 
     expect(page.locator("#grant-rows tr")).to_have_count(1)
     expect(page.locator("#grant-rows tr")).to_contain_text("probe_write")
     page.screenshot(path=str(IMAGES / "console-grants.png"), full_page=True)
+
+
+def test_processes_show_a_dev_server_its_log_and_stop_it(
+    console: Console, page: Page, tmp_path: Path
+) -> None:
+    srv = console.server
+    srv.approve("process")
+    srv.grant("starts-process", caller="cli")
+    script = "print('console-log-line', flush=True); import time; time.sleep(120)"
+    with Client(srv.socket) as user:  # the local user's session keeps the server
+        started = user.call_raw(
+            "start_dev_server",
+            {"cwd": str(tmp_path), "command": sys.executable, "args": ["-u", "-c", script]},
+        )
+        assert started["ok"], started
+        dev_id = started["content"]["id"]
+        page.locator('nav a[data-panel="processes"]').click()
+        row = page.locator(f'tr[data-process="{dev_id}"]')
+        expect(row).to_contain_text("dev server")
+        row.get_by_role("button", name="Log").click()
+        expect(page.locator("#process-log")).to_contain_text("console-log-line")
+        page.screenshot(path=str(IMAGES / "console-processes.png"))
+        row.get_by_role("button", name="Stop").click()
+        expect(row).to_contain_text("stopped")

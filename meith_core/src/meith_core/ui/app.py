@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -47,6 +48,7 @@ PANEL_TOOLS: Final = frozenset(
         "take_screenshot",
     }
 )
+_ARTIFACT: Final = re.compile(r"screenshot-[A-Za-z0-9_.-]+\.png")
 _STATIC: Final = {"console.js": "text/javascript", "console.css": "text/css"}
 #: Seconds between keepalive comments on an idle event stream.
 _KEEPALIVE_S: Final = 15.0
@@ -95,6 +97,7 @@ def build_app(console: Console) -> Any:
         Route("/api/plugins", bound(_plugins), methods=["GET"]),
         Route("/api/plugins/{pid}/revoke", bound(_revoke_plugin), methods=["POST"]),
         Route("/api/tools/{name}", bound(_tool), methods=["POST"]),
+        Route("/api/artifacts/{name}", bound(_artifact), methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     return DoorMiddleware(app, console.door)
@@ -283,6 +286,19 @@ async def _revoke_plugin(console: Console, request: Request) -> Response:
     if PluginApprovals(console.home.plugins_path).revoke(request.path_params["pid"]):
         return JSONResponse({"ok": True})
     return _error("no approval for that plugin", 404)
+
+
+async def _artifact(console: Console, request: Request) -> Response:
+    """A screenshot the browser plugin wrote under `$MEITH_HOME/artifacts/` (by name only)."""
+    name = request.path_params["name"]
+    if not _ARTIFACT.fullmatch(name):
+        return Response("not found", status_code=404)
+    path = console.home.artifacts_dir / name
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+    except OSError:
+        return Response("not found", status_code=404)
+    return Response(data, media_type="image/png", headers=_headers())
 
 
 async def _tool(console: Console, request: Request) -> Response:

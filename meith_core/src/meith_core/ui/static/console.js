@@ -259,11 +259,11 @@ async function loadProcesses() {
   )));
   let tabs = [];
   try { tabs = (await tool("get_tabs")) || []; } catch (e) { /* no browser plugin */ }
-  if (!Array.isArray(tabs)) tabs = tabs.tabs || [];
-  document.getElementById("tab-rows").replaceChildren(...tabs.map((t) => el("tr", {},
-    el("td", {}, el("code", {}, t.tabId || t.id)), el("td", {}, t.title || ""), el("td", {}, t.url || ""),
-    el("td", {}, t.owner || t.ownerSession || t.claimedBy || "-"),
-    el("td", {}, el("button", { type: "button", onclick: () => screenshot(t.tabId || t.id) }, "Screenshot")),
+  if (!Array.isArray(tabs)) tabs = tabs.browserTabs || [];
+  document.getElementById("tab-rows").replaceChildren(...tabs.map((t) => el("tr", { "data-tab": t.id },
+    el("td", {}, el("code", {}, t.id)), el("td", {}, t.title || ""), el("td", {}, t.url || ""),
+    el("td", {}, t.ownerId || "-"),
+    el("td", {}, el("button", { type: "button", onclick: () => screenshot(t.id) }, "Screenshot")),
   )));
 }
 document.getElementById("refresh-processes").addEventListener("click", loadProcesses);
@@ -277,7 +277,7 @@ function followLog(processId) {
   const poll = async () => {
     try {
       const content = await tool("get_process_logs", since ? { processId, sinceSeq: since } : { processId, limit: 500 });
-      const entries = Array.isArray(content) ? content : content.entries || [];
+      const entries = Array.isArray(content) ? content : content.logs || [];
       for (const e of entries) { pre.append(e.text.endsWith("\n") ? e.text : e.text + "\n"); since = e.seq + 1; }
       pre.scrollTop = pre.scrollHeight;
     } catch (e) { clearInterval(state.logTimer); }
@@ -290,9 +290,8 @@ async function screenshot(tabId) {
   const img = document.getElementById("screenshot");
   try {
     const content = await tool("take_screenshot", { tabId });
-    const data = content.dataBase64 || content.base64 || content.data;
-    if (data) { img.src = `data:${content.mimeType || "image/png"};base64,${data}`; img.hidden = false; }
-    else document.getElementById("process-error").textContent = `screenshot saved: ${content.path || JSON.stringify(content)}`;
+    img.src = `/api/artifacts/${encodeURIComponent(content.path.split("/").pop())}`;
+    img.hidden = false;
   } catch (e) { document.getElementById("process-error").textContent = e.message; }
 }
 
