@@ -215,6 +215,13 @@ def ui(
         str | None, typer.Option("--tls-cert", help="TLS certificate (PEM).")
     ] = None,
     tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
+    public_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--public-name",
+            help="With --allow-remote: a host name browsers use to reach it (the Host check).",
+        ),
+    ] = None,
     socket: SocketOpt = None,
 ) -> None:
     """Serve the local web console: sessions, approvals, audit, grants, plugins, processes."""
@@ -229,6 +236,7 @@ def ui(
             allow_remote=allow_remote,
             tls_cert=tls_cert,
             tls_key=tls_key,
+            public_names=tuple(public_name or ()),
         )
     )
 

@@ -17,6 +17,7 @@ def run_ui(
     allow_remote: bool,
     tls_cert: str | None,
     tls_key: str | None,
+    public_names: tuple[str, ...] = (),
 ) -> int:
     try:
         from meith_core.ui.serve import UsageError, serve_console
@@ -32,6 +33,7 @@ def run_ui(
                 certfile=tls_cert,
                 keyfile=tls_key,
                 allow_remote=allow_remote,
+                public_names=public_names,
                 out=sys.stdout,
             )
         )

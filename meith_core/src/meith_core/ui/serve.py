@@ -78,6 +78,8 @@ async def serve_console(
         # The door checks Host itself; forwarded headers are never trusted.
         proxy_headers=False,
         server_header=False,
+        # Open event streams never end by themselves: stop waiting for them at shutdown.
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
     if open_browser:
