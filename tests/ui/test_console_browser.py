@@ -85,12 +85,26 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
     page.locator("#verify").click()
     expect(page.locator("#chain")).to_contain_text(" records, at ")
     page.screenshot(path=str(IMAGES / "console-audit.png"))
-    page.locator('nav a[data-panel="sessions"]').click()
-    expect(page.locator("#session-rows tr").first).to_be_visible()
-    page.screenshot(path=str(IMAGES / "console-sessions.png"))
+    # Sessions: a live agent with a standing grant, its last calls, and this console.
+    console.server.grant("writes-files", tool="probe_write", caller="agent")
+    with Client(console.server.socket, caller="agent", label="claude-code") as agent:
+        assert agent.call_raw("probe_write", {"name": "granted"})["ok"] is True
+        sid = agent.hello()["sessionId"]
+        page.locator('nav a[data-panel="sessions"]').click()
+        row = page.locator(f'tr[data-session="{sid}"]')
+        expect(row).to_contain_text("claude-code")
+        expect(row).to_contain_text("writes-files probe_write [standing]")
+        expect(row).to_contain_text("probe_write (ok)")
+        expect(page.locator("#session-rows")).to_contain_text("this console")
+        page.screenshot(path=str(IMAGES / "console-sessions.png"))
+        row.get_by_role("button", name="Revoke").click()
+        expect(row).to_contain_text("revoked")
+        denied = agent.call_raw("probe_write", {"name": "after-revoke"})
+        assert denied["error"]["code"] == "PERMISSION_DENIED"
+        assert "revoked" in denied["error"]["message"]
 
 
-def test_deny_by_keyboard_and_revoke_a_session(console: Console, page: Page) -> None:
+def test_deny_by_keyboard_and_add_a_grant(console: Console, page: Page) -> None:
     box = console.agent_call("probe_write", {"name": "denied"}, label="other-agent")
     card = page.locator("[data-approval]")
     expect(card).to_contain_text("other-agent wants to run probe_write")

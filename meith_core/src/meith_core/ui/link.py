@@ -99,7 +99,7 @@ class ConsoleLink:
                 await asyncio.sleep(_RETRY_S)
                 continue
             self.client, self.error = client, ""
-            self.hub.publish({"type": "runtime", "connected": True})
+            self.hub.publish({"type": "runtime", "connected": True, "welcome": self.welcome})
             while True:  # a ping a second notices a runtime that went away
                 await asyncio.sleep(_RETRY_S)
                 try:

@@ -3,7 +3,7 @@
 "use strict";
 
 const CSRF = document.querySelector('meta[name="meith-csrf"]').content;
-const state = { approvals: new Map(), audit: [], sessions: [], revoked: new Set(), selected: 0, logTimer: null };
+const state = { approvals: new Map(), audit: [], sessions: [], revoked: new Set(), selected: 0, logTimer: null, own: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -183,11 +183,12 @@ function renderSessions() {
     const last = state.audit.filter((r) => r.sessionId === s.sessionId).slice(-3).reverse().map((r) => `${r.toolName} (${r.outcome})`).join(", ");
     const grants = (s.grants || []).map((g) => `${g.capabilities.join("+")}${g.tool ? " " + g.tool : ""}${g.cwd ? " in " + g.cwd : ""} [${g.source}]`).join("; ");
     const revoked = state.revoked.has(s.sessionId);
+    const own = s.sessionId === state.own;
     return el("tr", { "data-session": s.sessionId },
       el("td", {}, el("code", {}, s.sessionId)), el("td", {}, s.caller), el("td", {}, s.label || "-"),
       el("td", {}, (s.since || "").replace("T", " ").slice(0, 19)), el("td", {}, s.calls),
       el("td", {}, grants || "-"), el("td", {}, ownsText(s.owns)), el("td", {}, last || "-"),
-      el("td", {}, revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`); } }, "Revoke")),
+      el("td", {}, own ? "this console" : revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`); } }, "Revoke")),
     );
   }));
 }
@@ -311,6 +312,7 @@ function onEvent(ev) {
       for (const req of msg.approvals) addApproval(req);
       state.audit = msg.audit;
       state.revoked = new Set(msg.revoked);
+      state.own = (msg.welcome || {}).sessionId || null;
       runtimeState(msg.connected, msg.error);
       renderChain(msg.verification);
       renderAudit();
@@ -326,7 +328,10 @@ function onEvent(ev) {
     case "sessions": state.sessions = msg.sessions; renderSessions(); break;
     case "revoked": state.revoked.add(msg.sessionId); renderSessions(); break;
     case "verification": renderChain(msg.verification); break;
-    case "runtime": runtimeState(msg.connected, msg.error); break;
+    case "runtime":
+      if (msg.welcome) state.own = msg.welcome.sessionId || null;
+      runtimeState(msg.connected, msg.error);
+      break;
   }
 }
 
