@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
+from meith_core.audit.log import AuditLog
 from meith_core.client import Client
 from tests.browser.support import require_browser, wait_for
 from tests.ui.conftest import Console
@@ -116,6 +118,51 @@ def test_deny_by_keyboard_and_add_a_grant(console: Console, page: Page) -> None:
     record = wait_for(lambda: outcome(console, "probe_write", "denied"))
     assert record["decision"] == "deny"
     assert "console (meith ui)" in record["reason"]
+    # A call whose runtime died mid-call, and a flood counted into one record, as the trail
+    # holds them (written through the trail's own writer, hash-chained like any record).
+    log = AuditLog(console.server.home.audit_path)
+    now = int(time.time() * 1000)
+    shape = {"caller": "agent", "toolName": "probe_write", "plugin": "probe", "cwd": "/"}
+    log.write(
+        {
+            **shape,
+            "id": "audit_crashed",
+            "ts": now,
+            "kind": "intent",
+            "requestId": "r-crashed",
+            "sessionId": "socket:crashed",
+            "capabilities": ["writes-files"],
+            "decision": "allow",
+            "reason": "approved once at prompt",
+            "outcome": "started",
+            "argsSummary": "{}",
+            "pid": 4_000_000,  # no such process: its runtime is gone
+        }
+    )
+    log.write(
+        {
+            **shape,
+            "id": "audit_flood",
+            "ts": now + 1,
+            "kind": "coalesced",
+            "requestId": "r-flood",
+            "sessionId": "socket:flood",
+            "capabilities": ["writes-files"],
+            "decision": "deny",
+            "outcome": "PERMISSION_DENIED",
+            "reason": "57 more similar calls refused (PERMISSION_DENIED) after request r-flood",
+            "count": 57,
+        }
+    )
+    log.close()
+    page.locator('nav a[data-panel="audit"]').click()
+    expect(page.locator('tr[data-audit-id="audit_crashed"]')).to_contain_text("interrupted")
+    flood = page.locator('tr[data-audit-id="audit_flood"]')
+    expect(flood).to_contain_text("PERMISSION_DENIED x57")
+    expect(flood).to_contain_text("coalesced")
+    page.locator('#audit-filters input[name="outcome"]').fill("interrupted")
+    expect(page.locator("#audit-rows tr")).to_have_count(1)
+    page.locator('#audit-filters input[name="outcome"]').fill("")
     # Grants and plugins: the standing grants (none yet) and the plugin approvals.
     page.locator('nav a[data-panel="grants"]').click()
     expect(page.locator('tr[data-plugin="probe"]')).to_contain_text("writes-files")

@@ -24,6 +24,8 @@ KEEP: Final = 500
 POLL_S: Final = 0.25
 #: Seconds between re-verifications of the chain while records keep arriving.
 REVERIFY_S: Final = 30.0
+#: Seconds between checks that the runtime of a call still running is alive.
+LIVENESS_S: Final = 1.0
 
 
 class AuditFeed:
@@ -33,6 +35,8 @@ class AuditFeed:
         self.path: Path = home.audit_path
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP)
         self.verification: dict[str, Any] = {"state": "not checked yet"}
+        #: Privileged calls that started and have no outcome yet, by (session, request).
+        self.running: dict[tuple[Any, Any], dict[str, Any]] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -47,8 +51,12 @@ class AuditFeed:
     async def _run(self) -> None:
         follower, records = await asyncio.to_thread(self._open)
         self.recent.extend(records)
+        for record in records:
+            if record.get("outcome") == "running":
+                self.running[_key(record)] = record
         await self.check()
         checked, unchecked = time.monotonic(), False
+        alive_checked = time.monotonic()
         try:
             while True:
                 await asyncio.sleep(POLL_S)
@@ -58,12 +66,34 @@ class AuditFeed:
                     await self.check()
                     checked, unchecked = time.monotonic(), False
                 for record in fresh:
-                    if record.get("kind") == "intent":
-                        continue  # its outcome follows
-                    self.recent.append(record)
-                    self.hub.publish({"type": "audit", "record": record})
+                    self._add(record)
+                if self.running and time.monotonic() - alive_checked > LIVENESS_S:
+                    alive_checked = time.monotonic()
+                    await self._reap()
         finally:
             follower.close()
+
+    def _add(self, record: dict[str, Any]) -> None:
+        """A record as the pages show it: an intent is a call `running` until its outcome
+        record arrives (or its runtime dies: `interrupted`)."""
+        kind = record.get("kind")
+        if kind == "intent":
+            record = {**record, "outcome": "running"}
+            self.running[_key(record)] = record
+        elif kind is None:
+            self.running.pop(_key(record), None)
+        self._publish(record)
+
+    def _publish(self, record: dict[str, Any]) -> None:
+        self.recent.append(record)
+        self.hub.publish({"type": "audit", "record": record})
+
+    async def _reap(self) -> None:
+        live = await asyncio.to_thread(lambda: {r.pid for r in live_instances(self.home)})
+        for key, record in list(self.running.items()):
+            if record.get("pid") not in live:
+                del self.running[key]
+                self._publish({**record, "outcome": "interrupted"})
 
     def _open(self) -> tuple[Follower, list[dict[str, Any]]]:
         # Opened first, at the end: what is written while the trail is read is followed.
@@ -82,3 +112,7 @@ class AuditFeed:
         }
         self.hub.publish({"type": "verification", "verification": self.verification})
         return self.verification
+
+
+def _key(record: dict[str, Any]) -> tuple[Any, Any]:
+    return (record.get("sessionId"), record.get("requestId"))

@@ -127,7 +127,7 @@ if ("Notification" in window && Notification.permission === "default") {
 // -- audit ---------------------------------------------------------------------------------
 
 function outcomeOf(r) {
-  if (r.kind === "coalesced") return `${r.outcome || ""} ×${r.count}`;
+  if (r.kind === "coalesced") return `${r.outcome || ""} x${r.count}`;
   return r.outcome || "";
 }
 
@@ -320,11 +320,17 @@ function onEvent(ev) {
       break;
     case "approval": addApproval(msg.request); break;
     case "approval_closed": state.approvals.delete(msg.approvalId); renderApprovals(); break;
-    case "audit":
-      state.audit.push(msg.record);
+    case "audit": {
+      const r = msg.record;
+      if (r.kind === "intent" || r.kind === undefined || r.kind === null) {
+        // A call's outcome (or its end as interrupted) replaces its `running` row.
+        state.audit = state.audit.filter((a) => !(a.kind === "intent" && a.sessionId === r.sessionId && a.requestId === r.requestId));
+      }
+      state.audit.push(r);
       if (state.audit.length > 2000) state.audit.splice(0, state.audit.length - 2000);
       renderAudit(); renderSessions();
       break;
+    }
     case "sessions": state.sessions = msg.sessions; renderSessions(); break;
     case "revoked": state.revoked.add(msg.sessionId); renderSessions(); break;
     case "verification": renderChain(msg.verification); break;
