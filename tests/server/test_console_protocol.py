@@ -109,3 +109,22 @@ async def test_the_console_revokes_a_session(served) -> None:
     assert served.runtime.permissions.is_revoked(sid)
     await agent.aclose()
     await console.aclose()
+
+
+async def test_several_consoles_are_asked_at_once_and_the_first_answer_wins(served) -> None:
+    first, second = await _console(served), await _console(served)
+    agent = await served.connect()
+    await agent.call("w1", "probe_write", {"name": "two"}, clientInfo={"caller": "agent"})
+    ask1, ask2 = await first.next(), await second.next()
+    assert ask1["requestId"] == ask2["requestId"] == "w1"
+    await second.send(
+        {"type": "approval_response", "approvalId": ask2["approvalId"], "decision": "deny"}
+    )
+    assert (await agent.result("w1"))["error"]["code"] == "PERMISSION_DENIED"
+    closed = await first.next()
+    assert (closed["type"], closed["approvalId"]) == ("approval_closed", ask1["approvalId"])
+    # The first console's late answer changes nothing.
+    await first.send(
+        {"type": "approval_response", "approvalId": ask1["approvalId"], "decision": "allow_once"}
+    )
+    assert served.marks("two") == []

@@ -39,6 +39,8 @@ def run_ui(
         )
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
+    except OSError as exc:  # the port is taken, the address is not ours
+        return fail(f"meith ui cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_USAGE)
     except KeyboardInterrupt:
         pass
     return EXIT_OK
