@@ -50,7 +50,13 @@ PACKAGES = [
     "./meith_plugins_browser",
     "./meith_plugins_files",
 ]
-TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
+TEST_DEPS = [
+    "pytest>=8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100",
+    "opentelemetry-sdk>=1.27",
+    "opentelemetry-exporter-otlp-proto-http>=1.27",
+]
 
 
 @nox.session

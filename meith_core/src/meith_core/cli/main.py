@@ -197,6 +197,53 @@ def stop(
     raise typer.Exit(run_stop(target, all_, json_output))
 
 
+@app.command(epilog=examples("meith ui", "meith ui --port 8765 --no-browser"))
+def ui(
+    port: Annotated[
+        int, typer.Option("--port", help="Listen on this port (default: any free one).")
+    ] = 0,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the URL only; open no browser.")
+    ] = False,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (loopback unless --allow-remote).")
+    ] = "127.0.0.1",
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host (needs --tls-cert/--tls-key)."
+        ),
+    ] = False,
+    tls_cert: Annotated[
+        str | None, typer.Option("--tls-cert", help="TLS certificate (PEM).")
+    ] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key", help="TLS private key (PEM).")] = None,
+    public_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--public-name",
+            help="With --allow-remote: a host name browsers use to reach it (the Host check).",
+        ),
+    ] = None,
+    socket: SocketOpt = None,
+) -> None:
+    """Serve the local web console: sessions, approvals, audit, grants, plugins, processes."""
+    from meith_core.cli.ui import run_ui
+
+    raise typer.Exit(
+        run_ui(
+            host=host,
+            port=port,
+            no_browser=no_browser,
+            socket_path=socket,
+            allow_remote=allow_remote,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            public_names=tuple(public_name or ()),
+        )
+    )
+
+
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(grants_app, name="grants")
 app.add_typer(audit_app, name="audit")

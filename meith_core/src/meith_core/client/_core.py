@@ -85,6 +85,7 @@ def client_info(
     label: str | None = None,
     approvals: bool = False,
     socket_path: str | None = None,
+    console: bool = False,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
     # A process a session started calls back as that session (the server ignores `caller`),
@@ -102,6 +103,8 @@ def client_info(
         info["label"] = label
     if approvals:
         info["approvals"] = True
+    if console:
+        info["console"] = True
     return info
 
 
@@ -119,6 +122,10 @@ def ping_frame() -> dict[str, Any]:
 
 def list_sessions_frame() -> dict[str, Any]:
     return {"type": "list_sessions", "protocol": PROTOCOL_VERSION}
+
+
+def revoke_session_frame(session_id: str) -> dict[str, Any]:
+    return {"type": "revoke_session", "protocol": PROTOCOL_VERSION, "sessionId": session_id}
 
 
 def approval_response_frame(approval_id: str, decision: str, answered_by: str) -> dict[str, Any]:

@@ -10,7 +10,9 @@ async with await AsyncClient.connect() as c:
 An agent bridge connects as `caller="agent"` with a `label`, answers approval requests through
 `on_approval` (which returns `"allow_once"`, `"allow_session"` or `"deny"`, optionally with
 who answered: `("deny", "user")`), and learns of tool list changes through `on_tools_changed`
-after `list_tools(watch=True)`.
+after `list_tools(watch=True)`. The local user's console (`meith ui`) connects with
+`console=True`: it is asked about every session's approval requests, told through
+`on_approval_closed` when one stops waiting, and may `revoke_session`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from meith_core.client._core import (
     locate,
     open_socket,
     ping_frame,
+    revoke_session_frame,
     tool_call_frame,
 )
 from meith_core.protocol.framing import Frame, NdjsonFramer, encode_frame
@@ -54,6 +57,8 @@ _END = object()
 ApprovalHandler = Callable[[dict[str, Any]], Awaitable[str | tuple[str, str]]]
 #: Told that the tool list changed (after `list_tools(watch=True)`); may be async.
 ToolsChangedHandler = Callable[[], Awaitable[None] | None]
+#: Told (with the `approval_closed` frame) that an approval request stopped waiting.
+ApprovalClosedHandler = Callable[[dict[str, Any]], None]
 #: Seconds between `ping` frames: keeps an idle connection clear of the runtime's idle
 #: timeout (10 minutes by default), so a client that waits for a person is never cut off.
 KEEPALIVE_S = 60.0
@@ -115,6 +120,7 @@ class AsyncClient:
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
         keepalive_s: float | None = KEEPALIVE_S,
+        on_approval_closed: ApprovalClosedHandler | None = None,
     ) -> None:
         self.socket_path = socket_path
         self._reader = reader
@@ -124,6 +130,7 @@ class AsyncClient:
         self._ordered: deque[tuple[str, asyncio.Future[Any]]] = deque()
         self.on_approval = on_approval
         self.on_tools_changed = on_tools_changed
+        self.on_approval_closed = on_approval_closed
         self._handlers = TaskSet("client handlers")
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self._closed: TransportError | None = None
@@ -148,6 +155,8 @@ class AsyncClient:
         on_approval: ApprovalHandler | None = None,
         on_tools_changed: ToolsChangedHandler | None = None,
         keepalive_s: float | None = KEEPALIVE_S,
+        console: bool = False,
+        on_approval_closed: ApprovalClosedHandler | None = None,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -161,8 +170,9 @@ class AsyncClient:
             caller,
             cwd,
             label=label,
-            approvals=on_approval is not None,
+            approvals=on_approval is not None and not console,
             socket_path=target.socket_path,
+            console=console,
         )
         return cls(
             reader,
@@ -172,6 +182,7 @@ class AsyncClient:
             on_approval=on_approval,
             on_tools_changed=on_tools_changed,
             keepalive_s=keepalive_s,
+            on_approval_closed=on_approval_closed,
         )
 
     @property
@@ -226,6 +237,10 @@ class AsyncClient:
             return
         if kind == "approval_request":
             self._spawn(self._answer_approval(frame))
+            return
+        if kind == "approval_closed":
+            if self.on_approval_closed is not None:
+                self.on_approval_closed(frame)
             return
         if kind == "tools_changed":
             if self.on_tools_changed is not None:
@@ -323,6 +338,12 @@ class AsyncClient:
     async def list_sessions(self) -> list[dict[str, Any]]:
         """The runtime's live sessions: sessionId, caller, label, since, calls, grants."""
         frame = await self._ask("sessions_list", list_sessions_frame())
+        sessions = frame.get("sessions")
+        return sessions if isinstance(sessions, list) else []
+
+    async def revoke_session(self, session_id: str) -> list[dict[str, Any]]:
+        """End a session's grants at once (a console connection only); the sessions after."""
+        frame = await self._ask("sessions_list", revoke_session_frame(session_id))
         sessions = frame.get("sessions")
         return sessions if isinstance(sessions, list) else []
 

@@ -1,16 +1,20 @@
 """Who answers an approval request, in order: the calling connection when it answers for its
-own session, then the plugins' `meith_approve` hooks, then the approvers the embedding program
-added. The first answer wins; no answer is a denial (decided by the permission service).
+own session, then the plugins' `meith_approve` hooks, then the local user's consoles (`meith
+ui`, all asked at once), then the approvers the embedding program added (the `serve` prompt).
+The first answer wins; no answer is a denial (decided by the permission service).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 from collections.abc import Awaitable, Callable
 
 import structlog
 
 from meith_core.host.plugins.manager import PluginManager
+from meith_core.policy.asking import Approver
 from meith_core.policy.sessions import Sessions
 from meith_core.protocol.approval import ApprovalAnswer, ApprovalReply, ApprovalRequest
 
@@ -29,11 +33,23 @@ class ApproverChain:
         self.added: list[AddedApprover] = []
         #: Whose `Session.approver` (the connection answering for its own session) is asked first.
         self._sessions = sessions
+        #: The local user's consoles, by their own session: asked about every session.
+        self._consoles: dict[str, Approver] = {}
+
+    def set_console(self, session_id: str, approver: Approver | None) -> None:
+        if approver is None:
+            self._consoles.pop(session_id, None)
+        else:
+            self._consoles[session_id] = approver
+
+    def forget_session(self, session_id: str) -> None:
+        """A session ended: if it was a console's, that console is asked no more."""
+        self._consoles.pop(session_id, None)
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | ApprovalReply | None:
         """The calling connection when it answers approvals itself (its answer, a timeout
-        included, is final); else the `meith_approve` hook, then approvers the embedding
-        program added: first answer wins."""
+        included, is final); else the `meith_approve` hook, the consoles, then approvers the
+        embedding program added: first answer wins."""
         own = self._sessions.approver_of(request.caller.session_id)
         if own is not None:
             return await own(request)
@@ -48,8 +64,34 @@ class ApproverChain:
                 _log.error(
                     "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
                 )
+        if self._consoles:
+            answer = await _first_answer(list(self._consoles.values()), request)
+            if answer is not None:
+                return answer
         for approver in self.added:
             answer = await approver(request)
             if answer is not None:
                 return answer
         return None
+
+
+async def _first_answer(
+    approvers: list[Approver], request: ApprovalRequest
+) -> ApprovalAnswer | ApprovalReply | None:
+    """Ask every console at once; the first answer wins and the others are withdrawn."""
+    tasks = {asyncio.ensure_future(a(request)) for a in approvers}
+    try:
+        while tasks:
+            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is None:
+                    answer = task.result()
+                    if answer is not None:
+                        return answer
+        return None
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task

@@ -29,6 +29,7 @@ from meith_core.call.pipeline import CallPipeline
 from meith_core.call.tooldef import ToolDefinition
 from meith_core.host import logs
 from meith_core.host.approver_chain import AddedApprover, ApproverChain
+from meith_core.host.otel import start_export
 from meith_core.host.planted import PlantedFindings
 from meith_core.host.plugin_loading import PluginLoading
 from meith_core.host.plugins.lifecycle import LifecycleHooks
@@ -87,6 +88,10 @@ class Runtime:
         #: Every session of this runtime, each one `Session` holding all the runtime keeps for it.
         self.sessions = Sessions()
         self._approvers = ApproverChain(self.plugins, self.sessions)
+        #: The OpenTelemetry export, when one is configured (`host.otel`); None costs nothing.
+        self.telemetry = start_export(os.environ, self.settings.snapshot())
+        if self.telemetry is not None:
+            self.audit.observer = self.telemetry
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
         self.permissions = PermissionService(
@@ -208,6 +213,10 @@ class Runtime:
         if self._started:
             await self._hooks.shutdown(SHUTDOWN_HOOK_BUDGET_S)
         self.audit.close()
+        if self.telemetry is not None:
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self.telemetry.shutdown)
 
     async def __aenter__(self) -> Runtime:
         return await self.start()
@@ -330,6 +339,7 @@ class Runtime:
         if session_id is None:
             return
         known = self.sessions.end(session_id) is not None
+        self._approvers.forget_session(session_id)
         if revoke:
             self.permissions.revoke_session(session_id)
         if known:
@@ -372,6 +382,12 @@ class Runtime:
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""
         self.sessions.set_approver(session_id, approver)
+
+    def set_console_approver(self, session_id: str, approver: Approver | None) -> None:
+        """`approver` (a local user's console) is asked about every session's approval
+        requests, after the calling connection and the `meith_approve` hooks."""
+        if approver is None or session_id in self.sessions:
+            self._approvers.set_console(session_id, approver)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)

@@ -19,6 +19,8 @@ class Identity:
     approvals: bool = False
     #: The session a child's token binds this connection to (its calls are that session's).
     session_id: str | None = None
+    #: The local user's console: asked about every session's approval requests.
+    console: bool = False
 
 
 # -- actions: what the adapter must do --------------------------------------------------
@@ -61,6 +63,12 @@ class SessionResumed(NamedTuple):
     session_id: str
 
 
+class RevokeSession(NamedTuple):
+    """End a session's grants (asked by the local user's console)."""
+
+    session_id: str
+
+
 class ApprovalAnswered(NamedTuple):
     approval_id: str
     reply: ApprovalReply
@@ -88,6 +96,7 @@ Action = (
     | SessionResumed
     | ApprovalAnswered
     | RefusedCall
+    | RevokeSession
 )
 
 

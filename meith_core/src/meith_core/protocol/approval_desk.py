@@ -1,7 +1,7 @@
 """The approval requests of one connection, without I/O: what was asked, and what an answer means.
 
 A connection that said it answers approvals (`clientInfo.approvals`) is asked about its own
-calls: `ask` builds the `approval_request` frame and remembers which call it is for; an
+calls, the local user's console (`clientInfo.console`) about every session's: `ask` builds the `approval_request` frame and remembers which call it is for; an
 `approval_response` naming a request still waiting becomes the decision (with who answered,
 as the peer says); one that names anything else — unknown, already answered, timed out — is
 ignored. Part of `Connection` (`protocol.connection`), whose identity it reads.
@@ -51,11 +51,21 @@ class ApprovalDesk:
         """Bookkeep an approval request for one of this connection's calls; None when this
         connection cannot answer (closed, or it did not say it answers approvals)."""
         ident = self._conn.identity
-        if self._conn.closed or not ident.approvals:
+        if self._conn.closed or not (ident.approvals or ident.console):
             return None
         approval_id = new_id("ap")
         self._waiting[approval_id] = request.request_id
         timeout_s = APPROVAL_TIMEOUT_S
+        # A console is asked about others' calls: it is told whose, the session included.
+        whose: dict[str, Any] = (
+            {
+                "caller": request.caller.caller.value,
+                "label": request.caller.label,
+                "sessionId": request.caller.session_id,
+            }
+            if ident.console
+            else {"caller": ident.caller.value, "label": ident.label}
+        )
         data = frame(
             "approval_request",
             approvalId=approval_id,
@@ -66,8 +76,7 @@ class ApprovalDesk:
             cwd=request.cwd,
             runs=where_it_runs(request.capabilities, request.cwd),
             arguments=_summary_value(request.arguments_summary),
-            caller=ident.caller.value,
-            label=ident.label,
+            **whose,
             timeoutMs=round(timeout_s * 1000),
         )
         return ApprovalAsk(approval_id, data, timeout_s)
@@ -100,8 +109,20 @@ class ApprovalDesk:
         pending, self._waiting = list(self._waiting), {}
         return pending
 
+    def closed_frame(self, ask: ApprovalAsk, request: ApprovalRequest, reason: str) -> bytes:
+        """Tells a console that a request it shows waits no longer (answered elsewhere, timed
+        out, or the call went away)."""
+        return frame(
+            "approval_closed",
+            approvalId=ask.approval_id,
+            requestId=request.request_id,
+            reason=reason,
+        )
+
     def _who(self) -> str:
         ident = self._conn.identity
+        if ident.console:
+            return "the local user's console (meith ui)"
         label = f" {ident.label!r}" if ident.label else ""
         return f"the calling {ident.caller.value} connection{label}"
 

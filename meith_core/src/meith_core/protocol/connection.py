@@ -12,7 +12,9 @@ approval requests. A socket peer may claim `cli`, `agent` or `plugin`; any other
 downgraded to `cli`. A later frame that claims a different kind runs as the fixed identity and
 records the claim as `claimedCaller` (audited); later labels are ignored. A peer the runtime
 itself started (a process or terminal of a tool, found by its parent chain) is never asked to
-approve: it would be approving its own calls.
+approve: it would be approving its own calls. A `cli` claim with `console` (the local user's
+`meith ui`) answers approval requests for every session and may revoke sessions; a process the
+runtime started, or a connection with a child's token, is never a console.
 
 A first claim carrying `sessionToken` (a child of a session, see `policy.child_tokens`) is
 that session instead, whatever it claims: its kind, label and session id, never approvals (the
@@ -45,6 +47,7 @@ from meith_core.protocol.actions import (
     Refused,
     RefusedCall,
     ResumedSession,
+    RevokeSession,
     Send,
     SendSessions,
     SendTools,
@@ -71,6 +74,7 @@ from meith_core.protocol.messages import (
     ListSessions,
     ListTools,
     Ping,
+    RevokeSessionMessage,
     ToolCall,
     client_message_adapter,
 )
@@ -241,6 +245,15 @@ class Connection:
             out.append(Send(error_frame(request_id, refused)) if refused else SendSessions())
         elif isinstance(parsed, Ping):
             out.append(Send(PONG))
+        elif isinstance(parsed, RevokeSessionMessage):
+            if self.identity.console:
+                out.append(RevokeSession(parsed.sessionId))
+                out.append(SendSessions())
+            else:
+                refusal = (
+                    "only the local user's console (meith ui) revokes sessions over the socket"
+                )
+                out.append(Send(error_frame(request_id, refusal)))
 
     def _refused_frame(
         self, msg: dict[str, Any], request_id: str | None, reason: str, out: list[Action]
@@ -340,7 +353,9 @@ class Connection:
             return None if self._identity.caller.value == claim else claim
         kind = _normalise(claim)
         approvals = info.approvals and self._may_answer_approvals
-        self._identity = Identity(kind, sanitize_label(info.label), approvals)
+        # The console answers for others: only the local user, never a process of the runtime.
+        console = info.console and self._may_answer_approvals and claim == CallerKind.CLI.value
+        self._identity = Identity(kind, sanitize_label(info.label), approvals, console=console)
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
 

@@ -38,6 +38,9 @@ class ClientInfo(BaseModel):
     label: _Hint | None = None
     #: This connection answers `approval_request` frames.
     approvals: bool = False
+    #: The local user's console (`meith ui`): answers approval requests for every session.
+    #: Honoured only for a `cli` connection the runtime did not start and that has no token.
+    console: bool = False
     cwd: _Hint | None = None
     sessionId: _Hint | None = None
     spaceId: _Hint | None = None
@@ -85,6 +88,13 @@ class Ping(_Message):
     type: Literal["ping"]
 
 
+class RevokeSessionMessage(_Message):
+    """The console ends a session's grants at once (its later privileged calls are denied)."""
+
+    type: Literal["revoke_session"]
+    sessionId: _Id
+
+
 class ApprovalResponse(_Message):
     type: Literal["approval_response"]
     approvalId: _Id
@@ -115,6 +125,7 @@ AnyClientMessage = (
     | Ping
     | ApprovalResponse
     | EndSession
+    | RevokeSessionMessage
 )
 ClientMessage = Annotated[AnyClientMessage, Field(discriminator="type")]
 client_message_adapter: TypeAdapter[AnyClientMessage] = TypeAdapter(ClientMessage)
@@ -231,7 +242,18 @@ class ApprovalRequestMessage(_Message):
     arguments: Any
     caller: str
     label: str | None = None
+    #: The session whose call waits (a console is asked about every session's calls).
+    sessionId: str | None = None
     timeoutMs: int
+
+
+class ApprovalClosed(_Message):
+    """Sent to a console: an approval request it was shown no longer waits for its answer."""
+
+    type: Literal["approval_closed"]
+    approvalId: str
+    requestId: str
+    reason: str
 
 
 AnyServerMessage = (
@@ -244,6 +266,7 @@ AnyServerMessage = (
     | ToolsChanged
     | Pong
     | ApprovalRequestMessage
+    | ApprovalClosed
 )
 ServerMessage = Annotated[AnyServerMessage, Field(discriminator="type")]
 server_message_adapter: TypeAdapter[AnyServerMessage] = TypeAdapter(ServerMessage)

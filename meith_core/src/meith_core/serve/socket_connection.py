@@ -22,6 +22,7 @@ from meith_core.protocol.actions import (
     CancelCall,
     IdentityFixed,
     RefusedCall,
+    RevokeSession,
     Send,
     SendSessions,
     SendTools,
@@ -146,8 +147,13 @@ class SocketConnection(asyncio.Protocol):
                     self.close(over)
                     return
             server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
-            if ident.approvals:
+            if ident.console:
+                server.runtime.set_console_approver(self.session_id, self._ask_approval)
+            elif ident.approvals:
                 server.runtime.set_session_approver(self.session_id, self._ask_approval)
+        elif isinstance(action, RevokeSession):
+            _log.info("session revoked by the console", sessionId=action.session_id)
+            server.runtime.permissions.revoke_session(action.session_id)
         elif isinstance(action, CancelCall):
             self._cancel(action)
         elif isinstance(action, RefusedCall):
@@ -252,6 +258,9 @@ class SocketConnection(asyncio.Protocol):
         finally:
             self._approvals.pop(ask.approval_id, None)
             rules.approvals.settled(ask.approval_id)
+            if rules.identity.console and not (fut.done() and not fut.cancelled()):
+                # Answered elsewhere, timed out or the call went away: the console's card goes.
+                self.send(rules.approvals.closed_frame(ask, request, "no longer waiting"))
 
     # -- frames out ---------------------------------------------------------------------
 

@@ -1,0 +1,87 @@
+"""Serving the console: uvicorn on loopback (another address only with `--allow-remote` and
+TLS), the URL with the run's secret printed, a browser opened unless told not to."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import sys
+import webbrowser
+from typing import TextIO
+
+from meith_core.base.home import MeithHome
+from meith_core.ui.app import Console, build_app
+from meith_core.ui.guard import Door
+
+
+class UsageError(ValueError):
+    """A `meith ui` option combination that would open the door wider than allowed."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, allow_remote: bool, certfile: str | None, keyfile: str | None) -> None:
+    if _is_loopback(host):
+        return
+    if not allow_remote:
+        raise UsageError(
+            f"--host {host} is not loopback; add --allow-remote (with TLS) to serve it"
+        )
+    if not (certfile and keyfile):
+        raise UsageError("--allow-remote needs --tls-cert and --tls-key: the console is a door")
+
+
+async def serve_console(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = True,
+    socket_path: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    allow_remote: bool = False,
+    public_names: tuple[str, ...] = (),
+    out: TextIO | None = None,
+) -> None:
+    import uvicorn
+
+    check_bind(host, allow_remote, certfile, keyfile)
+    out = out or sys.stdout
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(128)  # connections wait for uvicorn from now on: the printed URL works at once
+    bound_port = sock.getsockname()[1]
+    shown_host = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    tls = bool(certfile and keyfile)
+    door = Door.for_address(shown_host, bound_port, extra_hosts=public_names, tls=tls)
+    console = Console(door, MeithHome.from_env().ensure(), socket_path)
+    url = door.url(shown_host, bound_port)
+    out.write(f"meith ui: {url}\n(the link is for you alone: it carries this run's secret)\n")
+    out.flush()
+    config = uvicorn.Config(
+        build_app(console),
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+        # The door checks Host itself; forwarded headers are never trusted.
+        proxy_headers=False,
+        server_header=False,
+        # Open event streams never end by themselves: stop waiting for them at shutdown.
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    if open_browser:
+        asyncio.get_running_loop().call_later(0.3, webbrowser.open, url)
+    await server.serve(sockets=[sock])

@@ -1,0 +1,347 @@
+// The meith console. Plain JavaScript, no third-party code; every value from the runtime is
+// put on the page as text (never as HTML).
+"use strict";
+
+const CSRF = document.querySelector('meta[name="meith-csrf"]').content;
+const state = { approvals: new Map(), audit: [], sessions: [], revoked: new Set(), selected: 0, logTimer: null, own: null };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+async function post(url, body) {
+  const resp = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-meith-csrf": CSRF },
+    body: JSON.stringify(body || {}),
+    credentials: "same-origin",
+  });
+  let data = {};
+  try { data = await resp.json(); } catch (e) { /* not JSON */ }
+  if (!resp.ok) throw new Error(data.error || resp.statusText);
+  return data;
+}
+
+async function getJson(url) {
+  const resp = await fetch(url, { credentials: "same-origin" });
+  const data = await resp.json();
+  if (!resp.ok) throw new Error(data.error || resp.statusText);
+  return data;
+}
+
+const time = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "-");
+const short = (id) => (id ? String(id).slice(0, 18) : "-");
+
+// -- panels --------------------------------------------------------------------------------
+
+function show(panel) {
+  for (const section of document.querySelectorAll(".panel")) section.hidden = section.id !== panel;
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.panel === panel);
+  if (panel === "grants") { loadGrants(); loadPlugins(); }
+  if (panel === "processes") loadProcesses();
+}
+window.addEventListener("hashchange", () => show(location.hash.slice(1) || "approvals"));
+
+// -- approvals -----------------------------------------------------------------------------
+
+function renderApprovals() {
+  const list = document.getElementById("approval-list");
+  list.replaceChildren();
+  const items = [...state.approvals.values()];
+  const badge = document.getElementById("approval-count");
+  badge.hidden = items.length === 0;
+  badge.textContent = String(items.length);
+  document.title = items.length ? `(${items.length}) meith console` : "meith console";
+  if (!items.length) { list.append(el("p", { class: "empty" }, "Nothing waits for an answer.")); return; }
+  state.selected = Math.min(state.selected, items.length - 1);
+  items.forEach((req, i) => {
+    const args = typeof req.arguments === "string" ? req.arguments : JSON.stringify(req.arguments, null, 1);
+    const left = Math.max(0, Math.round((req.deadline - Date.now()) / 1000));
+    const answer = (decision) => () => decide(req.approvalId, decision);
+    list.append(el("div", { class: "card" + (i === state.selected ? " selected" : ""), "data-approval": req.approvalId },
+      el("strong", {}, `${req.label || req.caller} wants to run ${req.toolName}`),
+      el("dl", {},
+        el("dt", {}, "Tool"), el("dd", {}, el("code", {}, req.toolName), ` (plugin ${req.plugin})`),
+        el("dt", {}, "Capabilities"), el("dd", {}, (req.capabilities || []).join(", ")),
+        el("dt", {}, "Directory"), el("dd", {}, el("code", {}, req.cwd || "-")),
+        el("dt", {}, "Caller"), el("dd", {}, `${req.caller}${req.label ? " · " + req.label : ""}`),
+        el("dt", {}, "Session"), el("dd", {}, el("code", {}, req.sessionId || "-")),
+        el("dt", {}, "Arguments (redacted)"), el("dd", {}, el("pre", {}, args)),
+        el("dt", {}, "Denied in"), el("dd", { class: "countdown" }, `${left} s without an answer`),
+      ),
+      el("button", { class: "allow", type: "button", "data-decision": "allow_once", onclick: answer("allow_once") }, "Allow once (o)"), " ",
+      el("button", { class: "allow", type: "button", "data-decision": "allow_session", onclick: answer("allow_session") }, "Allow for the session (s)"), " ",
+      el("button", { class: "deny", type: "button", "data-decision": "deny", onclick: answer("deny") }, "Deny (d)"),
+    ));
+  });
+}
+
+async function decide(approvalId, decision) {
+  try { await post(`/api/approvals/${encodeURIComponent(approvalId)}`, { decision }); }
+  catch (e) { /* it no longer waits: the closing event removes it */ }
+  state.approvals.delete(approvalId);
+  renderApprovals();
+}
+
+function addApproval(req) {
+  req.deadline = Date.now() + (req.timeoutMs || 60000);
+  state.approvals.set(req.approvalId, req);
+  renderApprovals();
+  if (document.hidden && "Notification" in window && Notification.permission === "granted") {
+    new Notification("meith: approval needed", { body: `${req.label || req.caller} wants to run ${req.toolName}`, tag: req.approvalId });
+  }
+}
+
+document.addEventListener("keydown", (ev) => {
+  if (ev.target.closest("input, select, textarea") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (document.getElementById("approvals").hidden) return;
+  const items = [...state.approvals.values()];
+  if (!items.length) return;
+  const current = items[Math.min(state.selected, items.length - 1)];
+  const keys = { o: "allow_once", s: "allow_session", d: "deny" };
+  if (keys[ev.key]) { ev.preventDefault(); decide(current.approvalId, keys[ev.key]); }
+  else if (ev.key === "j") { state.selected = Math.min(items.length - 1, state.selected + 1); renderApprovals(); }
+  else if (ev.key === "k") { state.selected = Math.max(0, state.selected - 1); renderApprovals(); }
+});
+
+setInterval(() => {
+  for (const node of document.querySelectorAll(".card")) {
+    const req = state.approvals.get(node.dataset.approval);
+    if (req) node.querySelector(".countdown").textContent = `${Math.max(0, Math.round((req.deadline - Date.now()) / 1000))} s without an answer`;
+  }
+}, 1000);
+
+const notifyButton = document.getElementById("notify");
+if ("Notification" in window && Notification.permission === "default") {
+  notifyButton.hidden = false;
+  notifyButton.addEventListener("click", async () => { await Notification.requestPermission(); notifyButton.hidden = true; });
+}
+
+// -- audit ---------------------------------------------------------------------------------
+
+function outcomeOf(r) {
+  if (r.kind === "coalesced") return `${r.outcome || ""} x${r.count}`;
+  return r.outcome || "";
+}
+
+function auditMatches(r, f) {
+  const has = (value, wanted) => !wanted || String(value || "").toLowerCase().includes(wanted.toLowerCase());
+  return has(r.sessionId, f.session) && has(r.label, f.agent) && has(r.toolName, f.tool)
+    && (!f.decision || r.decision === f.decision) && has(r.outcome, f.outcome);
+}
+
+function renderAudit() {
+  const f = Object.fromEntries(new FormData(document.getElementById("audit-filters")));
+  const rows = state.audit.filter((r) => auditMatches(r, f)).slice(-300).reverse();
+  document.getElementById("audit-rows").replaceChildren(...rows.map((r) => {
+    const cls = [r.decision === "deny" ? "deny" : "", ["interrupted", "running"].includes(r.outcome) ? "interrupted" : "", r.kind === "coalesced" ? "coalesced" : ""].join(" ");
+    const tag = r.kind === "coalesced" ? el("span", { class: "tag" }, "coalesced") : ["interrupted", "running"].includes(r.outcome) ? el("span", { class: "tag" }, r.outcome) : null;
+    return el("tr", { class: cls, "data-audit-id": r.id || "" },
+      el("td", {}, time(r.ts)),
+      el("td", {}, `${r.caller || "-"}${r.label ? " · " + r.label : ""}${r.claimedCaller ? " (claimed " + r.claimedCaller + ")" : ""}`),
+      el("td", {}, el("code", {}, short(r.sessionId))),
+      el("td", {}, r.toolName || r.kind || "-"),
+      el("td", {}, r.decision || "-"),
+      el("td", {}, outcomeOf(r), tag),
+      el("td", {}, r.reason || ""),
+      el("td", {}, r.durationMs !== undefined ? `${Number(r.durationMs).toFixed(1)} ms` : "-"),
+    );
+  }));
+}
+document.getElementById("audit-filters").addEventListener("input", renderAudit);
+
+function renderChain(v) {
+  const chain = document.getElementById("chain");
+  chain.className = "status " + (v.state === "ok" ? "ok" : v.state === "broken" ? "bad" : "");
+  if (v.state === "ok") chain.textContent = `chain verified: ${v.records} records, at ${time(v.checkedAt).slice(11)} UTC`;
+  else if (v.state === "broken") chain.textContent = `chain BROKEN: ${v.firstProblem ? v.firstProblem.problem : "?"}`;
+  else chain.textContent = `chain: ${v.state}`;
+}
+document.getElementById("verify").addEventListener("click", async () => renderChain(await post("/api/audit/verify")));
+
+// -- sessions ------------------------------------------------------------------------------
+
+function ownsText(owns) {
+  if (!owns) return "-";
+  if (Array.isArray(owns)) return owns.length ? owns.map((o) => (typeof o === "string" ? o : o.id || JSON.stringify(o))).join(", ") : "-";
+  if (typeof owns === "object") {
+    const parts = Object.entries(owns).filter(([, v]) => (Array.isArray(v) ? v.length : v)).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.map((o) => (typeof o === "string" ? o : o.id || "?")).join(", ") : v}`);
+    return parts.join("; ") || "-";
+  }
+  return String(owns);
+}
+
+function renderSessions() {
+  document.getElementById("session-rows").replaceChildren(...state.sessions.map((s) => {
+    const last = state.audit.filter((r) => r.sessionId === s.sessionId).slice(-3).reverse().map((r) => `${r.toolName} (${r.outcome})`).join(", ");
+    const grants = (s.grants || []).map((g) => `${g.capabilities.join("+")}${g.tool ? " " + g.tool : ""}${g.cwd ? " in " + g.cwd : ""} [${g.source}]`).join("; ");
+    const revoked = state.revoked.has(s.sessionId);
+    const own = s.sessionId === state.own;
+    return el("tr", { "data-session": s.sessionId },
+      el("td", {}, el("code", {}, s.sessionId)), el("td", {}, s.caller), el("td", {}, s.label || "-"),
+      el("td", {}, (s.since || "").replace("T", " ").slice(0, 19)), el("td", {}, s.calls),
+      el("td", {}, grants || "-"), el("td", {}, ownsText(s.owns)), el("td", {}, last || "-"),
+      el("td", {}, own ? "this console" : revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`); } }, "Revoke")),
+    );
+  }));
+}
+
+// -- grants and plugins --------------------------------------------------------------------
+
+async function loadGrants() {
+  const data = await getJson("/api/grants");
+  document.getElementById("grant-rows").replaceChildren(...data.grants.map((g) => el("tr", { "data-grant": g.id },
+    el("td", {}, el("code", {}, g.id)), el("td", {}, `${g.caller}${g.agent ? " (" + g.agent + ")" : ""}`),
+    el("td", {}, (g.capabilities || []).join(", ")), el("td", {}, g.tool || "*"), el("td", {}, g.cwdPrefix || g.cwd || "*"),
+    el("td", {}, g.uses || "∞"), el("td", {}, g.expiresAt ? time(g.expiresAt) + (g.expired ? " (expired)" : "") : "never"),
+    el("td", {}, el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/grants/${encodeURIComponent(g.id)}/revoke`); loadGrants(); } }, "Revoke")),
+  )));
+}
+
+document.getElementById("grant-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const form = new FormData(ev.target);
+  const body = Object.fromEntries(form);
+  body.capabilities = form.getAll("capabilities");
+  const error = document.getElementById("grant-error");
+  try { await post("/api/grants", body); error.textContent = ""; ev.target.reset(); loadGrants(); }
+  catch (e) { error.textContent = e.message; }
+});
+
+async function loadPlugins() {
+  let data;
+  try { data = await getJson("/api/plugins"); } catch (e) { return; }
+  document.getElementById("plugin-rows").replaceChildren(...data.plugins.map((p) => {
+    const a = p.approval;
+    const rec = p.approvalRecord;
+    let approved = "no";
+    if (a && a.implicit) approved = "built in";
+    else if (a) approved = `${(a.capabilities || []).join(", ") || "nothing"}${a.valid ? "" : " — VOID: the plugin changed"}`;
+    const covers = rec ? `${rec.distribution || p.id} ${rec.version || ""} and its ${p.tools.length} tool descriptors` + (rec.changed.length ? `; changed since: ${rec.changed.join(", ")}` : "") : `${p.distribution || p.id} ${p.version || ""}`;
+    return el("tr", { "data-plugin": p.id },
+      el("td", {}, p.id), el("td", {}, p.version || "-"), el("td", {}, p.status),
+      el("td", {}, (p.requestedCapabilities || []).join(", ") || "-"), el("td", {}, approved),
+      el("td", {}, covers, el("br"), el("code", {}, p.fingerprint || "")),
+      el("td", {}, rec ? el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/plugins/${encodeURIComponent(p.id)}/revoke`); loadPlugins(); } }, "Revoke approval") : (a && !a.implicit ? "" : p.requestedCapabilities && p.requestedCapabilities.length && !(a && a.implicit) ? el("code", {}, `meith plugins approve ${p.id}`) : "")),
+    );
+  }));
+}
+
+// -- processes -----------------------------------------------------------------------------
+
+async function tool(name, args) {
+  const result = await post(`/api/tools/${name}`, args || {});
+  if (!result.ok) throw new Error((result.error && result.error.message) || name + " failed");
+  return result.content;
+}
+
+async function loadProcesses() {
+  const error = document.getElementById("process-error");
+  error.textContent = "";
+  const rows = [];
+  try {
+    for (const d of (await tool("list_dev_servers")) || []) rows.push({ kind: "dev server", id: d.id, name: d.name || [d.command, ...(d.args || [])].join(" "), cwd: d.cwd, status: d.status, port: d.port, stop: () => tool("stop_dev_server", { devServerId: d.id }) });
+  } catch (e) { error.textContent = e.message; }
+  try {
+    for (const t of (await tool("list_terminals")) || []) rows.push({ kind: "terminal", id: t.id, name: t.shell, cwd: t.cwd, status: t.status, port: null, stop: () => tool("kill_terminal", { terminalId: t.id }) });
+  } catch (e) { error.textContent = e.message; }
+  document.getElementById("process-rows").replaceChildren(...rows.map((p) => el("tr", { "data-process": p.id },
+    el("td", {}, el("code", {}, p.id)), el("td", {}, p.kind), el("td", {}, p.name), el("td", {}, el("code", {}, p.cwd)),
+    el("td", {}, p.status), el("td", {}, p.port || "-"),
+    el("td", {}, el("button", { type: "button", onclick: () => followLog(p.id) }, "Log"), " ",
+      el("button", { class: "deny", type: "button", onclick: async () => { try { await p.stop(); } catch (e) { error.textContent = e.message; } loadProcesses(); } }, "Stop")),
+  )));
+  let tabs = [];
+  try { tabs = (await tool("get_tabs")) || []; } catch (e) { /* no browser plugin */ }
+  if (!Array.isArray(tabs)) tabs = tabs.browserTabs || [];
+  document.getElementById("tab-rows").replaceChildren(...tabs.map((t) => el("tr", { "data-tab": t.id },
+    el("td", {}, el("code", {}, t.id)), el("td", {}, t.title || ""), el("td", {}, t.url || ""),
+    el("td", {}, t.ownerId || "-"),
+    el("td", {}, el("button", { type: "button", onclick: () => screenshot(t.id) }, "Screenshot")),
+  )));
+}
+document.getElementById("refresh-processes").addEventListener("click", loadProcesses);
+
+function followLog(processId) {
+  const pre = document.getElementById("process-log");
+  pre.hidden = false;
+  pre.textContent = "";
+  let since = 0;
+  clearInterval(state.logTimer);
+  const poll = async () => {
+    try {
+      const content = await tool("get_process_logs", since ? { processId, sinceSeq: since } : { processId, limit: 500 });
+      const entries = Array.isArray(content) ? content : content.logs || [];
+      for (const e of entries) { pre.append(e.text.endsWith("\n") ? e.text : e.text + "\n"); since = e.seq + 1; }
+      pre.scrollTop = pre.scrollHeight;
+    } catch (e) { clearInterval(state.logTimer); }
+  };
+  poll();
+  state.logTimer = setInterval(poll, 1000);
+}
+
+async function screenshot(tabId) {
+  const img = document.getElementById("screenshot");
+  try {
+    const content = await tool("take_screenshot", { tabId });
+    img.src = `/api/artifacts/${encodeURIComponent(content.path.split("/").pop())}`;
+    img.hidden = false;
+  } catch (e) { document.getElementById("process-error").textContent = e.message; }
+}
+
+// -- the event stream ----------------------------------------------------------------------
+
+function runtimeState(connected, error) {
+  const node = document.getElementById("runtime");
+  node.className = "status " + (connected ? "ok" : "bad");
+  node.textContent = connected ? "runtime connected" : `runtime: ${error || "not connected"}`;
+}
+
+function onEvent(ev) {
+  const msg = JSON.parse(ev.data);
+  switch (msg.type) {
+    case "snapshot":
+      state.approvals.clear();
+      for (const req of msg.approvals) addApproval(req);
+      state.audit = msg.audit;
+      state.revoked = new Set(msg.revoked);
+      state.own = (msg.welcome || {}).sessionId || null;
+      runtimeState(msg.connected, msg.error);
+      renderChain(msg.verification);
+      renderAudit();
+      renderApprovals();
+      break;
+    case "approval": addApproval(msg.request); break;
+    case "approval_closed": state.approvals.delete(msg.approvalId); renderApprovals(); break;
+    case "audit": {
+      const r = msg.record;
+      if (r.kind === "intent" || r.kind === undefined || r.kind === null) {
+        // A call's outcome (or its end as interrupted) replaces its `running` row.
+        state.audit = state.audit.filter((a) => !(a.kind === "intent" && a.sessionId === r.sessionId && a.requestId === r.requestId));
+      }
+      state.audit.push(r);
+      if (state.audit.length > 2000) state.audit.splice(0, state.audit.length - 2000);
+      renderAudit(); renderSessions();
+      break;
+    }
+    case "sessions": state.sessions = msg.sessions; renderSessions(); break;
+    case "revoked": state.revoked.add(msg.sessionId); renderSessions(); break;
+    case "verification": renderChain(msg.verification); break;
+    case "runtime":
+      if (msg.welcome) state.own = msg.welcome.sessionId || null;
+      runtimeState(msg.connected, msg.error);
+      break;
+  }
+}
+
+const events = new EventSource("/api/events");
+events.addEventListener("message", onEvent);
+events.addEventListener("error", () => runtimeState(false, "console stream interrupted (reconnecting)"));
+show(location.hash.slice(1) || "approvals");

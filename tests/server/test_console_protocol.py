@@ -1,0 +1,130 @@
+"""The console over a real socket: a local `cli` connection that says `console` is asked about
+every session's approval requests, after the calling connection; it is told when a request
+stops waiting; it may revoke a session. Nothing else may be a console."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from meith_core.client.aio import AsyncClient
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+CONSOLE = {"caller": "cli", "console": True, "label": "meith ui"}
+
+
+def _last(served: Any, tool: str) -> dict[str, Any]:
+    return [e for e in served.audit() if e["toolName"] == tool][-1]
+
+
+async def _console(served: Any) -> Any:
+    conn = await served.connect()
+    await conn.send({"type": "hello", "clientInfo": CONSOLE})
+    assert (await conn.next())["type"] == "welcome"
+    return conn
+
+
+async def test_the_console_answers_for_an_agent_that_cannot(served) -> None:
+    console = await _console(served)
+    agent = await served.connect()
+    await agent.call(
+        "w1", "probe_write", {"name": "c"}, clientInfo={"caller": "agent", "label": "bot"}
+    )
+    ask = await console.next()
+    assert ask["type"] == "approval_request"
+    assert (ask["toolName"], ask["caller"], ask["label"]) == ("probe_write", "agent", "bot")
+    assert ask["sessionId"].startswith("socket")
+    assert ask["arguments"] == {"name": "c"}
+    await console.send(
+        {
+            "type": "approval_response",
+            "approvalId": ask["approvalId"],
+            "decision": "allow_once",
+            "answeredBy": "me",
+        }
+    )
+    assert (await agent.result("w1"))["ok"] is True
+    assert _last(served, "probe_write")["reason"] == (
+        "approved once by the local user's console (meith ui) (answeredBy: me)"
+    )
+
+
+async def test_the_calling_connection_is_asked_first_and_the_console_is_told(served) -> None:
+    console = await _console(served)
+    agent = await served.connect()
+    info = {"caller": "agent", "approvals": True}
+    await agent.call("w1", "probe_write", {"name": "own"}, clientInfo=info)
+    ask = await agent.next()
+    assert ask["type"] == "approval_request"
+    await agent.send(
+        {"type": "approval_response", "approvalId": ask["approvalId"], "decision": "deny"}
+    )
+    assert (await agent.result("w1"))["ok"] is False
+    with pytest.raises(asyncio.TimeoutError):
+        await console.next(timeout=0.3)  # never asked: the agent's own answer is final
+
+
+async def test_a_request_that_goes_away_is_closed_on_the_console(served) -> None:
+    console = await _console(served)
+    agent = await served.connect()
+    await agent.call("w1", "probe_write", {"name": "gone"}, clientInfo={"caller": "agent"})
+    ask = await console.next()
+    await agent.send({"type": "cancel_tool_call", "requestId": "w1"})
+    closed = await console.next()
+    assert closed["type"] == "approval_closed"
+    assert (closed["approvalId"], closed["requestId"]) == (ask["approvalId"], "w1")
+
+
+@pytest.mark.parametrize("claim", ["agent", "plugin", "renderer"])
+async def test_only_a_cli_connection_is_a_console(served, claim: str) -> None:
+    impostor = await served.connect()
+    await impostor.send({"type": "hello", "clientInfo": {"caller": claim, "console": True}})
+    await impostor.next()
+    agent = await served.connect()
+    await agent.call("w1", "probe_write", {"name": "x"}, clientInfo={"caller": "agent"})
+    result = await agent.result("w1")
+    assert result["error"]["code"] == "PERMISSION_DENIED"
+    with pytest.raises(asyncio.TimeoutError):
+        await impostor.next(timeout=0.2)
+    await impostor.send({"type": "revoke_session", "sessionId": "socket:x"})
+    refused = await impostor.next()
+    assert refused["type"] == "error"
+    assert "console" in refused["message"]
+
+
+async def test_the_console_revokes_a_session(served) -> None:
+    agent = await AsyncClient.connect(served.socket, caller="agent", label="bot")
+    welcome = await agent.hello()
+    sid = welcome["sessionId"]
+    served.runtime.grant(
+        served.runtime.open_session("agent"), ["writes-files"]
+    )  # another session's grant stays
+    console = await AsyncClient.connect(served.socket, console=True)
+    await console.hello()
+    sessions = await console.revoke_session(sid)
+    assert sid in {s["sessionId"] for s in sessions}
+    assert served.runtime.permissions.is_revoked(sid)
+    await agent.aclose()
+    await console.aclose()
+
+
+async def test_several_consoles_are_asked_at_once_and_the_first_answer_wins(served) -> None:
+    first, second = await _console(served), await _console(served)
+    agent = await served.connect()
+    await agent.call("w1", "probe_write", {"name": "two"}, clientInfo={"caller": "agent"})
+    ask1, ask2 = await first.next(), await second.next()
+    assert ask1["requestId"] == ask2["requestId"] == "w1"
+    await second.send(
+        {"type": "approval_response", "approvalId": ask2["approvalId"], "decision": "deny"}
+    )
+    assert (await agent.result("w1"))["error"]["code"] == "PERMISSION_DENIED"
+    closed = await first.next()
+    assert (closed["type"], closed["approvalId"]) == ("approval_closed", ask1["approvalId"])
+    # The first console's late answer changes nothing.
+    await first.send(
+        {"type": "approval_response", "approvalId": ask1["approvalId"], "decision": "allow_once"}
+    )
+    assert served.marks("two") == []
