@@ -79,6 +79,15 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "get_process_logs": (T, F, T, F),
     "attach_process_logs": (T, F, F, F),
     "wait_for_dev_server": (F, F, F, T),
+    # A command does what it is told: it may remove anything its grant reaches.
+    "run_command": (F, T, F, T),
+    "workspace_read_file": (T, F, T, F),
+    # Replacing a file overwrites what was there; writing the same content again changes nothing.
+    "workspace_write_file": (F, T, T, F),
+    "workspace_apply_patch": (F, F, F, F),
+    "workspace_undo": (F, T, F, F),
+    "workspace_list_files": (T, F, T, F),
+    "workspace_search": (T, F, T, F),
 }
 
 

@@ -387,7 +387,8 @@ async def test_descriptor_annotations_and_deadline(proc: Proc) -> None:
     assert hints.read_only_hint is False
     assert hints.idempotent_hint is False
     assert hints.open_world_hint is True
-    assert hints.destructive_hint is False
+    # A command may remove anything its grant reaches: the hint says so (effect 'acts').
+    assert hints.destructive_hint is True
     # The call's deadline never cuts a command off before its own timeoutMs does.
     assert tool["timeoutMs"] > RUN_TIMEOUT_MAX_MS
     schema = tool["inputSchema"]["properties"]
