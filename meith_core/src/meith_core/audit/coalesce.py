@@ -20,7 +20,6 @@ which would push privileged records out — faster than the windows let through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from meith_core.base.ids import new_id
@@ -43,17 +42,40 @@ _PRIVILEGED_NAMES: Final = frozenset(c.value for c in PRIVILEGED)
 _Key = tuple[Any, Any, Any, Any]
 
 
-@dataclass(slots=True)
 class _Window:
-    ends: float
-    first: dict[str, Any]
-    written: int = 0
-    count: int = 0
-    first_ts: int = 0
-    last_ts: int = 0
-    request_ids: list[str] = field(default_factory=list)
-    tool_names: list[str] = field(default_factory=list)
-    session_ids: list[str] = field(default_factory=list)
+    """One kind's window. Opened for every first call of a kind (successful calls included),
+    so it is kept cheap: the samples exist only once something is counted."""
+
+    __slots__ = (
+        "count",
+        "ends",
+        "first",
+        "first_ts",
+        "last_ts",
+        "request_ids",
+        "session_ids",
+        "tool_names",
+        "written",
+    )
+
+    def __init__(self, ends: float, first: dict[str, Any]) -> None:
+        self.ends = ends
+        self.first = first
+        self.written = 0
+        self.count = 0
+        self.first_ts = 0
+        self.last_ts = 0
+        self.request_ids: list[str] = _NO_SAMPLES
+        self.tool_names: list[str] = _NO_SAMPLES
+        self.session_ids: list[str] = _NO_SAMPLES
+
+    def sample_lists(self) -> None:
+        if self.request_ids is _NO_SAMPLES:
+            self.request_ids, self.tool_names, self.session_ids = [], [], []
+
+
+#: Shared by windows that counted nothing yet (never appended to: `sample_lists` first).
+_NO_SAMPLES: Final[list[str]] = []
 
 
 def coalescible(entry: dict[str, Any]) -> bool:
@@ -99,6 +121,7 @@ class Coalescer:
             return False
         # Counted once, in the window that is full: the session's own, else the wide one.
         win = mine if mine.written >= burst else every
+        win.sample_lists()
         win.count += 1
         ts = entry.get("ts")
         if isinstance(ts, int):
