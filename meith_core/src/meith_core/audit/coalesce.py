@@ -12,10 +12,11 @@ calls in full), so a peer that opens a new connection — a new session — for 
 coalesced too. A privileged call that was allowed is never coalesced: it ran, and each one is
 evidence of its own.
 
-Successful calls of unprivileged tools are coalesced the same way at a higher rate (`OK_BURST`
-per session and tool per window, ten times that across sessions): an ordinary session's calls
-are all written, but nobody can fill the trail's byte budget with cheap successful calls —
-which would push privileged records out — faster than the windows let through.
+Successful calls of unprivileged tools are coalesced the same way, per session, at a higher
+rate (`OK_BURST` per session and tool per window): an ordinary session's calls are all written,
+but no session can fill the trail's byte budget with cheap successful calls faster than the
+window lets through. (Whatever fills it, size-based retention carries privileged and denied
+records forward: `segments`.)
 """
 
 from __future__ import annotations
@@ -111,16 +112,24 @@ class Coalescer:
         tool = entry.get("toolName") if entry.get("plugin") is not None else None
         caller, outcome = entry.get("caller"), entry.get("outcome")
         mine = self._window((caller, entry.get("sessionId"), tool, outcome), now, entry)
+        if outcome == "ok":
+            # Successful calls: per session only (a peer opening a connection per call is
+            # slowed by admission; retention carries privileged and denied records forward,
+            # whatever fills the trail).
+            if mine.written < self.ok_burst:
+                mine.written += 1
+                return False
+            return self._count(mine, entry, tool, wide=False)
         every = self._window((caller, ALL_SESSIONS, tool, outcome), now, entry)
-        burst, burst_all = (
-            (self.ok_burst, 10 * self.ok_burst) if outcome == "ok" else (self.burst, self.burst_all)
-        )
-        if mine.written < burst and every.written < burst_all:
+        if mine.written < self.burst and every.written < self.burst_all:
             mine.written += 1
             every.written += 1
             return False
         # Counted once, in the window that is full: the session's own, else the wide one.
-        win = mine if mine.written >= burst else every
+        full = mine.written >= self.burst
+        return self._count(mine if full else every, entry, tool, wide=not full)
+
+    def _count(self, win: _Window, entry: dict[str, Any], tool: Any, *, wide: bool) -> bool:
         win.sample_lists()
         win.count += 1
         ts = entry.get("ts")
@@ -133,7 +142,7 @@ class Coalescer:
         if tool is None and len(win.tool_names) < SAMPLE and name not in win.tool_names:
             win.tool_names.append(name)
         session = str(entry.get("sessionId"))
-        if win is every and len(win.session_ids) < SAMPLE and session not in win.session_ids:
+        if wide and len(win.session_ids) < SAMPLE and session not in win.session_ids:
             win.session_ids.append(session)
         return True
 
