@@ -161,7 +161,12 @@ def test_a_socket_peer_cannot_hijack_a_claimed_tab(srv: MeithServer, site: Site)
         def denied(result: dict[str, Any]) -> None:
             assert result["ok"] is False, result
             assert result["error"]["code"] == "PERMISSION_DENIED", result
-            assert result["error"]["details"] == {"tabId": tid, "ownerId": owner}
+            details = result["error"]["details"]
+            assert (details["tabId"], details["ownerId"], details["gate"]) == (
+                tid,
+                owner,
+                "ownership",
+            )
 
         denied(b.call_raw("navigate", {"tabId": tid, "url": site.url("/next.html")}))
         denied(b.call_raw("browser_use_end", {"tabId": tid, "force": True}))

@@ -63,7 +63,8 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
             denied = await browsing.fails(
                 "PERMISSION_DENIED", tool, {"tabId": tid, **extra}, intruder
             )
-            assert denied["message"] == f"Tab {tid} is currently controlled by owner {a.session_id}"
+            assert denied["message"].startswith(f"Tab {tid} belongs to owner {a.session_id}")
+            assert "open a tab of your own with open_browser_tab" in denied["message"]
             assert _owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
     tab = next(t for t in (await browsing.ok("get_tabs"))["browserTabs"] if t["id"] == tid)
     assert tab["ownerId"] == a.session_id

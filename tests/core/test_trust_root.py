@@ -26,6 +26,14 @@ def test_a_confined_writes_files_grant_cannot_widen_browser_policy(meith_server,
     project = tmp_path / "project"
     project.mkdir()
     srv.grant("writes-files", cwd=str(project))
+    # A grant confined to a directory never covers settings every session reads (issue 20).
+    env = srv.call(
+        "set_app_settings", {"settings": {"browser": {"headless": True}}}, cwd=str(project)
+    )
+    assert env["error"]["code"] == "PERMISSION_DENIED"
+    assert "acts on global state (settings)" in env["error"]["message"]
+    # Even an unconfined grant for the tool does not reach the policy keys.
+    srv.grant("writes-files", tool="set_app_settings")
     for patch in (
         {"browser": {"cdpUnrestricted": True}},
         {"browser": {"extraSchemes": ["file"]}},
@@ -62,7 +70,7 @@ def _count_ok(srv, n: int) -> int:
     def one(i: int) -> int:
         done = subprocess.run(
             [MEITH, "call", "set_app_settings", "--arg-json",
-             json.dumps({"settings": {"probe": i}}), "--json"],
+             json.dumps({"settings": {"git": {"runHooks": i % 2 == 0}}}), "--json"],
             capture_output=True, text=True, env=srv.cli_env, timeout=60, check=False,
         )  # fmt: skip
         return 1 if json.loads(done.stdout)["ok"] else 0
@@ -76,8 +84,8 @@ def test_uses_is_one_budget_across_connections_and_restarts(meith_server, tmp_pa
     srv = meith_server(home=home)
     grant = srv.grant("writes-files", tool="set_app_settings", uses=3)
     # Each `meith call` is a connection (a session) of its own.
-    assert srv.call("set_app_settings", {"settings": {"a": 1}})["ok"] is True
-    assert srv.call("set_app_settings", {"settings": {"a": 2}})["ok"] is True
+    assert srv.call("set_app_settings", {"settings": {"git": {"runHooks": True}}})["ok"] is True
+    assert srv.call("set_app_settings", {"settings": {"git": {"runHooks": False}}})["ok"] is True
     listed = json.loads(srv.cli("grants", "list", "--json").stdout)
     assert next(g for g in listed if g["id"] == grant)["uses"] == 1
     srv.stop()
@@ -85,6 +93,6 @@ def test_uses_is_one_budget_across_connections_and_restarts(meith_server, tmp_pa
     srv = meith_server(home=home)
     # Six concurrent callers race for the last use: exactly one wins.
     assert _count_ok(srv, 6) == 1
-    env = srv.call("set_app_settings", {"settings": {"a": 3}})
+    env = srv.call("set_app_settings", {"settings": {"git": {"runHooks": True}}})
     assert env["error"]["code"] == "PERMISSION_DENIED"
     assert all(g["id"] != grant for g in json.loads(srv.cli("grants", "list", "--json").stdout))

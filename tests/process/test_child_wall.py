@@ -112,13 +112,15 @@ def test_a_process_an_agent_started_cannot_call_as_the_local_user(
 
     # The local user, from outside the runtime's tree, still is the local user.
     assert srv.call("create_terminal")["ok"] is True
-    records = [r for r in srv.audit_records() if r.get("toolName") == "create_terminal"]
-    # The token-less attempts (the children's and `meith call`'s) were refused as frames:
-    # audited as such, and never as the local user.
-    refused = [r for r in records if r.get("outcome") == "PROTOCOL_ERROR"]
-    assert refused, records
-    assert {(r["caller"], r["decision"]) for r in refused} == {("agent", "deny")}, refused
-    terminals = [r for r in records if r.get("outcome") != "PROTOCOL_ERROR"]
+    terminals = [
+        r
+        for r in srv.audit_records()
+        if r.get("toolName") == "create_terminal" and r["outcome"] != "PROTOCOL_ERROR"
+    ]
+    # The frames refused for want of a token are recorded too (issue 20), and say why.
+    refused = [r for r in srv.audit_records() if r["outcome"] == "PROTOCOL_ERROR"]
+    assert len(refused) >= 3, refused
+    assert all("MEITH_SESSION_TOKEN" in r["reason"] for r in refused), refused
     assert [(r["caller"], r["decision"]) for r in terminals] == [
         ("agent", "deny"),
         ("cli", "allow"),

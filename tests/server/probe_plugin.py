@@ -45,6 +45,11 @@ class RecordArgs(_Args):
     name: str = "calls"
 
 
+class WriteArgs(RecordArgs):
+    #: Where it "writes" (the caller's directory by default): what a confined grant matches.
+    cwd: str = ""
+
+
 class FailArgs(_Args):
     code: str = "TOOL_FAILED"
     message: str = "probe failure"
@@ -73,7 +78,7 @@ class ProbePlugin:
             tool(probe_spew, capabilities=["read-only"], timeout_ms=NO_TIMEOUT),
             tool(probe_record, capabilities=["read-only"]),
             tool(probe_fail, capabilities=["read-only"]),
-            tool(probe_write, capabilities=["writes-files"]),
+            tool(probe_write, capabilities=["writes-files"], acts_on="path:cwd"),
         ]
 
     @hookimpl
@@ -158,7 +163,7 @@ async def probe_fail(ctx: ToolContext, args: FailArgs) -> None:
     raise ToolError(ErrorCode(args.code), args.message)
 
 
-async def probe_write(ctx: ToolContext, args: RecordArgs) -> dict[str, Any]:
+async def probe_write(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
     """A privileged tool (writes-files): marks that it ran."""
     _mark(args.name, ctx.request_id)
     return {"written": args.name}

@@ -12,15 +12,15 @@ calls in full), so a peer that opens a new connection — a new session — for 
 coalesced too. A privileged call that was allowed is never coalesced: it ran, and each one is
 evidence of its own.
 
-Successful calls of unprivileged tools are coalesced the same way at a higher rate (`OK_BURST`
-per session and tool per window, ten times that across sessions): an ordinary session's calls
-are all written, but nobody can fill the trail's byte budget with cheap successful calls —
-which would push privileged records out — faster than the windows let through.
+Successful calls of unprivileged tools are coalesced the same way, per session, at a higher
+rate (`OK_BURST` per session and tool per window): an ordinary session's calls are all written,
+but no session can fill the trail's byte budget with cheap successful calls faster than the
+window lets through. (Whatever fills it, size-based retention carries privileged and denied
+records forward: `segments`.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from meith_core.base.ids import new_id
@@ -43,17 +43,40 @@ _PRIVILEGED_NAMES: Final = frozenset(c.value for c in PRIVILEGED)
 _Key = tuple[Any, Any, Any, Any]
 
 
-@dataclass(slots=True)
 class _Window:
-    ends: float
-    first: dict[str, Any]
-    written: int = 0
-    count: int = 0
-    first_ts: int = 0
-    last_ts: int = 0
-    request_ids: list[str] = field(default_factory=list)
-    tool_names: list[str] = field(default_factory=list)
-    session_ids: list[str] = field(default_factory=list)
+    """One kind's window. Opened for every first call of a kind (successful calls included),
+    so it is kept cheap: the samples exist only once something is counted."""
+
+    __slots__ = (
+        "count",
+        "ends",
+        "first",
+        "first_ts",
+        "last_ts",
+        "request_ids",
+        "session_ids",
+        "tool_names",
+        "written",
+    )
+
+    def __init__(self, ends: float, first: dict[str, Any]) -> None:
+        self.ends = ends
+        self.first = first
+        self.written = 0
+        self.count = 0
+        self.first_ts = 0
+        self.last_ts = 0
+        self.request_ids: list[str] = _NO_SAMPLES
+        self.tool_names: list[str] = _NO_SAMPLES
+        self.session_ids: list[str] = _NO_SAMPLES
+
+    def sample_lists(self) -> None:
+        if self.request_ids is _NO_SAMPLES:
+            self.request_ids, self.tool_names, self.session_ids = [], [], []
+
+
+#: Shared by windows that counted nothing yet (never appended to: `sample_lists` first).
+_NO_SAMPLES: Final[list[str]] = []
 
 
 def coalescible(entry: dict[str, Any]) -> bool:
@@ -89,16 +112,25 @@ class Coalescer:
         tool = entry.get("toolName") if entry.get("plugin") is not None else None
         caller, outcome = entry.get("caller"), entry.get("outcome")
         mine = self._window((caller, entry.get("sessionId"), tool, outcome), now, entry)
+        if outcome == "ok":
+            # Successful calls: per session only (a peer opening a connection per call is
+            # slowed by admission; retention carries privileged and denied records forward,
+            # whatever fills the trail).
+            if mine.written < self.ok_burst:
+                mine.written += 1
+                return False
+            return self._count(mine, entry, tool, wide=False)
         every = self._window((caller, ALL_SESSIONS, tool, outcome), now, entry)
-        burst, burst_all = (
-            (self.ok_burst, 10 * self.ok_burst) if outcome == "ok" else (self.burst, self.burst_all)
-        )
-        if mine.written < burst and every.written < burst_all:
+        if mine.written < self.burst and every.written < self.burst_all:
             mine.written += 1
             every.written += 1
             return False
         # Counted once, in the window that is full: the session's own, else the wide one.
-        win = mine if mine.written >= burst else every
+        full = mine.written >= self.burst
+        return self._count(mine if full else every, entry, tool, wide=not full)
+
+    def _count(self, win: _Window, entry: dict[str, Any], tool: Any, *, wide: bool) -> bool:
+        win.sample_lists()
         win.count += 1
         ts = entry.get("ts")
         if isinstance(ts, int):
@@ -110,7 +142,7 @@ class Coalescer:
         if tool is None and len(win.tool_names) < SAMPLE and name not in win.tool_names:
             win.tool_names.append(name)
         session = str(entry.get("sessionId"))
-        if win is every and len(win.session_ids) < SAMPLE and session not in win.session_ids:
+        if wide and len(win.session_ids) < SAMPLE and session not in win.session_ids:
             win.session_ids.append(session)
         return True
 

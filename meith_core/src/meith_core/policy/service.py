@@ -4,6 +4,11 @@ Both gates apply only to tools that declare a privileged capability; everything 
 allowed for every caller (and still audited). Every decision carries a human-readable reason
 that lands in the audit entry. The grants sessions hold, and their revocation, are kept by
 `policy.session_grants`, on each session's `Session` (`policy.sessions`).
+
+A decision takes one `AuthRequest` (built from the call record, `CallRecord.auth_request`);
+its target — what the call acts on — is derived here, in `acting_target`, from what the tool
+declares (`policy.request.ActsOn`). A directory-confined grant covers a call only when that
+target is a directory inside it: never global state, never the caller's own directory.
 """
 
 from __future__ import annotations
