@@ -116,9 +116,9 @@ async def test_sessions_lists_the_agent_session_with_its_label(agent_server: Any
     assert [g["id"] for g in agents[0]["standingGrants"]] == [mine]
     assert theirs not in table.stdout
     header, *rows = table.stdout.splitlines()
-    assert header.split()[-4:] == ["SESSION", "GRANTS", "STANDING", "GRANTS"]
+    assert header.split()[-5:] == ["SESSION", "GRANTS", "STANDING", "GRANTS", "OWNS"]
     [row] = [r for r in rows if "listed-agent" in r]
-    assert row.split()[-3:] == ["-", "writes-files", f"({mine})"]
+    assert row.split()[-4:] == ["-", "writes-files", f"({mine})", "-"]
 
 
 @pytest.mark.anyio

@@ -48,7 +48,7 @@ async def test_the_console_answers_for_an_agent_that_cannot(served) -> None:
     )
     assert (await agent.result("w1"))["ok"] is True
     assert _last(served, "probe_write")["reason"] == (
-        "approved once by the local user's console (meith ui) (answeredBy: me)"
+        "approved once by me (reported by the local user's console (meith ui))"
     )
 
 

@@ -74,7 +74,7 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
     record = wait_for(lambda: outcome(console, "probe_write", "allowed"))
     assert record["decision"] == "allow"
     assert "console (meith ui)" in record["reason"]
-    assert "answeredBy: the local user" in record["reason"]
+    assert "approved once by the local user" in record["reason"]
     # The audit view shows the call once the trail has it (polled, no timing asserted).
     page.locator('nav a[data-panel="audit"]').click()
     row = page.locator(f'tr[data-audit-id="{record["id"]}"]')

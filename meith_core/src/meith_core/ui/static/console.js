@@ -181,7 +181,7 @@ function ownsText(owns) {
 function renderSessions() {
   document.getElementById("session-rows").replaceChildren(...state.sessions.map((s) => {
     const last = state.audit.filter((r) => r.sessionId === s.sessionId).slice(-3).reverse().map((r) => `${r.toolName} (${r.outcome})`).join(", ");
-    const grants = (s.grants || []).map((g) => `${g.capabilities.join("+")}${g.tool ? " " + g.tool : ""}${g.cwd ? " in " + g.cwd : ""} [${g.source}]`).join("; ");
+    const grants = [...(s.grants || []), ...(s.standingGrants || [])].map((g) => `${g.capabilities.join("+")}${g.tool ? " " + g.tool : ""}${g.cwd ? " in " + g.cwd : ""} [${g.source}]`).join("; ");
     const revoked = state.revoked.has(s.sessionId);
     const own = s.sessionId === state.own;
     return el("tr", { "data-session": s.sessionId },
