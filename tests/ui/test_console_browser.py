@@ -63,6 +63,8 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
     expect(card).to_contain_text("test-agent wants to run probe_write")
     expect(card).to_contain_text("writes-files")
     expect(card).to_contain_text('"name": "allowed"')
+    # Where it acts, in the same words as the elicitation and the serve prompt.
+    expect(card.locator(".runs")).to_contain_text("Acts on: ")
     assert "result" not in box  # the agent's call is still waiting
     IMAGES.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMAGES / "console-approvals.png"))

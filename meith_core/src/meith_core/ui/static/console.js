@@ -71,6 +71,7 @@ function renderApprovals() {
         el("dt", {}, "Tool"), el("dd", {}, el("code", {}, req.toolName), ` (plugin ${req.plugin})`),
         el("dt", {}, "Capabilities"), el("dd", {}, (req.capabilities || []).join(", ")),
         el("dt", {}, "Directory"), el("dd", {}, el("code", {}, req.cwd || "-")),
+        ...(req.runs ? [el("dt", {}, "Runs"), el("dd", { class: "runs" }, req.runs)] : []),
         el("dt", {}, "Caller"), el("dd", {}, `${req.caller}${req.label ? " · " + req.label : ""}`),
         el("dt", {}, "Session"), el("dd", {}, el("code", {}, req.sessionId || "-")),
         el("dt", {}, "Arguments (redacted)"), el("dd", {}, el("pre", {}, args)),
