@@ -45,17 +45,12 @@ from typing import Any
 
 import anyio
 from _launch import MEITH, serve
+from bench_git import git_env  # one git environment for the benchmarks
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "agent_answers.json"
 TARGET = 1.0
-
-
-def git_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEITH_"))}
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
-    return env
 
 
 def make_repo(work: Path, files: int = 2000, modified: int = 200) -> tuple[Path, dict[str, str]]:
