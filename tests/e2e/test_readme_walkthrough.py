@@ -182,4 +182,4 @@ def _install_the_example_plugin_while_it_runs(
     # The walkthrough's grant (writes-files under this repository) covers it.
     _ok("meith call write_note --name note.txt --text hi", repo, env)
     assert (repo / "note.txt").read_text() == "hi"
-    assert "plugins: core, browser, git, process" in log.read_text()  # never restarted
+    assert "plugins: core, browser, files, git, process" in log.read_text()  # never restarted
