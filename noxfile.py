@@ -73,7 +73,8 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on meith_core and the four plugins (configuration in pyproject.toml)."""
-    session.install(*PACKAGES, "mypy>=1.10", "types-psutil", "pytest>=8")
+    # The otel extra too: host/otel.py is type-checked against the SDK it imports lazily.
+    session.install(*PACKAGES, "./meith_core[otel]", "mypy>=1.10", "types-psutil", "pytest>=8")
     session.run("mypy", "--strict")
 
 
