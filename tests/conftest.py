@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,22 @@ structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
     cache_logger_on_first_use=False,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The registry of homes (`$XDG_STATE_HOME/meith/homes`) is the run's own: the thousands
+    of homes a run opens stay out of the developer's registry, and each run starts with none.
+    Every `meith` process the tests start inherits it."""
+    if "MEITH_TEST_STATE_DIR" not in os.environ:
+        state = tempfile.mkdtemp(prefix="meith-test-state-")
+        os.environ["MEITH_TEST_STATE_DIR"] = os.environ["XDG_STATE_HOME"] = state
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = os.environ.pop("MEITH_TEST_STATE_DIR", None)
+    if state and os.environ.get("XDG_STATE_HOME") == state:
+        del os.environ["XDG_STATE_HOME"]
+        shutil.rmtree(state, ignore_errors=True)
 
 
 #: A test not marked `slow` whose call takes longer than this is listed at the end of the run.

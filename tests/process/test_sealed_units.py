@@ -96,6 +96,51 @@ def test_every_home_and_its_sockets_are_known(tmp_path: Path) -> None:
         listener.close()
 
 
+def test_a_plan_with_many_homes_registered_resolves_each_path_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long test run (or a long-lived user) registers thousands of homes. The plan once
+    compared every covered path with every other, resolving both each time: 1,500 homes took
+    50 s per confined spawn, and CI's confined calls timed out. Each path is resolved once."""
+    from meith_core.policy import confinement
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    homes = [tmp_path / "runs" / f"test_{i}" / "home" for i in range(400)]
+    for home in homes:
+        (home / "instances").mkdir(parents=True)
+        register_home(home)
+    (tmp_path / "runs" / "test_0" / "home" / "inner").mkdir()
+    register_home(tmp_path / "runs" / "test_0" / "home" / "inner")  # inside another home
+    work = tmp_path / "work"
+    work.mkdir()
+    calls = 0
+    real_realpath = os.path.realpath
+
+    def counting(path: object, *args: object, **kwargs: object) -> str:
+        nonlocal calls
+        calls += 1
+        return real_realpath(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    plan = confinement.Confinement.beneath(str(work))
+    # A handful per home (registry, known_homes, the plan), never one per pair of paths.
+    assert calls < 10 * len(homes), calls
+    for home in homes:
+        assert str(home.resolve()) in plan.hidden or plan.read_dirs is not None
+    assert str((homes[0] / "inner").resolve()) not in plan.hidden  # covered by its home
+
+
+def test_outermost_and_resolved_within() -> None:
+    from meith_core.base.paths import outermost, resolved_within
+
+    assert outermost(["/a/b", "/a", "/ab", "/a/b/c", "/x", "/a"]) == ["/a", "/ab", "/x"]
+    assert outermost(["/", "/etc"]) == ["/"]
+    assert resolved_within("/a/b", "/a")
+    assert resolved_within("/a", "/a")
+    assert not resolved_within("/ab", "/a")
+    assert resolved_within("/etc", "/")
+
+
 @pytest.mark.slow
 def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"

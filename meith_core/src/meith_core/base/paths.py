@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -30,6 +31,31 @@ def is_within(path: str | os.PathLike[str], base: str | os.PathLike[str]) -> boo
     except PathEscapeError:
         return False
     return target == root or os.path.commonpath([target, root]) == root
+
+
+def resolved_within(target: str, root: str) -> bool:
+    """`is_within` for two paths that are already resolved (`os.path.realpath`): string work
+    only, for checking many paths against many bases without resolving each pair again."""
+    if target == root:
+        return True
+    prefix = root if root.endswith("/") else root + "/"
+    return target.startswith(prefix)
+
+
+def outermost(resolved: Iterable[str]) -> list[str]:
+    """The resolved paths that lie inside no other path of `resolved` (first-seen order, no
+    repeats). Linear in the number of paths times their depth: each path's ancestors are looked
+    up in a set, never compared with every other path."""
+    unique = list(dict.fromkeys(resolved))
+    present = set(unique)
+    kept: list[str] = []
+    for path in unique:
+        parent, child = os.path.dirname(path), path
+        while parent != child and parent not in present:
+            parent, child = os.path.dirname(parent), parent
+        if parent == child:  # reached the root without meeting another listed path
+            kept.append(path)
+    return kept
 
 
 def resolve_within(base: str | os.PathLike[str], candidate: str | os.PathLike[str]) -> Path:

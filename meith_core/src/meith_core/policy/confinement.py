@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Final
 
 from meith_core.base.homes import known_homes, known_sockets, registry_dir, user_tmp_dir
-from meith_core.base.paths import is_within
+from meith_core.base.paths import is_within, outermost, resolved_within
 from meith_core.policy import confine_exec as _confine_exec
 from meith_core.policy.secret_paths import secret_paths
 
@@ -356,9 +356,11 @@ class Confinement:
         root = os.path.realpath(directory)
         secret = tuple(secrets) if secrets is not None else secret_paths(home=home)
         homes = [*known_homes(), *([str(home)] if home is not None else [])]
+        # Every path is resolved once here; from then on containment is string work
+        # (`resolved_within`, `outermost`): a user may have thousands of homes registered.
         guarded = [os.path.realpath(p) for p in [*_protected(None), *homes, *protect]]
-        guarded.append(str(registry_dir()))
-        dirs, files = _carve(root, [p for p in guarded if is_within(p, root)])
+        guarded.append(os.path.realpath(registry_dir()))
+        dirs, files = _carve(root, [p for p in guarded if resolved_within(p, root)])
         dirs += [os.path.realpath(d) for d in extra_dirs]
         files += [f for f in DEVICE_FILES if os.path.exists(f)]
         if not status.namespaces:
@@ -374,11 +376,11 @@ class Confinement:
             unread += [str(user_tmp_dir()), "/dev/pts"]
             keep = [root, *(os.path.realpath(d) for d in extra_dirs)]
             shut = [
-                os.path.realpath(p)
-                for p in unread
-                if os.path.lexists(p) and not any(is_within(k, p) for k in keep)
+                real
+                for real in (os.path.realpath(p) for p in unread if os.path.lexists(p))
+                if not any(resolved_within(k, real) for k in keep)
             ]
-            read_dirs, read_files = _carve("/", list(dict.fromkeys(shut)))
+            read_dirs, read_files = _carve("/", outermost(shut))
             return cls(
                 tuple(dirs),
                 tuple(files),
@@ -395,10 +397,9 @@ class Confinement:
         # Never cover what the process was granted (or what leads to it), nor what it binds.
         keep = [root, *(os.path.realpath(d) for d in extra_dirs)]
         keep += [os.path.realpath(t) for _s, t in bind]
-        real = [p for p in real if not any(is_within(k, p) for k in keep)]
-        real = list(dict.fromkeys(real))
+        real = [p for p in real if not any(resolved_within(k, p) for k in keep)]
         # Covering a directory covers what is inside it (which is then gone to mount on).
-        hidden = tuple(p for p in real if not any(q != p and is_within(p, q) for q in real))
+        hidden = tuple(outermost(real))
         writable = [root, *dirs]
         metadata = tuple(
             p for p in repository_metadata(root) if any(is_within(p, w) for w in writable)
@@ -549,11 +550,18 @@ def _carve(root: str, protected: list[str]) -> tuple[list[str], list[str]]:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return [], []
+    # `root` and `protected` are resolved; each protected path is filed under the entry of
+    # `root` it lies in, so each level costs one pass over the paths, not entries x paths.
+    beneath: dict[str, list[str]] = {}
+    prefix = root if root.endswith("/") else root + "/"
+    for p in protected:
+        if p.startswith(prefix):
+            beneath.setdefault(p[len(prefix) :].split("/", 1)[0], []).append(p)
     for entry in entries:
         path = entry.path
         if entry.is_symlink():
             continue  # a rule follows the link: it could name any directory
-        inner = [p for p in protected if is_within(p, path)]
+        inner = beneath.get(entry.name)
         if inner:
             sub_dirs, sub_files = _carve(path, inner)
             dirs += sub_dirs

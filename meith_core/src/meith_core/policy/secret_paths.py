@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from meith_core.base.home import read_json
 from meith_core.base.homes import known_homes, registry_dir, user_tmp_dir
-from meith_core.base.paths import is_within
+from meith_core.base.paths import resolved_within
 
 #: The settings section and key (policy: only the local user changes it).
 SECTION: Final = "confinement"
@@ -121,8 +121,11 @@ def is_secret_path(
     """Whether `path` (resolved, symbolic links followed) is a secret path or lies beneath one.
     Pass `secrets` (from `secret_paths`) to check many paths against one list."""
     real = os.path.realpath(os.fspath(path))
-    listed = secrets if secrets is not None else secret_paths(settings, home=home)
-    return any(is_within(real, secret) for secret in listed)
+    if secrets is None:
+        listed: Iterable[str] = secret_paths(settings, home=home)  # resolved, each once
+    else:
+        listed = [p for p in (_expand(s) for s in secrets) if p is not None]
+    return any(resolved_within(real, secret) for secret in listed)
 
 
 __all__ = [
