@@ -51,6 +51,9 @@ PACKAGES = [
     "./meith_plugins_files",
 ]
 TEST_DEPS = [
+    # The plugin-discovery tests install a fixture distribution with uv when it is on PATH,
+    # else with pip: a venv that uv made has no pip of its own.
+    "pip",
     "pytest>=8",
     "pytest-timeout>=2.3",
     "hypothesis>=6.100",

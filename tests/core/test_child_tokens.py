@@ -91,9 +91,11 @@ async def test_child_environment_by_caller(runtime) -> None:
     env = runtime.child_environment(agent)
     assert set(env) == {"MEITH_SOCKET", TOKEN_ENV}
     assert "MEITH_HOME" not in env  # never the way to the trust root
+    # The child calls as its session, and reads within the workspace that session opened for.
     assert runtime.child_tokens.resolve(env[TOKEN_ENV]) == ChildBinding(
-        CallerKind.AGENT, agent.session_id, "claude"
+        CallerKind.AGENT, agent.session_id, "claude", workspace=agent.workspace
     )
+    assert agent.workspace == runtime.cwd
     cli = runtime.open_session("cli")
     user_env = runtime.child_environment(cli)
     assert user_env == {

@@ -31,7 +31,7 @@ def test_an_agent_reads_its_workspace_but_not_another_directory(
     files: MeithHarness, ws: Path, elsewhere: Path
 ) -> None:
     (ws / "a.txt").write_text("mine\n")
-    agent = files.session("agent").with_cwd(str(ws))
+    agent = files.session("agent", cwd=ws)
     assert (
         ok(files, "workspace_read_file", read_args(ws, "a.txt"), caller=agent)["content"]
         == "mine\n"
@@ -48,10 +48,34 @@ def test_an_agent_reads_its_workspace_but_not_another_directory(
         assert "meith grants add" in err.message  # says how to widen it
 
 
+def test_the_workspace_is_fixed_when_the_session_opens_not_by_a_calls_cwd(
+    files: MeithHarness, ws: Path, elsewhere: Path
+) -> None:
+    """A call's cwd is a hint (a default for the tool's own `cwd`), never what authorises: an
+    agent session opened for `ws` that says it now works in `elsewhere` still reads only `ws`."""
+    agent = files.session("agent", cwd=ws).with_cwd(str(elsewhere))
+    assert agent.workspace == str(ws)
+    err = fails(files, "workspace_read_file", read_args(elsewhere), caller=agent)
+    assert err.details["reason"] == "outside readable scope"
+    assert f"its workspace is {ws}" in err.message
+
+
+def test_the_configured_secret_paths_are_what_reads_refuse(files: MeithHarness, ws: Path) -> None:
+    """The read tools refuse what the policy setting `confinement.secretPaths` lists (the list
+    confined processes are kept out of), not a list of their own."""
+    (ws / "vault").mkdir()
+    (ws / "vault" / "key.txt").write_text("k\n")
+    files.runtime.settings.merge({"confinement": {"secretPaths": [str(ws / "vault")]}})
+    agent = files.session("agent", cwd=ws)
+    err = fails(files, "workspace_read_file", read_args(ws, "vault/key.txt"), caller=agent)
+    assert err.details["reason"] == "secret path"
+    assert "confinement.secretPaths" in err.message
+
+
 def test_the_local_user_reads_outside_the_workspace(
     files: MeithHarness, ws: Path, elsewhere: Path
 ) -> None:
-    cli = files.session("cli").with_cwd(str(ws))
+    cli = files.session("cli", cwd=ws)
     assert ok(files, "workspace_read_file", read_args(elsewhere), caller=cli)["content"] == (
         "private notes\n"
     )
@@ -97,7 +121,7 @@ def test_secret_paths_are_never_read_by_agents_even_inside_the_workspace(
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     (home / "code.py").write_text("print('PRIVATE KEY')\n")
     monkeypatch.setenv("HOME", str(home))
-    agent = files.session("agent").with_cwd(str(home))
+    agent = files.session("agent", cwd=home)
     err = fails(files, "workspace_read_file", read_args(home, ".ssh/id_ed25519"), caller=agent)
     assert err.details["reason"] == "secret path"
     listed = ok(
@@ -106,13 +130,13 @@ def test_secret_paths_are_never_read_by_agents_even_inside_the_workspace(
     assert listed["files"] == ["code.py"]
     found = ok(files, "workspace_search", {"cwd": str(home), "query": "PRIVATE KEY"}, caller=agent)
     assert [m["path"] for m in found["matches"]] == ["code.py"]
-    cli = files.session("cli").with_cwd(str(home))
+    cli = files.session("cli", cwd=home)
     assert ok(files, "workspace_read_file", read_args(home, ".ssh/id_ed25519"), caller=cli)
 
 
 def test_writes_need_the_plugin_approved_and_a_grant(meith: MeithHarness, ws: Path) -> None:
     args = {"cwd": str(ws), "path": "a.txt", "content": "x\n"}
-    agent = meith.session("agent").with_cwd(str(ws))
+    agent = meith.session("agent", cwd=ws)
     assert fails(meith, "workspace_write_file", args, caller=agent).details["gate"] == "provider"
     meith.approve()
     assert fails(meith, "workspace_write_file", args, caller=agent).details["gate"] == "caller"
@@ -201,7 +225,7 @@ def test_secret_paths_are_skipped_when_listing_a_subdirectory_above_them(
     (home / ".config" / "gh" / "hosts.yml").write_text("oauth_token: SECRET\n")
     (home / ".config" / "app.toml").write_text("x = 1\n")
     monkeypatch.setenv("HOME", str(home))
-    agent = files.session("agent").with_cwd(str(home))
+    agent = files.session("agent", cwd=home)
     listed = ok(files, "workspace_list_files", {"cwd": str(home), "path": ".config"}, caller=agent)
     assert listed["files"] == [".config/app.toml"]
     found = ok(

@@ -150,6 +150,30 @@ def test_a_directory_grant_never_covers_global_state_whatever_the_caller_says(
     assert "global state" in record["reason"]
 
 
+def test_a_sessions_workspace_is_its_first_frames_and_no_later_frame_moves_it(
+    meith_server: Callable[..., MeithServer], tmp_path: Path
+) -> None:
+    """Reads by an agent reach its session's workspace. A connection that opens its session
+    for one directory and then says, frame by frame, that it works in another (or in `/`)
+    gets no further: the workspace is the first frame's, kept by the runtime."""
+    srv = meith_server(plugins="files")
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    for d in (ws, elsewhere):
+        d.mkdir()
+        (d / "notes.txt").write_text(f"{d.name}\n")
+    with peer(srv, cwd=str(ws)) as agent:
+        mine = agent.call("workspace_read_file", {"path": "notes.txt"})
+        assert mine["ok"] is True, mine
+        agent.info["cwd"] = str(elsewhere)
+        message = denied(agent.call("workspace_read_file", {"path": "notes.txt"}))
+        assert f"its workspace is {ws}" in message
+        agent.info["cwd"] = "/"
+        denied(agent.call("workspace_read_file", {"cwd": str(elsewhere), "path": "notes.txt"}))
+        agent.send({"type": "list_sessions", "requestId": "ls"})
+        rows = agent.read()["sessions"]
+        assert [r["workspace"] for r in rows if r["caller"] == "agent"] == [str(ws)]
+
+
 # -- 2. an existing object is matched by its own directory ----------------------------------------
 
 

@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     # paths: the one containment check
     "resolve_within": "meith_core.base.paths",
     "is_within": "meith_core.base.paths",
+    "resolved_within": "meith_core.base.paths",
     "PathEscapeError": "meith_core.base.paths",
     # caller-supplied regular expressions: linear time (RE2), memory-bounded
     "compile_pattern": "meith_core.base.patterns",
@@ -133,6 +134,7 @@ __all__ = [
     "ownership_error",
     "read_json",
     "resolve_within",
+    "resolved_within",
     "secret_paths",
     "tool",
     "write_file_beneath",
@@ -163,7 +165,13 @@ if TYPE_CHECKING:
         write_json_atomic,
     )
     from meith_core.base.ids import new_id
-    from meith_core.base.paths import PathEscapeError, is_within, resolve_within, write_file_beneath
+    from meith_core.base.paths import (
+        PathEscapeError,
+        is_within,
+        resolve_within,
+        resolved_within,
+        write_file_beneath,
+    )
     from meith_core.base.patterns import CallerPattern, PatternError, compile_pattern
     from meith_core.call.context import ToolContext
     from meith_core.call.tooldef import (

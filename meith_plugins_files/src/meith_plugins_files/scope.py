@@ -19,30 +19,11 @@ from meith_core import (
     PathEscapeError,
     ToolContext,
     ToolError,
+    is_secret_path,
     is_within,
     resolve_within,
-)
-
-#: Paths agents and plugins never read, whatever their workspace or grants: the default list
-#: of the confinement policy's secret paths (relative to the user's home directory).
-DEFAULT_SECRET_PATHS: Final = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker/config.json",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".password-store",
-    ".local/share/keyrings",
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-    ".meith",
+    resolved_within,
+    secret_paths,
 )
 
 #: Capabilities whose grant, confined to a directory, makes that directory readable too.
@@ -95,11 +76,10 @@ def resolve(root: Path, path: str | None) -> Target:
         ) from None
 
 
-def secret_paths(ctx: ToolContext) -> list[str]:
-    home = os.path.expanduser("~")
-    paths = [os.path.join(home, p) for p in DEFAULT_SECRET_PATHS]
-    paths.append(str(ctx.home.root))
-    return paths
+def _secrets(ctx: ToolContext) -> tuple[str, ...]:
+    """The policy's secret paths for this runtime (`confinement.secretPaths` in its settings,
+    every meith home), resolved: the very list confined processes are kept out of."""
+    return secret_paths(ctx.settings, home=ctx.home.root)
 
 
 def check_readable(ctx: ToolContext, path: Path) -> None:
@@ -112,14 +92,15 @@ def check_readable(ctx: ToolContext, path: Path) -> None:
     kind = ctx.caller.caller
     if ctx.caller.trusted or kind is CallerKind.CLI:
         return
-    for secret in secret_paths(ctx):
-        if is_within(path, secret):
-            raise ToolError(
-                ErrorCode.PERMISSION_DENIED,
-                f"{path} is a secret path: {kind.value} callers never read it",
-                {"reason": "secret path", "path": str(path)},
-            )
-    workspace = ctx.caller.cwd
+    if is_secret_path(path, ctx.settings, home=ctx.home.root):
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path} is a secret path: {kind.value} callers never read it (the secret paths "
+            "are the confinement.secretPaths setting: meith settings get confinement)",
+            {"reason": "secret path", "path": str(path)},
+        )
+    # The session's workspace, fixed when it opened: no frame's cwd widens it.
+    workspace = ctx.workspace
     if workspace and is_within(path, workspace):
         return
     probe = str(path if path.is_dir() else path.parent)
@@ -140,12 +121,12 @@ def secret_excludes(ctx: ToolContext, root: Path) -> list[str]:
     callers that may not read them."""
     if ctx.caller.trusted or ctx.caller.caller is CallerKind.CLI:
         return []
-    out = []
-    for secret in secret_paths(ctx):
-        real = os.path.realpath(secret)
-        if real != str(root) and is_within(real, root):
-            out.append(os.path.relpath(real, root))
-    return out
+    base = str(root)
+    return [
+        os.path.relpath(secret, base)
+        for secret in _secrets(ctx)
+        if secret != base and resolved_within(secret, base)
+    ]
 
 
 def check_writable(ctx: ToolContext, target: Target) -> None:

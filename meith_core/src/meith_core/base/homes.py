@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 
@@ -48,11 +49,25 @@ def register_home(root: str | os.PathLike[str]) -> None:
             os.close(fd)
 
 
-def known_homes() -> list[str]:
-    """The homes in the registry that still exist, plus the default `~/.meith` and
-    `$MEITH_HOME` (registered or not)."""
-    found: list[str] = []
+#: The registry as last read: (its directory's identity and change time, the homes it named).
+_read: tuple[tuple[int, int, int], list[str]] | None = None
+
+
+def _registered() -> list[str]:
+    """The homes the registry names, resolved. Read again only when the registry directory
+    changed (an entry added or pruned changes its mtime): every confined spawn and every read
+    an agent makes asks, and a long-lived user has thousands of entries. A home deleted
+    without its entry stays listed until the next change; callers test existence anyway."""
+    global _read
     directory = registry_dir()
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return []
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+    if _read is not None and _read[0] == key:
+        return _read[1]
+    found: list[str] = []
     try:
         names = sorted(os.listdir(directory))
     except OSError:
@@ -65,15 +80,32 @@ def known_homes() -> list[str]:
         except OSError:
             continue
         if root and os.path.isdir(root):
-            found.append(root)
+            found.append(os.path.realpath(root))
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
-    found.append(os.path.join(Path.home(), ".meith"))
+    try:
+        st = os.stat(directory)  # after pruning: the state this list describes
+    except OSError:
+        _read = None
+        return found
+    # Timestamps are coarse (a clock tick): an entry added in the tick of this read could leave
+    # the mtime as it is. A list read within a second of the last change is not kept (as git
+    # treats a "racily clean" index entry).
+    settled = time.time_ns() - st.st_mtime_ns > 1_000_000_000
+    _read = ((st.st_dev, st.st_ino, st.st_mtime_ns), found) if settled else None
+    return found
+
+
+def known_homes() -> list[str]:
+    """The homes in the registry (resolved), plus the default `~/.meith` and `$MEITH_HOME`
+    (registered or not)."""
+    found = list(_registered())
+    found.append(os.path.realpath(os.path.join(Path.home(), ".meith")))
     env = os.environ.get("MEITH_HOME")
     if env:
         found.append(os.path.realpath(os.path.expanduser(env)))
-    return list(dict.fromkeys(os.path.realpath(p) for p in found))
+    return list(dict.fromkeys(found))
 
 
 def known_sockets(homes: list[str] | None = None) -> list[str]:

@@ -108,6 +108,14 @@ class ToolContext:
         """The caller's working directory (the runtime's when the caller gave none)."""
         return self.caller.cwd or os.getcwd()
 
+    @property
+    def workspace(self) -> str | None:
+        """The directory the caller's session was opened for (`meith mcp --cwd`, the first
+        frame of a socket session, `Runtime.open_session`), fixed by the host for the whole
+        session: where an agent's reads reach. Unlike `cwd` no frame can change it. None: the
+        session was opened for no directory (only its grants' directories are readable)."""
+        return self.caller.workspace
+
     def caller_holds(self, *capabilities: str, cwd: str) -> bool:
         """Whether the caller already holds `capabilities` for this tool in directory `cwd`.
 
@@ -259,7 +267,9 @@ class ToolContext:
         The nested call is cancelled with this one and goes through the full pipeline
         (validation, both permission gates, audit).
         """
-        caller = CallerInfo.for_plugin(self.plugin_id, cwd=self.caller.cwd)
+        caller = CallerInfo.for_plugin(
+            self.plugin_id, cwd=self.caller.cwd, workspace=self.caller.workspace
+        )
         token = CancelToken()
         unlink = token.link(self._cancel)
         try:

@@ -198,6 +198,7 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
                 str(s.get("since") or "-")[:19].replace("T", " "),
                 str(s.get("calls", 0)),
                 _state_text(s),
+                str(s.get("workspace") or "-"),
                 _grants_text(s.get("grants"), with_id=False),
                 _grants_text(s.get("standingGrants"), with_id=True),
                 ", ".join(_owned_text(o) for o in s.get("owns") or []) or "-",
@@ -208,7 +209,7 @@ def run_sessions(as_json: bool, socket_path: str | None, instance: str | None) -
         return EXIT_OK
     # The session's own grants end with it; standing ones (`meith grants`) are shared and
     # named by id, so `meith grants revoke ID` is at hand.
-    headers = ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "STATE"]
+    headers = ["SESSION", "CALLER", "LABEL", "SINCE (UTC)", "CALLS", "STATE", "WORKSPACE"]
     table(rows, [*headers, "SESSION GRANTS", "STANDING GRANTS", "OWNS"])
     return EXIT_OK
 

@@ -303,11 +303,16 @@ class Runtime:
         cwd: str | None = None,
         label: str | None = None,
     ) -> CallerInfo:
-        """A new session with an unguessable id; standing grants of its kind apply to it."""
+        """A new session with an unguessable id; standing grants of its kind apply to it. It is
+        opened for `cwd` (default the runtime's directory): its workspace, where its reads reach
+        (`CallerInfo.workspace`)."""
         kind = CallerKind(caller)
         session = new_session_id(kind.value)
-        record = self.sessions.open(session, kind, sanitize_label(label))
-        return CallerInfo(caller=kind, session_id=session, cwd=cwd or self.cwd, label=record.label)
+        where = cwd or self.cwd
+        record = self.sessions.open(session, kind, sanitize_label(label), workspace=where)
+        return CallerInfo(
+            caller=kind, session_id=session, cwd=where, label=record.label, workspace=where
+        )
 
     def grant(
         self,
@@ -365,7 +370,11 @@ class Runtime:
             or self.permissions.is_revoked(session)
         ):
             return {}
-        token = self.sessions.child_token(ChildBinding(caller.caller, session, caller.label))
+        record = self.sessions.get(session)
+        workspace = record.workspace if record is not None else caller.workspace
+        token = self.sessions.child_token(
+            ChildBinding(caller.caller, session, caller.label, workspace=workspace)
+        )
         return {"MEITH_SOCKET": self.child_socket_path or self.socket_path, TOKEN_ENV: token}
 
     def track_session(self, session_id: str, kind: CallerKind, label: str | None = None) -> Session:
@@ -377,7 +386,9 @@ class Runtime:
         session = self.sessions.resume(token)
         if session is None:
             return None
-        return ResumedSession(session.session_id, session.caller, session.label)
+        return ResumedSession(
+            session.session_id, session.caller, session.label, workspace=session.workspace
+        )
 
     def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` answers this session's approval requests before any other approver."""

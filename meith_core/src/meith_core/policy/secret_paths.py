@@ -103,12 +103,11 @@ def secret_paths(
     if settings is None and home is not None:
         data = read_json(Path(home) / "settings.json")
         settings = data if isinstance(data, dict) else None
-    listed = [*configured_secret_paths(settings), *extra]
-    always = [*known_homes(), str(registry_dir()), str(user_tmp_dir())]
+    listed = [*configured_secret_paths(settings), *extra, str(registry_dir()), str(user_tmp_dir())]
     if home is not None:
-        always.append(os.fspath(home))
-    out = [p for p in (_expand(x) for x in [*listed, *always]) if p is not None]
-    return tuple(dict.fromkeys(out))
+        listed.append(os.fspath(home))
+    out = [p for p in (_expand(x) for x in listed) if p is not None]
+    return tuple(dict.fromkeys([*out, *known_homes()]))  # known_homes: resolved already
 
 
 def is_secret_path(

@@ -56,6 +56,8 @@ class Session:
     resume_digest: bytes | None = None
     #: While detached (no connection holds it): the monotonic time it ends unless resumed.
     detached_until: float | None = None
+    #: The directory it was opened for (`CallerInfo.workspace`): fixed when it opens.
+    workspace: str | None = None
 
     @property
     def resumable(self) -> bool:
@@ -93,8 +95,15 @@ class Sessions:
 
     # -- the table ------------------------------------------------------------------------
 
-    def open(self, session_id: str, caller: CallerKind, label: str | None = None) -> Session:
-        session = Session(session_id, caller, label)
+    def open(
+        self,
+        session_id: str,
+        caller: CallerKind,
+        label: str | None = None,
+        *,
+        workspace: str | None = None,
+    ) -> Session:
+        session = Session(session_id, caller, label, workspace=workspace)
         self._live[session_id] = session
         return session
 
@@ -109,11 +118,17 @@ class Sessions:
             session = self.open(session_id, caller)
         return session
 
-    def identify(self, session_id: str, caller: CallerKind, label: str | None) -> None:
-        """A session's kind and label became known (a connection's first claim)."""
+    def identify(
+        self,
+        session_id: str,
+        caller: CallerKind,
+        label: str | None,
+        workspace: str | None = None,
+    ) -> None:
+        """A session's kind, label and workspace became known (a connection's first claim)."""
         session = self._live.get(session_id)
         if session is not None:
-            session.caller, session.label = caller, label
+            session.caller, session.label, session.workspace = caller, label, workspace
 
     def count_call(self, session_id: str | None) -> None:
         session = self.get(session_id)
@@ -206,7 +221,8 @@ class Sessions:
 def describe_sessions(sessions: Sessions, permissions: PermissionService) -> list[dict[str, Any]]:
     """The live sessions with their grants: `grants` are the session's own (they end with it),
     `standingGrants` the standing ones that apply to it (`meith grants`, shared by every session
-    of that caller, or of that agent name); `state` whether a connection holds it."""
+    of that caller, or of that agent name); `state` whether a connection holds it; `workspace`
+    the directory it was opened for (where an agent's reads reach)."""
     standing = permissions.standing.current()
     out = []
     now = time.monotonic()
@@ -217,6 +233,7 @@ def describe_sessions(sessions: Sessions, permissions: PermissionService) -> lis
             "label": s.label,
             "since": iso_utc(s.since),
             "calls": s.calls,
+            "workspace": s.workspace,
             "grants": [grant_summary(g) for g in permissions.session_grants(s.session_id)],
             "standingGrants": [
                 grant_summary(g)

@@ -21,6 +21,8 @@ class Identity:
     session_id: str | None = None
     #: The local user's console: asked about every session's approval requests.
     console: bool = False
+    #: The directory the session was opened for (see `CallerInfo.workspace`).
+    workspace: str | None = None
 
 
 # -- actions: what the adapter must do --------------------------------------------------
@@ -106,6 +108,7 @@ class ResumedSession(NamedTuple):
     session_id: str
     caller: CallerKind
     label: str | None
+    workspace: str | None = None
 
 
 class ApprovalAsk(NamedTuple):

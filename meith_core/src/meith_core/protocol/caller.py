@@ -47,6 +47,10 @@ class CallerInfo:
     `claimed_caller` records what a socket peer asked to be when the host downgraded it.
     `plugin_id` is set only by the host, for plugins calling through `ToolContext.call_tool`.
     `label` is an agent's self-reported name (sanitised; a policy hint, never a secret).
+    `workspace` is the directory the session was opened for: fixed by the host when the session
+    opens (a connection's first frame, `Runtime.open_session`), inherited by the processes it
+    starts and by a resume, and never changed by a later frame. Read scoping stands on it;
+    `cwd` is a per-call hint, a default for a tool's own `cwd` argument and nothing more.
     """
 
     caller: CallerKind
@@ -57,6 +61,7 @@ class CallerInfo:
     claimed_caller: str | None = None
     plugin_id: str | None = None
     label: str | None = None
+    workspace: str | None = None
 
     def __post_init__(self) -> None:
         # `CallerInfo("cli")` must mean the same as `CallerInfo(CallerKind.CLI)`: the gates
@@ -71,13 +76,17 @@ class CallerInfo:
         return replace(self, cwd=cwd)
 
     @classmethod
-    def for_plugin(cls, plugin_id: str, *, cwd: str | None = None) -> CallerInfo:
-        """The identity of a plugin calling another tool; only the host builds this."""
+    def for_plugin(
+        cls, plugin_id: str, *, cwd: str | None = None, workspace: str | None = None
+    ) -> CallerInfo:
+        """The identity of a plugin calling another tool; only the host builds this. Its
+        `workspace` is that of the call it acts within: a plugin reads no more than it."""
         return cls(
             caller=CallerKind.PLUGIN,
             session_id=PLUGIN_SESSION_PREFIX + plugin_id,
             cwd=cwd,
             plugin_id=plugin_id,
+            workspace=workspace,
         )
 
 
@@ -89,3 +98,5 @@ class ChildBinding:
     #: "": a session of its own per connection (the local user's children).
     session_id: str
     label: str | None = None
+    #: The bound session's workspace: a child reads within it, whatever it claims.
+    workspace: str | None = None

@@ -273,6 +273,7 @@ class Connection:
             session_id=ident.session_id or self.session_id,
             cwd=self._runtime_cwd,
             label=ident.label,
+            workspace=ident.workspace,
         )
 
     def _hello(self, hello: Hello, request_id: str | None, out: list[Action]) -> None:
@@ -296,6 +297,8 @@ class Connection:
             "label": ident.label,
             "serverVersion": self._server_version,
         }
+        if ident.workspace is not None:
+            fields["workspace"] = ident.workspace
         if self._idle_timeout_s is not None:
             fields["idleTimeoutS"] = self._idle_timeout_s
         if (hello.resumable or resumed) and self._issue_resume_token and self._token is None:
@@ -321,7 +324,8 @@ class Connection:
         out.append(SessionResumed(self.session_id, found.session_id))
         self.session_id = found.session_id
         approvals = hello.clientInfo.approvals and self._may_answer_approvals
-        self._identity = Identity(found.caller, found.label, approvals)
+        # A resumed session keeps the workspace it was opened for.
+        self._identity = Identity(found.caller, found.label, approvals, workspace=found.workspace)
         out.append(IdentityFixed(self._identity))
         return ""
 
@@ -346,18 +350,41 @@ class Connection:
                 # The local user's processes claim what any of the user's processes may (an
                 # MCP bridge in the user's terminal is an agent), in a session of their own.
                 kind = _normalise(claim)
-                self._identity = Identity(kind, sanitize_label(info.label), False, "")
+                self._identity = Identity(
+                    kind, sanitize_label(info.label), False, "", workspace=self._workspace(info)
+                )
             else:
-                self._identity = Identity(binding.caller, binding.label, False, binding.session_id)
+                # A session's process reads within that session's workspace, whatever it says.
+                self._identity = Identity(
+                    binding.caller,
+                    binding.label,
+                    False,
+                    binding.session_id,
+                    workspace=binding.workspace,
+                )
             out.append(IdentityFixed(self._identity))
             return None if self._identity.caller.value == claim else claim
         kind = _normalise(claim)
         approvals = info.approvals and self._may_answer_approvals
         # The console answers for others: only the local user, never a process of the runtime.
         console = info.console and self._may_answer_approvals and claim == CallerKind.CLI.value
-        self._identity = Identity(kind, sanitize_label(info.label), approvals, console=console)
+        self._identity = Identity(
+            kind,
+            sanitize_label(info.label),
+            approvals,
+            console=console,
+            workspace=self._workspace(info),
+        )
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
+
+    def _workspace(self, info: ClientInfo) -> str | None:
+        """The workspace a session is opened for: the `cwd` of the frame that opens it (the
+        MCP bridge's `--cwd`), taken once; None when that frame names none."""
+        cwd = info.cwd
+        if cwd is None or "\0" in cwd:  # a NUL: no workspace (its calls are refused anyway)
+            return None
+        return os.path.normpath(os.path.join(self._runtime_cwd, cwd))
 
     def _token_refusal(self) -> str:
         """Why this connection's calls are refused (its token is not, or no longer, valid)."""
@@ -401,6 +428,7 @@ class Connection:
             tab_id=info.tabId,
             claimed_caller=claimed,
             label=ident.label,
+            workspace=ident.workspace,
         )
         if len(self._callers) >= _MAX_CACHED_CALLERS:
             self._callers.clear()

@@ -146,7 +146,9 @@ class SocketConnection(asyncio.Protocol):
                 if over:
                     self.close(over)
                     return
-            server.runtime.sessions.identify(self.session_id, ident.caller, ident.label)
+            server.runtime.sessions.identify(
+                self.session_id, ident.caller, ident.label, ident.workspace
+            )
             if ident.console:
                 server.runtime.set_console_approver(self.session_id, self._ask_approval)
             elif ident.approvals:

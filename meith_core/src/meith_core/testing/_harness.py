@@ -141,9 +141,12 @@ class MeithHarness:
         approve` does: its privileged tools may then run for callers holding a grant."""
         self.runtime.approve_plugin(self.plugin_id, capabilities)
 
-    def session(self, caller: CallerKind | str = CallerKind.AGENT) -> CallerInfo:
-        """A new session of `caller` (`agent` or `cli`) with no grant yet."""
-        return self.runtime.open_session(caller, cwd=self.cwd)
+    def session(
+        self, caller: CallerKind | str = CallerKind.AGENT, *, cwd: Path | str | None = None
+    ) -> CallerInfo:
+        """A new session of `caller` (`agent` or `cli`) with no grant yet, opened for `cwd`
+        (default the harness's directory): its workspace, where an agent's reads reach."""
+        return self.runtime.open_session(caller, cwd=str(cwd) if cwd is not None else self.cwd)
 
     def grant(
         self,
@@ -175,11 +178,12 @@ class MeithHarness:
         if isinstance(caller, CallerInfo):
             return caller if cwd is None else caller.with_cwd(where)
         kind = CallerKind(caller)
+        # A caller made here is a session opened for `where`: its workspace too.
         if kind is CallerKind.PLUGIN:
-            return CallerInfo.for_plugin(plugin_id or self.plugin_id, cwd=where)
+            return CallerInfo.for_plugin(plugin_id or self.plugin_id, cwd=where, workspace=where)
         if kind in (CallerKind.CLI, CallerKind.AGENT):
-            return self.session(kind).with_cwd(where)
-        return CallerInfo(caller=kind, cwd=where)
+            return self.runtime.open_session(kind, cwd=where)
+        return CallerInfo(caller=kind, cwd=where, workspace=where)
 
     def call(
         self,

@@ -188,7 +188,7 @@ function renderSessions() {
     return el("tr", { "data-session": s.sessionId },
       el("td", {}, el("code", {}, s.sessionId)), el("td", {}, s.caller), el("td", {}, s.label || "-"),
       el("td", {}, (s.since || "").replace("T", " ").slice(0, 19)), el("td", {}, s.calls),
-      el("td", {}, grants || "-"), el("td", {}, ownsText(s.owns)), el("td", {}, last || "-"),
+      el("td", {}, s.workspace ? el("code", {}, s.workspace) : "-"), el("td", {}, grants || "-"), el("td", {}, ownsText(s.owns)), el("td", {}, last || "-"),
       el("td", {}, own ? "this console" : revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`); } }, "Revoke")),
     );
   }));
