@@ -80,7 +80,7 @@ def test_read_search_edit_undo_through_meith_serve_and_the_cli(
 
 
 def test_the_readme_files_block_runs_as_written(meith_server, tmp_path: Path) -> None:
-    block = readme_block("meith plugins approve files", "sh")
+    block = readme_block("meith call workspace_search --query", "sh")
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "cart.py").write_text("def total(items):\n    return sum(items)\n")

@@ -4,6 +4,7 @@ the wall around its workspace — and the whole loop with the process plugin's r
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.conftest import stdio_client
+from tests.readme import readme_block
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -69,38 +71,66 @@ async def test_an_agent_searches_reads_edits_and_undoes_over_mcp(
         assert f"its workspace is {ws}" in _text(outside)
 
 
-CHECK = "import sys; sys.exit(0 if 'i.price' in open('src/cart.py').read() else 1)"
+#: The project's test, as an agent would run it: pytest on a test of the cart.
+CART_TEST = """from src.cart import total
 
 
-async def test_the_whole_loop_with_run_command_over_mcp(meith_server: Any, tmp_path: Path) -> None:
+class Item:
+    price = 2
+
+
+def test_total():
+    assert total([Item(), Item()]) == 4
+"""
+
+
+async def test_the_readme_agent_loop_runs_as_written_over_mcp(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    """The README's "An agent's coding loop, over MCP": its setup commands as written, then the
+    session it shows (search, read, run the tests, edit, run them again, undo) through the SDK
+    client, with run_command confined by the grant the block gives."""
     ws = (tmp_path / "ws").resolve()
     (ws / "src").mkdir(parents=True)
+    (ws / "src" / "__init__.py").write_text("")
     (ws / "src" / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    (ws / "test_cart.py").write_text(CART_TEST)
     srv = meith_server(plugins="files,process")
-    srv.approve("files")
-    srv.approve("process")
-    srv.grant("writes-files", caller="agent", cwd=str(ws))
-    srv.grant("starts-process", caller="agent", cwd=str(ws))
-    check = {"cwd": str(ws), "command": [sys.executable, "-c", CHECK]}
+    block = readme_block("--capability starts-process --cwd .", "sh")
+    for line in block.text.splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "meith", line
+        done = srv.cli(*argv[1:], cwd=str(ws))
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     async with stdio_client(srv, "--cwd", str(ws)) as client:
 
-        async def exit_code() -> int:
-            ran = await client.call_tool("run_command", check)
+        async def tests_pass() -> bool:
+            ran = await client.call_tool("run_command", {"command": pytest_argv})
             assert ran.is_error is False, _text(ran)
-            return int(ran.structured_content["exitCode"])
+            content = ran.structured_content
+            assert content["confinedTo"] == str(ws), content  # inside the walls
+            return int(content["exitCode"]) == 0
 
         hits = await client.call_tool("workspace_search", {"query": "sum(items)"})
-        assert _text(hits).startswith("src/cart.py:2:")
-        assert await exit_code() == 1  # the "test" fails before the fix
+        assert _text(hits) == "src/cart.py:2:12:     return sum(items)"
+        read = await client.call_tool("workspace_read_file", {"path": "src/cart.py"})
+        sha = read.structured_content["sha256"]
+        assert await tests_pass() is False  # the test fails before the fix
         edit = await client.call_tool(
             "workspace_apply_patch",
             {
                 "path": "src/cart.py",
+                "expectedSha256": sha,
                 "edits": [{"oldText": "sum(items)", "newText": "sum(i.price for i in items)"}],
             },
         )
         assert edit.is_error is False, _text(edit)
-        assert await exit_code() == 0
+        assert "+    return sum(i.price for i in items)" in _text(edit)
+        assert await tests_pass() is True
         undone = await client.call_tool("workspace_undo", {"path": "src/cart.py"})
         assert undone.is_error is False, _text(undone)
-        assert await exit_code() == 1
+        assert await tests_pass() is False
+    tools = [r["toolName"] for r in srv.audit_records() if r.get("caller") == "agent"]
+    assert "run_command" in tools
+    assert "workspace_undo" in tools

@@ -66,8 +66,13 @@ def write_file(c: dict[str, Any]) -> str:
 
 def apply_patch(c: dict[str, Any]) -> str:
     if c["dryRun"]:
-        return f"dry run: {c['applied']} replacements in {_name(c['path'])}, nothing written\n{c['diff']}"
-    return _written(c, f"applied {c['applied']} replacements to")
+        return f"dry run: {_replacements(c)} in {_name(c['path'])}, nothing written\n{c['diff']}"
+    return _written(c, f"applied {_replacements(c)} to")
+
+
+def _replacements(c: dict[str, Any]) -> str:
+    n = int(c["applied"])
+    return f"{n} replacement" if n == 1 else f"{n} replacements"
 
 
 def undo(c: dict[str, Any]) -> str:

@@ -200,7 +200,9 @@ RUN_STDIN_MAX_CHARS: Final = 4 * 1024 * 1024
 
 
 class RunCommandArgs(ToolArgs):
-    cwd: str = Field(min_length=1, description="Directory to run in (default: the caller's)")
+    cwd: str | None = Field(
+        None, min_length=1, description="Directory to run in (default: the caller's)"
+    )
     command: list[str] | None = Field(
         None,
         min_length=1,

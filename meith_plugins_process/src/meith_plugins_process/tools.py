@@ -323,7 +323,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         halves of `maxOutputBytes`. At `timeoutMs` (default 120 s) its processes are ended;
         none of them outlives the call."""
         sup.bind_home(ctx.home)
-        cwd = resolve_cwd(args.cwd, ctx.cwd)
+        cwd = resolve_cwd(args.cwd or ctx.cwd, ctx.cwd)
         _check_scope(ctx, cwd)
         callback = ctx.child_environment()
         return await cmds.run(
