@@ -18,12 +18,16 @@ class EchoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(default="", description="Returned unchanged")
+    repeat: int = Field(
+        default=1, ge=1, le=1 << 16, description="Return `text` this many times over"
+    )
 
 
 @tool(capabilities=["read-only"])
 async def bench_echo(ctx: ToolContext, args: EchoArgs) -> dict[str, Any]:
-    """Return the input unchanged (benchmark tool)."""
-    return {"text": args.text}
+    """Return the input unchanged, or `repeat` times over: a large answer to a small request
+    (the bare round trip of a result as large as a read's) (benchmark tool)."""
+    return {"text": args.text * args.repeat if args.repeat > 1 else args.text}
 
 
 class BenchPlugin:

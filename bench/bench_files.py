@@ -10,8 +10,9 @@ benchmark-only `bench_echo` tool) over its Unix socket with the Python client:
 - list:   `workspace_list_files` (limit 20,000) vs `rg --files`.
   Beside each, the argv the tool runs (its flags, default ignores and limits) timed alone,
   which separates what the flags cost from what meith adds.
-- read:   `workspace_read_file` of a 1 MiB text file vs `bench_echo` (the bare round trip),
-          empty and carrying the same 1 MiB back.
+- read:   `workspace_read_file` of a 1 MiB text file vs `bench_echo` (the bare round trip):
+          a small request answered with 1 MiB (the target's baseline: the same answer size),
+          empty, and carrying 1 MiB both ways.
 - patch:  `workspace_apply_patch` of one exact-text edit (undo step and atomic replace
           included) vs the bare round trip.
 
@@ -212,6 +213,10 @@ def measure(
     per_call = {
         "echo": lambda: call("bench_echo", {}),
         "echo_1mib": lambda: call("bench_echo", {"text": payload}),
+        # A small request, the read's 1 MiB back: the bare round trip of the read's answer.
+        "back_1mib": lambda: call(
+            "bench_echo", {"text": payload[:1024], "repeat": max(1, len(payload) // 1024)}
+        ),
         "read_1mib": lambda: call("workspace_read_file", read_args),
         "patch": patch,
     }
@@ -314,6 +319,7 @@ def report(figures: dict[str, Any], opts: argparse.Namespace, rg: str) -> None:
         }
     print(f"\n{'':<32}{'bare':>10}{'meith':>10}{'above':>8}  target")
     for name, bare, label in (
+        ("read_1mib", "back_1mib", "read 1 MiB vs 1 MiB back"),
         ("read_1mib", "echo", "read 1 MiB vs empty echo"),
         ("read_1mib", "echo_1mib", "read 1 MiB vs 1 MiB echo"),
         ("patch", "echo", "apply_patch one edit"),

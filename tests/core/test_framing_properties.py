@@ -138,3 +138,18 @@ def test_mixed_valid_and_garbage_lines_decode_the_same_however_split(
     assert sum(isinstance(e, FrameError) for e in split) == sum(
         isinstance(e, FrameError) for e in whole
     )
+
+
+@_json_settings
+@given(json_objects)
+def test_the_encoder_writes_the_utf8_json_of_any_value(value: dict[str, Any]) -> None:
+    """`dumps_bytes` takes the ASCII encoder's output when it wrote no `\\u` escape: whatever
+    the value (non-ASCII text, control characters, backslashes), the bytes are the compact
+    UTF-8 JSON the plain encoder writes."""
+    from meith_core.protocol.framing import dumps_bytes
+
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert dumps_bytes(value) == expected
+    assert dumps_bytes({"s": "caf\u00e9 \\u0041 \x1b"}) == (
+        '{"s":"caf\u00e9 \\\\u0041 \\u001b"}'.encode()
+    )

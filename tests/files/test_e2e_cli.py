@@ -96,3 +96,23 @@ def test_the_readme_files_block_runs_as_written(meith_server, tmp_path: Path) ->
     assert found["matches"] == [
         {"path": "src/cart.py", "line": 1, "column": 1, "text": "def total(items):"}
     ]
+
+
+def test_a_socket_caller_gets_the_text_only_when_it_asks(meith_server, tmp_path: Path) -> None:
+    """The rendered text (what a model reads) doubles a large read: a program reading
+    `content` does not pay for it; a caller that asks (`withText`, as the MCP bridge does)
+    gets both."""
+    from meith_core.client import Client
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\ny = 2\n")
+    srv = meith_server(plugins="files")
+    with Client(srv.socket, cwd=str(ws)) as client:
+        plain = client.call_raw("workspace_read_file", {"path": "a.py"})
+        assert plain["ok"] is True
+        assert "text" not in plain
+        assert plain["content"]["content"] == "x = 1\ny = 2\n"
+        asked = client.call_raw("workspace_read_file", {"path": "a.py"}, with_text=True)
+        assert asked["text"].splitlines()[1:] == ["1\tx = 1", "2\ty = 2"]
+        assert asked["content"] == plain["content"]

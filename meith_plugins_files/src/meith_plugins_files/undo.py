@@ -4,7 +4,8 @@ Kept under the plugin's private directory in MEITH_HOME (`state/files/undo/`, 07
 0600) so they survive a runtime restart: one directory per file (named by a hash of its
 path), one file per step (`000000000001.step`: a JSON header line, then the content before
 the change). A change writes one new file and replaces none, so keeping its undo step costs
-one durable write. At most `MAX_STEPS` a file; the oldest go first. Callers hold the file's
+one write, which is not flushed to the disk: steps survive runtime restarts, and a power cut
+may lose the newest ones (a torn step is refused: its content is checked against its hash). At most `MAX_STEPS` a file; the oldest go first. Callers hold the file's
 lock (see `locks.py`) around every use.
 """
 
@@ -133,8 +134,15 @@ class UndoStore:
         sha = hashlib.sha256(before).hexdigest() if before is not None else None
         name = f"{seq:012d}{_SUFFIX}"
         step = Step(sha, mode, after, tool, int(time.time() * 1000), name)
+        # Not flushed to the disk: the edit itself is (writer.replace_file), and an undo step
+        # needs to survive restarts of the runtime, which it does from the page cache. A power
+        # cut may lose the newest steps; a torn one is refused (`content` checks its hash).
         write_file_beneath(
-            directory, name, step.header(path) + (before or b""), mode=PRIVATE_FILE_MODE
+            directory,
+            name,
+            step.header(path) + (before or b""),
+            mode=PRIVATE_FILE_MODE,
+            durable=False,
         )
         names.append(name)
         for old in names[:-MAX_STEPS]:

@@ -76,12 +76,22 @@ def resolve_within(base: str | os.PathLike[str], candidate: str | os.PathLike[st
 
 
 def write_file_beneath(
-    root: str | os.PathLike[str], relative: str, data: bytes, *, mode: int = 0o600
+    root: str | os.PathLike[str],
+    relative: str,
+    data: bytes,
+    *,
+    mode: int = 0o600,
+    durable: bool = True,
 ) -> Path:
     """Atomically write `data` to `root/relative` without following a symbolic link below
     `root`: every directory on the way is opened with O_NOFOLLOW (missing ones are made, 0700),
     the temporary file is created exclusively beside the target and renamed over it, so a link
     planted anywhere under `root` cannot redirect the write. `root` itself is trusted.
+
+    `durable` (the default) flushes the data to the disk before the rename: the file survives
+    a power cut, whole. `durable=False` skips that flush, for data that must survive a
+    restart but may be lost, never seen half-written, in a crash of the machine (the reader
+    must then check what it reads, e.g. against a hash).
 
     Raises PathEscapeError for a link or a `..` on the way, OSError for other failures.
     """
@@ -109,7 +119,8 @@ def write_file_beneath(
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view) :]
-            os.fsync(out)
+            if durable:
+                os.fsync(out)
             os.close(out)
             out = -1
             # rename replaces a link at `name` itself; it never writes through it.

@@ -102,7 +102,10 @@ class CallPipeline:
         cancel: CancelToken | None = None,
         emit: EventSink | None = None,
         request_id: str | None = None,
+        render: bool = True,
     ) -> ToolResult:
+        """Run one call through every step; never raises. `render`: whether a tool with a
+        renderer writes the result's `text` (socket callers ask for it, `withText`)."""
         call = CallRecord(
             request_id=request_id or new_id("req"),
             caller=caller,
@@ -113,6 +116,7 @@ class CallPipeline:
             timeout_ms=timeout_ms,
             cancel=cancel,
             emit=emit,
+            render=render,
         )
         try:
             result = await self._steps(call)
@@ -236,7 +240,9 @@ class CallPipeline:
             if unlink is not None:
                 unlink()
             ctx._close()
-        return outcome if isinstance(outcome, ToolResult) else _normalise(tool, outcome)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        return _normalise(tool, outcome, render=call.render)
 
     async def _nested_call(
         self,
@@ -355,8 +361,9 @@ def _id_hint(details: dict[str, Any]) -> str | None:
     return f'unknown argument "id": this tool takes the id as "{missing[0]}"'
 
 
-def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:
-    """The tool's return value or exception as a ToolResult, pre-encoded for the wire."""
+def _normalise(tool: RegisteredTool, outcome: Outcome, *, render: bool = True) -> ToolResult:
+    """The tool's return value or exception as a ToolResult, pre-encoded for the wire (with
+    the tool's rendered `text` when `render`)."""
     defn = tool.definition
     exc = outcome.exc
     if exc is not None:
@@ -384,7 +391,7 @@ def _normalise(tool: RegisteredTool, outcome: Outcome) -> ToolResult:
                     mode="json", by_alias=True
                 )
             result = ToolResult(ok=True, content=value)
-        if defn.render is not None and result.ok and result.text is None:
+        if render and defn.render is not None and result.ok and result.text is None:
             result.text = _rendered(defn, result.content)
         result.set_encoded(dumps_bytes(result.to_wire()))
     except ValidationError as err:

@@ -38,6 +38,8 @@ class CallRecord:
     timeout_ms: int | None = None
     cancel: CancelToken | None = None
     emit: EventSink | None = None
+    #: Whether the result carries the tool's rendered `text` (see `Pipeline.call`).
+    render: bool = True
     #: Set once the name is found in the catalogue.
     tool: RegisteredTool | None = None
     #: Set once the permission service has decided.

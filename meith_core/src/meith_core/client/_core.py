@@ -145,6 +145,7 @@ def tool_call_frame(
     request_id: str | None,
     info: dict[str, Any],
     timeout_ms: int | None,
+    with_text: bool = False,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {
         "type": "tool_call",
@@ -156,6 +157,8 @@ def tool_call_frame(
     }
     if timeout_ms:
         frame["timeoutMs"] = timeout_ms
+    if with_text:
+        frame["withText"] = True
     return frame
 
 

@@ -362,20 +362,35 @@ class AsyncClient:
         return tools if isinstance(tools, list) else []
 
     def stream(
-        self, name: str, arguments: dict[str, Any] | None = None, *, timeout_ms: int | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout_ms: int | None = None,
+        with_text: bool = False,
     ) -> _StreamStarter:
-        return _StreamStarter(self, name, arguments, timeout_ms)
+        return _StreamStarter(self, name, arguments, timeout_ms, with_text)
 
     def forget(self, request_id: str) -> None:
         """Stop routing frames of this call (its stream is done with)."""
         self._pending.pop(request_id, None)
 
     async def start_stream(
-        self, name: str, arguments: dict[str, Any] | None, timeout_ms: int | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout_ms: int | None,
+        with_text: bool = False,
     ) -> CallStream:
-        """Send a call; its events and result arrive through the returned stream."""
+        """Send a call; its events and result arrive through the returned stream. `with_text`:
+        the result carries the tool's text for a model too (`text`)."""
         frame = tool_call_frame(
-            name, arguments, request_id=None, info=self._info, timeout_ms=timeout_ms
+            name,
+            arguments,
+            request_id=None,
+            info=self._info,
+            timeout_ms=timeout_ms,
+            with_text=with_text,
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pending[frame["requestId"]] = queue
@@ -389,9 +404,10 @@ class AsyncClient:
         *,
         timeout_ms: int | None = None,
         on_event: EventCallback | None = None,
+        with_text: bool = False,
     ) -> ToolResult:
         """Call a tool; a cancelled await sends `cancel_tool_call` for it."""
-        stream = await self.start_stream(name, arguments, timeout_ms)
+        stream = await self.start_stream(name, arguments, timeout_ms, with_text)
         try:
             async for event in stream:
                 if on_event is not None:
@@ -422,8 +438,9 @@ class _StreamStarter:
         name: str,
         arguments: dict[str, Any] | None,
         timeout_ms: int | None,
+        with_text: bool = False,
     ) -> None:
-        self._args = (name, arguments, timeout_ms)
+        self._args = (name, arguments, timeout_ms, with_text)
         self._client = client
         self._stream: CallStream | None = None
 

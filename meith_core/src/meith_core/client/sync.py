@@ -168,11 +168,18 @@ class Client:
         on_event: EventCallback | None = None,
         request_id: str | None = None,
         client_timeout: float | None = None,
+        with_text: bool = False,
     ) -> dict[str, Any]:
         """Call a tool; returns the result envelope as a dict. Tool failures are results;
-        transport failures raise TransportError; Ctrl-C cancels and raises Interrupted."""
+        transport failures raise TransportError; Ctrl-C cancels and raises Interrupted.
+        `with_text`: the result carries the tool's text for a model too (`text`)."""
         frame = tool_call_frame(
-            name, arguments, request_id=request_id, info=self._info, timeout_ms=timeout_ms
+            name,
+            arguments,
+            request_id=request_id,
+            info=self._info,
+            timeout_ms=timeout_ms,
+            with_text=with_text,
         )
         rid = frame["requestId"]
         self._send(frame)
@@ -229,12 +236,15 @@ class Client:
         *,
         timeout_ms: int | None = None,
         on_event: EventCallback | None = None,
+        with_text: bool = False,
     ) -> ToolResult:
         """`call_raw`, validated into a ToolResult."""
         from meith_core.protocol.results import ToolResult
 
         return ToolResult.model_validate(
-            self.call_raw(name, arguments, timeout_ms=timeout_ms, on_event=on_event)
+            self.call_raw(
+                name, arguments, timeout_ms=timeout_ms, on_event=on_event, with_text=with_text
+            )
         )
 
     def describe(self, name: str) -> dict[str, Any] | None:

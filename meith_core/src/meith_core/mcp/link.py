@@ -180,7 +180,8 @@ class RuntimeLink:
 
     async def start_call(self, name: str, arguments: dict[str, Any]) -> CallHandle:
         try:
-            stream = await self.client.stream(name, arguments).__aenter__()
+            # The model reads the tool's text: ask for it beside the content.
+            stream = await self.client.stream(name, arguments, with_text=True).__aenter__()
         except TransportError:
             self.broken = True
             raise

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from meith_core.protocol.constants import MAX_FRAME_BYTES, MAX_JSON_DEPTH, PROTOCOL_VERSION
 
@@ -222,11 +222,44 @@ def dumps_bytes(value: Any) -> bytes:
     """Compact UTF-8 JSON as meith writes it. Lone surrogates (undecodable file names) fall
     back to `\\u` escapes instead of failing to encode. Raises ValueError/TypeError for values
     that are not JSON (NaN, cycles, objects)."""
+    # The ASCII encoder is about twice as fast on large strings, and for a value whose
+    # strings are all ASCII it writes the very bytes the UTF-8 one does (both escape control
+    # characters alike). Asking each string is O(1) (`str.isascii`), so a small tree (a file
+    # read, a diff, a log: few nodes, large strings) is checked whole; a larger one, or one with
+    # non-ASCII text, takes the UTF-8 encoder, which keeps such text at its UTF-8 size.
+    if _ascii_strings(value, _ASCII_CHECK_NODES):
+        return _COMPACT_ASCII.encode(value).encode("ascii")
     text = _COMPACT.encode(value)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return _COMPACT_ASCII.encode(value).encode("ascii")
+
+
+#: How many nodes of a value `dumps_bytes` looks at before it stops asking (see there).
+_ASCII_CHECK_NODES: Final = 64
+
+
+def _ascii_strings(value: Any, budget: int) -> bool:
+    """Whether every string (and key) of `value` is ASCII, found within `budget` nodes;
+    False when the budget runs out first."""
+    stack = [value]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not (isinstance(key, str) and key.isascii()):
+                    return False
+                stack.append(child)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:

@@ -109,6 +109,9 @@ class ToolCall(_Message):
     arguments: dict[str, Any] = Field(default_factory=dict)
     clientInfo: ClientInfo = Field(default_factory=ClientInfo)
     timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] | None = None
+    #: Send the result's `text` (the tool's rendering for a model) beside its `content`. Off by
+    #: default: a program reads `content`, and a large result's text would double it.
+    withText: bool = False
 
 
 class CancelToolCall(_Message):

@@ -226,6 +226,7 @@ def serve(
     logs.configure(log_format, home.logs_path)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    _watch_children_on_the_loop(loop)
     stop = asyncio.Event()
     signals = 0
 
@@ -281,3 +282,22 @@ def _finish_loop(loop: asyncio.AbstractEventLoop) -> bool:
         if t is not threading.main_thread() and not t.daemon and t.is_alive()
     ]
     return stuck or bool(busy_threads)
+
+
+def _watch_children_on_the_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """On Python 3.11 asyncio learns that a subprocess exited from a thread it starts for each
+    one (ThreadedChildWatcher), and spawning waits for that thread to start: in a busy runtime
+    that is most of what starting a short `git` or `rg` costs. A pidfd watcher waits on the
+    loop itself, without threads; Python 3.12 and newer do this on their own (and deprecate
+    watchers), and a kernel without pidfds (before 5.3, or a seccomp filter) keeps the
+    default. Only `meith serve` sets it: it owns its process and its one loop, where a program
+    embedding the runtime may run loops of its own."""
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return
+    watcher = asyncio.PidfdChildWatcher()
+    watcher.attach_loop(loop)
+    asyncio.set_child_watcher(watcher)

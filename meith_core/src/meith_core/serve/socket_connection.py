@@ -228,6 +228,7 @@ class SocketConnection(asyncio.Protocol):
                 cancel=token,
                 emit=emit,
                 request_id=rid,
+                render=call.withText,
             )
         finally:
             self._tokens.pop(rid, None)
