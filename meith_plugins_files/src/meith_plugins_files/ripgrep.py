@@ -229,22 +229,40 @@ async def list_files(
     async with Run(files_argv(rg, walk, path), cwd) as run:
         rest = b""
         async for chunk in run.chunks():
-            parts = (rest + chunk).split(b"\0")
-            rest = parts.pop()
-            for raw in parts:
-                name = _relative(raw)
-                if name is None:
-                    continue
-                if len(out) >= limit:
-                    truncated = True
-                    break
-                out.append(name)
-            if truncated:
+            # The whole read at once: one decode and one split per 64 KiB, not per name.
+            complete, sep, rest = (rest + chunk).rpartition(b"\0")
+            if not sep:  # no complete name yet: all of it is `rest`
+                continue
+            names = _relative_names(complete) if complete else []
+            room = limit - len(out)
+            if len(names) > room:
+                out += names[:room]
+                truncated = True
                 run.stop()
                 break
+            out += names
+        if rest and not truncated:
+            tail = _relative(rest)
+            if tail is not None:
+                if len(out) >= limit:
+                    truncated = True
+                else:
+                    out.append(tail)
     if not truncated and (error := run.failure()) is not None:
         raise error
     return out, truncated
+
+
+def _relative_names(block: bytes) -> list[str]:
+    """NUL-separated paths as rg prints them, without a leading `./`; a name that is not
+    UTF-8 is skipped (it is not representable in JSON text)."""
+    try:
+        names = block.decode("utf-8").split("\0")
+    except UnicodeDecodeError:
+        return [n for n in map(_relative, block.split(b"\0")) if n is not None]
+    if names and names[0].startswith("./"):
+        return [n[2:] if n.startswith("./") else n for n in names]
+    return names
 
 
 def _relative(raw: bytes) -> str | None:
