@@ -125,9 +125,32 @@ def _bench_scripts(session: nox.Session) -> list[str]:
 PLAYWRIGHT_MCP = "@playwright/mcp@0.0.83"
 
 
+#: The last commit before meith_core was laid out in layers: `nox -s bench` runs its runtime
+#: beside today's (bench_core.py --before) so the per-call figures compare in one run.
+BEFORE_RELAYOUT = "3f9887470d73922651fc7b38aa0b8f7933bb6772"
+
+
+def _before_tree(session: nox.Session) -> str | None:
+    """`meith_core` as of BEFORE_RELAYOUT under the session's temp dir, or None (with a word
+    why) where the clone lacks that commit (a shallow checkout)."""
+    target = os.path.join(session.create_tmp(), "before-relayout")
+    if os.path.isdir(os.path.join(target, "meith_core")):
+        return target
+    archive = subprocess.run(
+        ["git", "archive", BEFORE_RELAYOUT, "meith_core"], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        session.log(f"bench_core: no --before run ({archive.stderr.decode().strip()})")
+        return None
+    os.makedirs(target, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", target], input=archive.stdout, check=True)
+    return target
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Every bench/bench_*.py: meith against a baseline measured in the same run."""
+    """Every bench/bench_*.py: meith against a baseline measured in the same run; the core
+    benchmark also against the runtime of the commit before the relayout."""
     session.install(*PACKAGES, *BENCH_DEPS)
     if shutil.which("npm"):
         session.run(
@@ -140,8 +163,10 @@ def bench(session: nox.Session) -> None:
             PLAYWRIGHT_MCP,
             external=True,
         )
+    before = _before_tree(session)
     for script in _bench_scripts(session):
-        session.run("python", script)
+        extra = ["--before", before] if before and script.endswith("bench_core.py") else []
+        session.run("python", script, *extra)
 
 
 @nox.session

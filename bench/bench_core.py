@@ -246,6 +246,17 @@ def _start_serve(home: Path, prefix: tuple[str, ...], pythonpath: str) -> MeithS
     return server
 
 
+def _entry_command(before: Path) -> tuple[str, ...]:
+    """The `meith` command of the tree under `before`, as its own pyproject declares it: the
+    installed `meith` script imports today's module layout, which an older tree may not have
+    (`meith_core._cli` before the relayout, `meith_core.cli` after)."""
+    import tomllib
+
+    meta = tomllib.loads((before / "meith_core" / "pyproject.toml").read_text())
+    module, _, func = meta["project"]["scripts"]["meith"].partition(":")
+    return (PY, "-c", f"import sys; from {module} import {func}; sys.exit({func}())")
+
+
 @contextlib.contextmanager
 def servers(serve_prefix: list[str] | None = None, before: Path | None = None) -> Iterator[Setup]:
     """`meith serve` (every installed plugin plus the bench plugin) and the echo floor.
@@ -271,7 +282,9 @@ def servers(serve_prefix: list[str] | None = None, before: Path | None = None) -
         if before is not None:
             src = before / "meith_core" / "src"
             started.append(
-                _start_serve(tmp / "home-before", prefix, f"{src}{os.pathsep}{pythonpath}")
+                _start_serve(
+                    tmp / "home-before", _entry_command(before), f"{src}{os.pathsep}{pythonpath}"
+                )
             )
         echo.wait_for("listening")
         yield Setup(tmp, started[0], echo, started[1] if before is not None else None)
