@@ -307,3 +307,344 @@ async def test_an_unused_2026_http_session_ends_and_the_name_comes_back_new(
     ids = [r["sessionId"] for r in audit_records(srv) if r.get("label") == "sleepy"]
     assert len(ids) == 2
     assert ids[0] != ids[1]
+
+
+def _origin(bridge: Any) -> str:
+    return bridge.url.removesuffix("/mcp")
+
+
+@pytest.mark.anyio
+async def test_a_client_without_the_token_is_told_and_an_oauth_client_stops_before_authorizing(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    """Issue 22. The SDK client is told how to authenticate; the SDK's OAuth client looks for
+    OAuth, finds the metadata naming no authorization server and no OAuth endpoint, and fails at
+    client registration with the same words, without asking anyone to authorize anything. With
+    the token, all works."""
+    import anyio
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider, OAuthRegistrationError
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+    from mcp.shared.exceptions import MCPError
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+
+    def only(group: BaseException, kind: type[BaseException]) -> BaseException:
+        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+            group = group.exceptions[0]
+        assert isinstance(group, kind), repr(group)
+        return group
+
+    for token, words in ((None, "no bearer token"), ("not-it", "is not this server's")):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            with pytest.raises(BaseException) as plain:  # the SDK's exception group
+                async with Client(streamable_http_client(bridge.url, http_client=http)):
+                    pass
+        refused = only(plain.value, MCPError)
+        assert isinstance(refused, MCPError)
+        assert refused.error.code == -32001
+        assert words in refused.error.message
+        assert "does not use OAuth" in refused.error.message
+        assert "meith mcp token" in refused.error.message
+
+    class NoStorage:
+        async def get_tokens(self) -> OAuthToken | None:
+            return None
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            raise AssertionError("no token can come from here")
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return None
+
+        async def set_client_info(self, info: OAuthClientInformationFull) -> None:
+            raise AssertionError("no client can register here")
+
+    asked: list[str] = []
+
+    async def redirect(url: str) -> None:
+        asked.append(url)
+
+    async def callback() -> Any:
+        asked.append("callback")
+        await anyio.sleep_forever()  # a person never comes back: the test would time out
+
+    oauth = OAuthClientProvider(
+        bridge.url,
+        OAuthClientMetadata(redirect_uris=["http://127.0.0.1:9/callback"]),
+        NoStorage(),
+        redirect,
+        callback,
+    )
+    requests: list[tuple[str, str, int]] = []
+
+    async def record(response: httpx2.Response) -> None:
+        requests.append((response.request.method, response.request.url.path, response.status_code))
+
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(
+            auth=oauth, event_hooks={"response": [record]}, timeout=30
+        ) as http:
+            with pytest.raises(BaseException) as flow:  # the SDK's exception group
+                async with Client(streamable_http_client(bridge.url, http_client=http)):
+                    pass
+    failed = only(flow.value, OAuthRegistrationError)
+    assert str(failed).startswith("Registration failed: 404")
+    assert "does not use OAuth" in str(failed)
+    assert "meith mcp token" in str(failed)
+    assert asked == []
+    assert requests == [
+        ("POST", "/mcp", 401),
+        ("GET", "/.well-known/oauth-protected-resource/mcp", 200),
+        ("GET", "/.well-known/oauth-protected-resource", 200),
+        ("GET", "/.well-known/oauth-authorization-server", 404),
+        ("POST", "/register", 404),
+    ]
+
+    async with bridge.client() as client:
+        result = await client.call_tool("mcptest_echo", {"value": "with the token"})
+    assert result.is_error is False
+
+
+def test_the_discovery_paths_answer_anyone_with_no_oauth_and_nothing_else(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    import re
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    origin = _origin(bridge)
+    port = origin.rsplit(":", 1)[1]
+    good = {"Authorization": f"Bearer {bridge.token}"}
+    with httpx2.Client(timeout=30) as http:
+        metadata = [
+            http.get(origin + path, headers=headers)
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            )
+            for headers in ({}, good)
+        ]
+        named = http.get(
+            origin + "/.well-known/oauth-protected-resource/mcp",
+            headers={"Host": f"localhost:{port}"},
+        )
+        rebound = http.get(
+            origin + "/.well-known/oauth-protected-resource", headers={"Host": "evil.example"}
+        )
+        posted = http.post(origin + "/.well-known/oauth-protected-resource", json={})
+        elsewhere = [
+            http.request(method, origin + path, headers=headers)
+            for method, path in (
+                ("GET", "/.well-known/oauth-authorization-server"),
+                ("GET", "/.well-known/oauth-authorization-server/mcp"),
+                ("GET", "/.well-known/openid-configuration"),
+                ("POST", "/register"),
+                ("GET", "/authorize"),
+                ("POST", "/token"),
+                ("GET", "/"),
+                ("GET", "/mcp/../etc/passwd"),
+                ("DELETE", "/nothing/here"),
+            )
+            for headers in ({}, good)
+        ]
+        challenge = http.post(bridge.url, json=_INIT, headers=_HEADERS)
+    for answer in metadata:
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json() == {
+            "resource": bridge.url,
+            "resource_name": "meith MCP bridge",
+            "bearer_methods_supported": ["header"],
+            "meith_authentication": "a static bearer token, not OAuth: send Authorization: "
+            "Bearer <token> with every request; meith mcp token prints the token",
+        }
+    assert named.json()["resource"] == f"http://localhost:{port}/mcp"
+    assert rebound.status_code == 421
+    assert posted.status_code == 405
+    assert posted.headers["allow"] == "GET"
+    for answer in elsewhere:
+        assert answer.status_code == 404, (answer.request.url, answer.text)
+        assert answer.json()["error"] == "not_found"
+        assert "does not use OAuth" in answer.json()["error_description"]
+    for answer in [*metadata, named, rebound, posted, *elsewhere, challenge]:
+        assert bridge.token not in answer.text
+        assert "mcp-session-id" not in answer.headers
+
+    assert challenge.status_code == 401
+    fields = dict(re.findall(r'(\w+)="([^"]*)"', challenge.headers["www-authenticate"]))
+    assert challenge.headers["www-authenticate"].startswith("Bearer ")
+    assert fields["realm"] == "meith"
+    assert fields["error"] == "invalid_token"
+    assert re.fullmatch(r"[\x20\x21\x23-\x5b\x5d-\x7e]+", fields["error_description"])  # RFC 6750
+    assert "resource_metadata" not in fields
+    body = challenge.json()
+    assert body["jsonrpc"] == "2.0"
+    assert body["id"] is None
+    assert body["error"]["message"] == "Unauthorized: " + fields["error_description"]
+
+
+@pytest.mark.anyio
+async def test_hostile_requests_get_clear_errors_and_the_bridge_keeps_serving(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    import socket
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    origin = _origin(bridge)
+    port = int(origin.rsplit(":", 1)[1])
+    token = bridge.token
+    refused = [
+        f"Basic {token}",
+        f"Bearer {token}x",
+        f"Bearer {token[:-1]}",
+        "Bearer",
+        f"Bearer {token} {token}",
+        "",
+        f"Bearer {'x' * 8000}",
+        b"Bearer \xe9\xe8",
+    ]
+    with httpx2.Client(timeout=30) as http:
+        answers = [
+            http.post(bridge.url, json=_INIT, headers={**_HEADERS, "Authorization": value})
+            for value in refused
+        ]
+        # Scheme names are case-insensitive, and the token's surrounding blanks are not its.
+        lower = http.post(
+            bridge.url, json=_INIT, headers={**_HEADERS, "Authorization": f"bearer  {token}"}
+        )
+    assert [a.status_code for a in answers] == [401] * len(refused)
+    assert all("is not this server's" in a.json()["error"]["message"] for a in answers)
+    assert lower.status_code == 200, lower.text
+
+    def raw(request: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            try:
+                conn.sendall(request)
+                return conn.recv(65536)
+            except ConnectionResetError:
+                return b""
+
+    huge = raw(
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {'a' * 1_000_000}"
+        "\r\n\r\n".encode()
+    )
+    garbage = raw(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n")
+    assert huge == b"" or huge.startswith(b"HTTP/1.1 400 "), huge[:200]
+    assert garbage == b"" or garbage.startswith(b"HTTP/1.1 400 "), garbage[:200]
+    async with bridge.client() as client:
+        after = await client.call_tool("mcptest_echo", {"value": "still here"})
+    assert after.is_error is False
+
+
+def _sse(lines: Any, until: Any) -> list[dict[str, str]]:
+    """SSE events, field by field, as read off the wire, up to the first one `until` accepts."""
+    events: list[dict[str, str]] = []
+    event: dict[str, str] = {}
+    for line in lines:
+        if line:
+            name, _, value = line.partition(":")
+            event[name] = value.removeprefix(" ")
+            continue
+        if event:
+            events.append(event)
+            if until(event):
+                break
+        event = {}
+    return events
+
+
+def test_an_sse_stream_starts_primed_and_a_dropped_one_resumes_with_what_it_missed(
+    agent_server: Any, http_bridge: Any
+) -> None:
+    """Issue 22: each POST's SSE stream starts with an event ID, empty data and `retry:`; a
+    client that dropped it reconnects with `Last-Event-ID` and gets what it missed, and only
+    its own, though both sessions numbered their requests alike."""
+    import json
+
+    from meith_core.mcp.events import RETRY_MS
+    from tests.harness import wait_until
+
+    srv = agent_server()
+    bridge = http_bridge(srv)
+    auth = {**_HEADERS, "Authorization": f"Bearer {bridge.token}"}
+
+    def on(session: str) -> dict[str, str]:
+        return {**auth, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+
+    def messages(events: list[dict[str, str]]) -> list[dict[str, Any]]:
+        return [json.loads(e["data"]) for e in events if e.get("data")]
+
+    with httpx2.Client(timeout=60) as http:
+
+        def initialize(version: str = "2025-11-25") -> tuple[str, list[str]]:
+            init = {**_INIT, "params": {**_INIT["params"], "protocolVersion": version}}
+            with http.stream("POST", bridge.url, json=init, headers=auth) as answer:
+                lines = list(answer.iter_lines())
+            session = answer.headers["mcp-session-id"]
+            done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert http.post(bridge.url, json=done, headers=on(session)).status_code == 202
+            return session, lines
+
+        a, opened = initialize()
+        b, _ = initialize()
+        assert opened[0].startswith("id: ")
+        assert opened[1:4] == ["data: ", f"retry: {RETRY_MS}", ""]
+        assert opened[4].startswith("id: ")
+        assert json.loads(opened[6].removeprefix("data: "))["id"] == 1
+        # The SDK primes only for 2025-11-25 and later: older clients cannot parse the event.
+        _, older = initialize("2025-06-18")
+        assert "data: " not in older
+        assert not any(line.startswith("retry:") for line in older)
+
+        primes: dict[str, dict[str, str]] = {}
+        for session, seconds in ((a, 1.0), (b, 1.5)):
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,  # the same in both sessions
+                "method": "tools/call",
+                "params": {
+                    "name": "mcptest_sleep",
+                    "arguments": {"seconds": seconds, "marker": session},
+                    "_meta": {"progressToken": session},
+                },
+            }
+            with http.stream("POST", bridge.url, json=call, headers=on(session)) as answer:
+                assert answer.headers["content-type"].startswith("text/event-stream")
+                primes[session] = _sse(answer.iter_lines(), lambda e: True)[0]
+            # ...and dropped after the first event.
+            assert primes[session]["id"]
+            assert primes[session]["data"] == ""
+            assert primes[session]["retry"] == str(RETRY_MS)
+
+        def finished() -> int:
+            return sum(r.get("toolName") == "mcptest_sleep" for r in audit_records(srv))
+
+        assert wait_until(lambda: finished() == 2, timeout=60)
+
+        resumed: dict[str, list[dict[str, str]]] = {}
+        for session in (a, b):
+            resume = {**on(session), "Last-Event-ID": primes[session]["id"]}
+            with http.stream("GET", bridge.url, headers=resume) as answer:
+                assert answer.status_code == 200
+                resumed[session] = _sse(
+                    answer.iter_lines(), lambda e: '"id":2' in e.get("data", "")
+                )
+        foreign = http.get(bridge.url, headers={**on(b), "Last-Event-ID": primes[a]["id"]})
+        unknown = http.get(bridge.url, headers={**on(a), "Last-Event-ID": "no-such-event"})
+
+    for session, seconds in ((a, 1.0), (b, 1.5)):
+        got = messages(resumed[session])
+        assert all(e.get("id") for e in resumed[session])
+        assert got[0]["method"] == "notifications/progress"
+        assert got[0]["params"]["progressToken"] == session
+        assert got[-1]["id"] == 2
+        assert got[-1]["result"]["structuredContent"] == {"slept": seconds}
+        assert len(got) == 2
+    for answer in (foreign, unknown):
+        assert answer.status_code == 400
+        assert "Last-Event-ID names no event this session can resume" in answer.text

@@ -1,4 +1,5 @@
-"""Streamable HTTP at /mcp: a bearer token, loopback by default, DNS-rebinding protection on."""
+"""Streamable HTTP at /mcp: a bearer token (not OAuth, and the OAuth discovery paths say so),
+loopback by default, DNS-rebinding protection on."""
 
 from __future__ import annotations
 
@@ -98,36 +99,117 @@ def parse_origin(value: str) -> str:
     return value
 
 
-class BearerAuth:
-    """Every request needs `Authorization: Bearer <token>` (compared in constant time)."""
+#: Where MCP is served, and the RFC 9728 protected-resource metadata about it: path-based (the
+#: MCP path after the well-known prefix) and at the root, the two places MCP clients look.
+MCP_PATH = "/mcp"
+METADATA_PATHS = (
+    "/.well-known/oauth-protected-resource" + MCP_PATH,
+    "/.well-known/oauth-protected-resource",
+)
+#: The JSON-RPC error code of a refused request: implementation-defined (-32000 to -32099).
+UNAUTHORIZED = -32001
+_HOW = "send Authorization: Bearer <token> with every request; meith mcp token prints the token"
+#: What a client is told, per problem; also the `error_description` of the challenge, so
+#: within RFC 6750's character set (printable ASCII without `"` and `\`).
+REFUSALS = {
+    "missing": f"no bearer token. This server does not use OAuth: {_HOW}",
+    "wrong": f"the bearer token is not this server's. It does not use OAuth: {_HOW}",
+}
+NOT_FOUND = {
+    "error": "not_found",
+    "error_description": (
+        f"not found: meith's MCP bridge serves MCP at {MCP_PATH} only, and does not use OAuth "
+        f"(no authorization server, no client registration): {_HOW}"
+    ),
+}
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+def json_rpc_error(
+    status: int, code: int, message: str, headers: dict[str, str] | None = None
+) -> ASGIApp:
+    """An HTTP error whose body is a JSON-RPC error without a request id, as the SDK's own
+    transport errors are: the SDK client raises its message as the failed request's error."""
+    from starlette.responses import JSONResponse
+
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status, headers)
+
+
+class HttpFront:
+    """What every HTTP request meets first. `/mcp` needs `Authorization: Bearer <token>`
+    (compared in constant time) and is refused with a 401 that says how to authenticate, as a
+    JSON-RPC error the SDK client shows and a challenge carrying `error_description`. The
+    protected-resource metadata answers anyone: it names the resource, bearer tokens in the
+    header, and no authorization server, so a client that tries OAuth finds none. Any other
+    path, OAuth's included (authorization-server metadata, `/register`, `/authorize`), is a
+    404 saying the same."""
+
+    def __init__(self, app: ASGIApp, token: str, security: TransportSecuritySettings) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware
+
         self.app = app
         self._token = token.encode()
+        self._guard = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            body = b'{"error":"unauthorized","message":"a valid bearer token is required (meith mcp token)"}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="meith"'),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        from starlette.responses import JSONResponse
 
-    def _authorized(self, scope: MutableMapping[str, Any]) -> bool:
+        path = scope["path"]
+        response: ASGIApp
+        if path in (MCP_PATH, MCP_PATH + "/"):
+            problem = self._problem(scope)
+            if problem is None:
+                await self.app(scope, receive, send)
+                return
+            response = json_rpc_error(
+                401,
+                UNAUTHORIZED,
+                f"Unauthorized: {REFUSALS[problem]}",
+                {
+                    "WWW-Authenticate": 'Bearer realm="meith", error="invalid_token", '
+                    f'error_description="{REFUSALS[problem]}"'
+                },
+            )
+        elif path in METADATA_PATHS:
+            response = await self._metadata(scope, receive)
+        else:
+            response = JSONResponse(NOT_FOUND, 404)
+        await response(scope, receive, send)
+
+    def _problem(self, scope: MutableMapping[str, Any]) -> str | None:
         for name, value in scope.get("headers") or []:
             if name == b"authorization":
                 scheme, _, given = value.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(
+                good = scheme.lower() == b"bearer" and hmac.compare_digest(
                     given.strip(), self._token
                 )
-        return False
+                return None if good else "wrong"
+        return "missing"
+
+    async def _metadata(self, scope: Scope, receive: Receive) -> ASGIApp:
+        """RFC 9728 metadata without `authorization_servers` (optional there): no OAuth here.
+        The resource is named by the request's own `Host`, once the SDK's check accepted it."""
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+
+        if scope["method"] != "GET":
+            return JSONResponse(
+                {"error": "method_not_allowed", "error_description": "GET only"},
+                405,
+                {"Allow": "GET"},
+            )
+        request = Request(scope, receive)
+        refused = await self._guard.validate_request(request)
+        if refused is not None:
+            return refused
+        return JSONResponse(
+            {
+                "resource": f"http://{request.headers['host']}{MCP_PATH}",
+                "resource_name": "meith MCP bridge",
+                "bearer_methods_supported": ["header"],
+                "meith_authentication": f"a static bearer token, not OAuth: {_HOW}",
+            }
+        )

@@ -7,7 +7,8 @@ import socket
 import anyio
 
 from meith_core.mcp.bridge import Bridge
-from meith_core.mcp.http import BearerAuth, security_settings
+from meith_core.mcp.events import RETRY_MS, BoundedEventStore, ResumableStreams
+from meith_core.mcp.http import MCP_PATH, HttpFront, security_settings
 from meith_core.mcp.sessions import NAMED_IDLE_S, BridgeConfig, log
 from meith_core.mcp.stdio import stdio_streams
 
@@ -39,15 +40,20 @@ async def run_http(
     sock.listen(128)
     bound = int(sock.getsockname()[1])  # port 0 asks for any free port
     bridge = Bridge(config)
+    security = security_settings(host, bound, origins)
+    store = BoundedEventStore()
     app = bridge.server.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=security_settings(host, bound, origins),
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
         host=host,
         session_idle_timeout=NAMED_IDLE_S,
+        event_store=store,
+        retry_interval=RETRY_MS,
     )
+    front = HttpFront(ResumableStreams(app, store), token, security)
     shown = f"[{host}]" if ":" in host else host
     server = uvicorn.Server(
-        uvicorn.Config(BearerAuth(app, token), log_level="warning", lifespan="on", access_log=False)
+        uvicorn.Config(front, log_level="warning", lifespan="on", access_log=False)
     )
     log(f"listening on http://{shown}:{bound}/mcp")
     try:
