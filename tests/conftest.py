@@ -24,8 +24,7 @@ from typing import Any
 import pytest
 import structlog
 
-from meith_core.base.home import MeithHome
-from meith_core.host.runtime import Runtime
+from meith_core import MeithHome, Runtime
 
 # A test run started with SIGINT ignored (a background job of a non-interactive shell, some CI
 # shells) would pass that on to every child: `meith call` and `meith audit --follow` could then

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from meith_core.base.home import MeithHome
+from meith_core import MeithHome
 
 BIN_DIR = Path(sys.executable).parent
 MEITH = (

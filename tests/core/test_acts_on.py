@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from meith_core import ActsOn, ErrorCode, ToolContext, ToolDefinitionError, tool
-from meith_core.host.runtime import Runtime
+from meith_core import ActsOn, ErrorCode, Runtime, ToolContext, ToolDefinitionError, tool
 from meith_core.policy.request import ActsOn as PolicyActsOn
 from meith_core.policy.service import acting_target
 from tests.core.support import CwdArgs, NoArgs

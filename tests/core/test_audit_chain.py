@@ -15,14 +15,12 @@ from typing import Any
 
 import pytest
 
-from meith_core import ErrorCode
+from meith_core import ErrorCode, MeithHome, Runtime
 from meith_core.audit import segments
 from meith_core.audit.chain import check_line, seal
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.audit.verify import verify
-from meith_core.base.home import MeithHome
-from meith_core.host.runtime import Runtime
 from meith_core.host.settings import SettingsError, SettingsStore
 from tests.harness import MEITH, base_env
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from meith_core import Runtime
 from meith_core.audit import segments
 from meith_core.audit.coalesce import Coalescer
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.audit.verify import verify
-from meith_core.host.runtime import Runtime
 from meith_core.protocol.capabilities import PRIVILEGED
 from tests.harness import MEITH, base_env
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from meith_core import ErrorCode, ToolContext
+from meith_core import ErrorCode, Runtime, ToolContext
 from meith_core.audit.coalesce import BURST, BURST_ALL_SESSIONS, Coalescer
 from meith_core.audit.log import AuditLog
-from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
 
 FLOOD = 41_000  # what emptied the trail of every earlier record before

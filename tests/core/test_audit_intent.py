@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import ErrorCode, ToolContext
+from meith_core import ErrorCode, Runtime, ToolContext
 from meith_core.audit.follow import collect
-from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, make_tool
 from tests.harness import MEITH, base_env
 

@@ -13,11 +13,17 @@ import anyio
 import pytest
 import structlog.testing
 
-from meith_core import CallerInfo, CallerKind, CancelToken, ErrorCode, ToolContext
+from meith_core import (
+    CallerInfo,
+    CallerKind,
+    CancelToken,
+    ErrorCode,
+    MeithHome,
+    Runtime,
+    ToolContext,
+)
 from meith_core.audit import log as audit_log_module
 from meith_core.audit.log import AuditLog
-from meith_core.base.home import MeithHome
-from meith_core.host.runtime import Runtime
 from tests.core.support import NoArgs, TextArgs, audit_lines, make_tool, records_for
 
 FIELDS = {

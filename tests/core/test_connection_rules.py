@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from meith_core import ApprovalAnswer, ApprovalRequest, CallerInfo, CallerKind, Capability
 from meith_core.protocol import approval_desk as connection_approvals
 from meith_core.protocol.actions import (
     ApprovalAnswered,
@@ -20,9 +21,6 @@ from meith_core.protocol.actions import (
     SendTools,
     StartCall,
 )
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
-from meith_core.protocol.caller import CallerInfo, CallerKind
-from meith_core.protocol.capabilities import Capability
 from meith_core.protocol.connection import Connection
 from meith_core.protocol.framing import encode_frame
 

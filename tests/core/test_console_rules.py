@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
+from meith_core import ApprovalRequest, Capability
 from meith_core.protocol.actions import IdentityFixed, RevokeSession, SendSessions
-from meith_core.protocol.approval import ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
-from meith_core.protocol.capabilities import Capability
 from meith_core.protocol.connection import Connection
 from meith_core.protocol.framing import encode_frame
 

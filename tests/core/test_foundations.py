@@ -14,12 +14,17 @@ import anyio
 import pytest
 
 import meith_core
-from meith_core.base.cancel import CancelToken
+from meith_core import (
+    CallerInfo,
+    CallerKind,
+    CancelToken,
+    PathEscapeError,
+    is_within,
+    resolve_within,
+)
 from meith_core.base.home import MeithHome, UnsafePathError, default_home, write_json_atomic
 from meith_core.base.ids import new_id, new_session_id
-from meith_core.base.paths import PathEscapeError, is_within, resolve_within
 from meith_core.host.plugins import hookspecs
-from meith_core.protocol.caller import CallerInfo, CallerKind
 
 # -- public API -------------------------------------------------------------------------
 

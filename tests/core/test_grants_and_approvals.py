@@ -16,12 +16,12 @@ from meith_core import (
     ApprovalRequest,
     CallerInfo,
     CallerKind,
+    CancelToken,
     ErrorCode,
+    Runtime,
     ToolContext,
     hookimpl,
 )
-from meith_core.base.cancel import CancelToken
-from meith_core.host.runtime import Runtime
 from meith_core.policy.grants import StandingGrants, new_grant
 from tests.core.support import CwdArgs, NoArgs, TextArgs, make_tool
 

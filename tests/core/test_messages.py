@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from meith_core.protocol.errors import ErrorCode
+from meith_core import ErrorCode, ToolResult
 from meith_core.protocol.events import (
     ArtifactEvent,
     EventKind,
@@ -26,7 +26,6 @@ from meith_core.protocol.messages import (
     client_message_adapter,
     server_message_adapter,
 )
-from meith_core.protocol.results import ToolResult
 
 
 def client(data: dict[str, Any]) -> Any:

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
-from meith_core.host.runtime import Runtime
+from meith_core import CallerInfo, CallerKind, ErrorCode, Runtime, ToolContext
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
 

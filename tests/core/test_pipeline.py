@@ -13,17 +13,17 @@ import structlog.testing
 from pydantic import BaseModel, ConfigDict, Field
 
 from meith_core import (
+    CallerInfo,
     CallerKind,
     ErrorCode,
+    Runtime,
     ToolContext,
     ToolError,
     error_result,
     ok_result,
 )
 from meith_core.call.pipeline import MAX_NESTED_CALLS
-from meith_core.host.runtime import Runtime
 from meith_core.protocol import dumps_bytes
-from meith_core.protocol.caller import CallerInfo
 from tests.core.support import NoArgs, TextArgs, make_tool, plugin_class, records_for
 
 

@@ -17,8 +17,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 import meith_core.call.tooldef
-from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, ToolContext
-from meith_core.host.runtime import Runtime
+from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, Runtime, ToolContext
 from tests.core.support import NoArgs, Sink, make_tool, records_for, settle, wait_until
 
 

@@ -13,11 +13,9 @@ from typing import Any
 
 import pytest
 
-from meith_core import ErrorCode
-from meith_core.base.home import MeithHome
+from meith_core import ErrorCode, MeithHome, Runtime
 from meith_core.host.plugins.hookspecs import ENTRY_POINT_GROUP
 from meith_core.host.plugins.manager import PluginManager
-from meith_core.host.runtime import Runtime
 from meith_core.host.settings import SettingsError
 
 GOOD = {"fixture_good", "fixture_module"}

@@ -14,10 +14,17 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 import meith_core
-from meith_core import ApprovalAnswer, PluginHost, ToolArgs, ToolContext, hookimpl, tool
-from meith_core.base.home import MeithHome
+from meith_core import (
+    ApprovalAnswer,
+    MeithHome,
+    PluginHost,
+    Runtime,
+    ToolArgs,
+    ToolContext,
+    hookimpl,
+    tool,
+)
 from meith_core.host import runtime as host_module
-from meith_core.host.runtime import Runtime
 
 
 class _NoArgs(ToolArgs):

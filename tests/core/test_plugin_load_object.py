@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from meith_core import ToolContext, ToolDefinition, hookimpl, tool
-from meith_core.host.runtime import Runtime
+from meith_core import Runtime, ToolContext, ToolDefinition, hookimpl, tool
 
 
 class _NoArgs(BaseModel):

@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from meith_core import ErrorCode, ToolContext, ToolError, tool
+from meith_core import ErrorCode, Runtime, ToolContext, ToolError, tool
 from meith_core.audit.redact import summarize
-from meith_core.host.runtime import Runtime
 
 Form = Callable[[str], Any]
 

@@ -9,8 +9,7 @@ import anyio
 import pytest
 from pydantic import TypeAdapter
 
-from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, ToolContext
-from meith_core.host.runtime import Runtime
+from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, Runtime, ToolContext
 from meith_core.protocol.events import ToolEvent
 from tests.core.support import NoArgs, Sink, make_tool, settle, wait_until
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from meith_core import ToolContext
-from meith_core.host.runtime import Runtime
+from meith_core import Runtime, ToolContext
 from meith_core.host.settings import MAX_SETTINGS_BYTES, SettingsError, SettingsStore
 from tests.core.support import NoArgs, make_tool
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from meith_core import (
     NO_TIMEOUT,
     Capability,
+    Runtime,
     ToolContext,
     ToolDefinition,
     ToolDefinitionError,
@@ -19,7 +20,6 @@ from meith_core import (
 )
 from meith_core.call.catalogue import DuplicateToolError
 from meith_core.call.schema import SchemaError
-from meith_core.host.runtime import Runtime
 from meith_core.protocol import DEFAULT_TOOL_TIMEOUT_MS
 
 

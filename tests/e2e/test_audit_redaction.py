@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import ErrorCode
-from meith_core.host.runtime import Runtime
+from meith_core import ErrorCode, Runtime
 from meith_plugins_browser.plugin import Plugin as BrowserPlugin
 from meith_plugins_process.plugin import Plugin as ProcessPlugin
 from tests.process.support import eventually

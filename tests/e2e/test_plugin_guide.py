@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import ToolContext
-from meith_core.call.tooldef import ToolDefinition
+from meith_core import ToolContext, ToolDefinition
 from meith_core.host.plugins import hookspecs
 from meith_core.host.plugins.check import PluginReport, check_hooks, check_tool
 from meith_core.host.plugins.scaffold import scaffold

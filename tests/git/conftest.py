@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core.host.runtime import Runtime
+from meith_core import Runtime
 from meith_plugins_git.plugin import Plugin
 
 GLOBAL_NAME = "Global User"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from meith_core.host.runtime import Runtime
+from meith_core import Runtime
 
 
 async def call_ok(rt: Runtime, name: str, args: dict[str, Any], **kw: Any) -> Any:

@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 
-from meith_core.base.home import MeithHome
-from meith_core.host.runtime import Runtime
+from meith_core import MeithHome, Runtime, ToolResult
 from meith_core.mcp.tools import to_mcp_tool
 from meith_core.protocol.capabilities import Effect, hints
 from meith_core.protocol.constants import MAX_FRAME_BYTES
 from meith_core.protocol.frames import result_frame
-from meith_core.protocol.results import ToolResult
 
 T, F = True, False
 FIRST_PARTY = {"core", "git", "process", "browser", "files"}

@@ -14,8 +14,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from meith_core import CallerInfo, CallerKind, ErrorCode, ToolContext
-from meith_core.host.runtime import Runtime
+from meith_core import CallerInfo, CallerKind, Capability, ErrorCode, Runtime, ToolContext
 from meith_core.mcp import approval
 from meith_core.mcp.content import to_call_result
 from meith_core.mcp.http import is_loopback, parse_bind
@@ -23,7 +22,6 @@ from meith_core.mcp.sessions import label_of
 from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
 from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, approval_timeout_s
-from meith_core.protocol.capabilities import Capability
 from meith_core.serve.prompt import TerminalApprover
 from tests.core.support import NoArgs, make_tool
 

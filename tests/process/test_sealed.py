@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import Confinement, is_secret_path, secret_paths
-from meith_core.base.home import MeithHome
+from meith_core import Confinement, MeithHome, is_secret_path, secret_paths
 from meith_core.base.homes import register_home
 from meith_core.policy import confine_exec
 from tests.process.conftest import Proc

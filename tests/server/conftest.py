@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from meith_core.base.home import MeithHome
-from meith_core.host.runtime import Runtime
+from meith_core import MeithHome, Runtime
 from meith_core.protocol.framing import Frame, FrameError, NdjsonFramer, encode_frame
 from meith_core.serve.socket_server import SocketServer
 from meith_core.serve.socketbind import bind_socket

@@ -8,10 +8,9 @@ import os
 
 import pytest
 
-from meith_core.base.home import MeithHome
+from meith_core import MeithHome, ToolResult
 from meith_core.base.instances import resolve_target
 from meith_core.client import AsyncClient, Client, ConnectError
-from meith_core.protocol.results import ToolResult
 
 
 def test_target_resolution_prefers_socket_then_instance_then_env_then_newest_then_config(

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from meith_core import CallerInfo, CallerKind
 from meith_core.client.aio import AsyncClient
-from meith_core.protocol.caller import CallerInfo, CallerKind
 
 pytestmark = pytest.mark.anyio
 
