@@ -100,7 +100,9 @@ class Walk:
 
 
 def files_argv(rg: str, walk: Walk, path: str) -> list[str]:
-    return [rg, "--files", "--null", *walk.args(), "--", path]
+    # No path for the directory itself: rg then prints names without a `./` to strip (in
+    # `--files` mode it never reads standard input).
+    return [rg, "--files", "--null", *walk.args(), "--", *([] if path == "." else [path])]
 
 
 def search_argv(
