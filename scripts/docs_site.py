@@ -8,7 +8,8 @@
   page of the site becomes that page's link (MkDocs then checks it, anchor included), a link to
   any other file of the repository (source code, `bench/`, LICENSE) points at it in
   `repo_url` when mkdocs.yml sets one and is plain text otherwise, and a link to nothing is a
-  warning, which fails `mkdocs build --strict`.
+  warning, which fails `mkdocs build --strict`. An image of the site (`docs/images/…` from the
+  README) becomes the site's path to it.
 - Heading anchors are GitHub's (`slug`), so `page.md#some-heading` means the same on both.
 """
 
@@ -42,6 +43,8 @@ _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 #: `[text](target)` (not an image); the text may hold inline code and span lines.
 _LINK = re.compile(r"(?<!!)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^)\s]+)\)")
+#: `![alt](target)`.
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
 
@@ -70,12 +73,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
-def _pages_by_real_path(files: Files) -> dict[Path, File]:
-    return {
-        Path(f.abs_src_path).resolve(): f
-        for f in files.documentation_pages()
-        if f.abs_src_path is not None
-    }
+def _by_real_path(found: Any) -> dict[Path, File]:
+    return {Path(f.abs_src_path).resolve(): f for f in found if f.abs_src_path is not None}
 
 
 def _source_url(config: MkDocsConfig, relative: str, is_dir: bool) -> str | None:
@@ -91,8 +90,18 @@ def _rewrite(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> s
     if page.file.abs_src_path is None:
         return markdown
     real_dir = Path(page.file.abs_src_path).resolve().parent
-    pages = _pages_by_real_path(files)
+    pages = _by_real_path(files.documentation_pages())
+    media = _by_real_path(files.media_files())
     site_dir = posixpath.dirname(page.file.src_uri)
+
+    def image(match: re.Match[str]) -> str:
+        alt, target = match.group(1), match.group(2)
+        if _SCHEME.match(target) or target.startswith("/"):
+            return match.group(0)
+        found = media.get((real_dir / target).resolve())
+        if found is None:
+            return match.group(0)  # MkDocs warns about an image it does not have
+        return f"![{alt}]({posixpath.relpath(found.src_uri, site_dir or '.')})"
 
     def link(match: re.Match[str]) -> str:
         text, target = match.group(1), match.group(2)
@@ -118,24 +127,28 @@ def _rewrite(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> s
     out = []
     at = 0
     for fence in _FENCE.finditer(markdown):
-        out.append(_rewrite_prose(markdown[at : fence.start()], link))
+        out.append(_rewrite_prose(markdown[at : fence.start()], link, image))
         out.append(fence.group(0))
         at = fence.end()
-    out.append(_rewrite_prose(markdown[at:], link))
+    out.append(_rewrite_prose(markdown[at:], link, image))
     return "".join(out)
 
 
-def _rewrite_prose(text: str, link: Any) -> str:
-    """Rewrite the links of prose, leaving alone what sits inside inline code only."""
+def _rewrite_prose(text: str, link: Any, image: Any) -> str:
+    """Rewrite the links and images of prose, leaving alone what sits inside inline code."""
+    return _outside_code(_outside_code(text, _LINK, link), _IMAGE, image)
+
+
+def _outside_code(text: str, pattern: re.Pattern[str], rewrite: Any) -> str:
     code_spans = [m.span() for m in _INLINE_CODE.finditer(text)]
 
     def outside_code(match: re.Match[str]) -> str:
         start, end = match.span()
         if any(s <= start and end <= e for s, e in code_spans):
             return match.group(0)
-        return str(link(match))
+        return str(rewrite(match))
 
-    return _LINK.sub(outside_code, text)
+    return pattern.sub(outside_code, text)
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:

@@ -79,6 +79,12 @@ class ProbePlugin:
             tool(probe_record, capabilities=["read-only"]),
             tool(probe_fail, capabilities=["read-only"]),
             tool(probe_write, capabilities=["writes-files"], acts_on="path:cwd"),
+            # A plugin that changed: one more tool, asking for one more capability.
+            *(
+                [tool(probe_spawn, capabilities=["starts-process"], acts_on="path:cwd")]
+                if os.environ.get("PROBE_EXTRA_TOOL")
+                else []
+            ),
         ]
 
     @hookimpl
@@ -167,6 +173,12 @@ async def probe_write(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
     """A privileged tool (writes-files): marks that it ran."""
     _mark(args.name, ctx.request_id)
     return {"written": args.name}
+
+
+async def probe_spawn(ctx: ToolContext, args: WriteArgs) -> dict[str, Any]:
+    """Present only with PROBE_EXTRA_TOOL set (a new version's tool): marks that it ran."""
+    _mark(args.name, ctx.request_id)
+    return {"spawned": args.name}
 
 
 def install_probe(target: Path) -> Path:

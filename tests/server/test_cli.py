@@ -361,7 +361,54 @@ def test_a_changed_plugin_shows_its_approval_void(probe_server, probe_env) -> No
     srv.stop()  # what a runtime started now would load: the new version, its approval void
     probe = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}["probe"]
     assert probe["approval"]["valid"] is False
-    assert "VOID" in srv.cli("plugins").stdout
+    assert probe["approval"]["changes"] == ["version 0.1.0 → 0.2.0"]
+    human = srv.cli("plugins").stdout
+    assert "VOID" in human
+    assert "    changed:   version 0.1.0 → 0.2.0\n" in human
+
+
+def test_a_plugin_that_gained_a_tool_says_which(probe_server) -> None:
+    srv = probe_server()  # approved as the CLI loads it; the runtime started now has one more
+    srv.stop()
+    srv.cli_env["PROBE_EXTRA_TOOL"] = "1"
+    probe = {p["id"]: p for p in json.loads(srv.cli("plugins", "--json").stdout)}["probe"]
+    assert probe["approval"]["valid"] is False
+    assert probe["approval"]["changes"] == [
+        "tool added: probe_spawn (starts-process)",
+        "requested capabilities +starts-process",
+    ]
+    assert "    changed:   tool added: probe_spawn (starts-process)\n" in srv.cli("plugins").stdout
+
+
+def test_grant_and_plugin_changes_at_the_cli_are_audited(probe_server, tmp_path) -> None:
+    srv = probe_server()  # `meith plugins approve probe` ran
+    gid = srv.grant("writes-files", tool="probe_write", cwd=str(tmp_path))
+    assert srv.call("probe_write", {"name": "w"}, "--cwd", str(tmp_path))["ok"] is True
+    assert srv.cli("grants", "revoke", gid).returncode == 0
+    assert srv.cli("plugins", "revoke", "probe").returncode == 0
+    assert srv.cli("grants", "revoke", gid).returncode == 1  # nothing revoked: nothing recorded
+    records = [
+        json.loads(line)
+        for line in srv.cli("audit", "--json", "-n", "100").stdout.splitlines()
+        if '"trust-change"' in line
+    ]
+    assert [(r["action"], r["reason"].rsplit(" by ", 1)[1]) for r in records] == [
+        ("plugin-approved", "the local user (meith plugins approve)"),
+        ("grant-added", "the local user (meith grants add)"),
+        ("grant-revoked", "the local user (meith grants revoke)"),
+        ("plugin-revoked", "the local user (meith plugins revoke)"),
+    ]
+    assert all((r["caller"], r["sessionId"]) == ("cli", None) for r in records)
+    assert records[1]["subject"]["id"] == gid
+    assert records[1]["capabilities"] == ["writes-files"]
+    assert records[0]["subject"]["tools"]["probe_write"] == ["writes-files"]
+    # The table names the change where a call names its tool.
+    table = srv.cli("audit").stdout
+    assert "grant-added" in table
+    assert "plugin-revoked" in table
+    # Written by the CLI into the chain the runtime writes too: one chain, intact.
+    verified = srv.cli("audit", "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_grants_add_list_revoke_and_the_runtime_follows(probe_server, tmp_path) -> None:

@@ -23,6 +23,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from meith_core.client import Client
 from tests.browser.support import wait_for
+from tests.readme import ROOT, readme_block
 
 pytestmark = pytest.mark.slow
 
@@ -98,12 +99,24 @@ def collector() -> Iterator[Collector]:
     c.stop()
 
 
+def test_the_readme_names_the_extra_and_the_variable_this_test_uses() -> None:
+    install, serve = readme_block("OTEL_EXPORTER_OTLP_ENDPOINT=", "sh").text.splitlines()
+    assert install.startswith("pip install './meith_core[otel]'")
+    pyproject = (ROOT / "meith_core" / "pyproject.toml").read_text()
+    assert 'otel = ["opentelemetry-sdk' in pyproject  # what this module imports
+    assert serve.startswith(f"{ENDPOINT_VARIABLE}=http://127.0.0.1:4318 meith serve")
+
+
+#: The variable the README and docs/console.md say to set.
+ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+
 def test_calls_become_spans_logs_and_metrics_and_a_dead_collector_is_harmless(
     probe_server: Callable[..., Any], collector: Collector
 ) -> None:
     srv = probe_server(
         env={
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
+            ENDPOINT_VARIABLE: f"http://127.0.0.1:{collector.port}",
             "OTEL_BSP_SCHEDULE_DELAY": "100",
             "OTEL_BLRP_SCHEDULE_DELAY": "100",
             "OTEL_METRIC_EXPORT_INTERVAL": "300",

@@ -1,8 +1,10 @@
 """Console fixtures: a real `meith serve` (with the `probe` test plugin, approved) and a real
-`meith ui --no-browser` talking to it, as the tests' local user."""
+`meith ui --no-browser` talking to it, as the tests' local user; and raw HTTP to it."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import signal
@@ -65,13 +67,21 @@ class Console:
 
 
 @pytest.fixture
-def console(meith_server: Callable[..., MeithServer], tmp_path: Path) -> Iterator[Console]:
+def console(
+    meith_server: Callable[..., MeithServer], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Console]:
+    """Parametrized indirectly, the parameter is environment the runtime has and the CLI not
+    (`{"PROBE_EXTRA_TOOL": "1"}`: the runtime loads a probe that changed since the CLI
+    approved it)."""
+    serve_only: dict[str, str] = getattr(request, "param", {})
     probe_dir = tmp_path / "probe"
     probe_dir.mkdir()
     site = install_probe(tmp_path / "probe-site")
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     env = {"PYTHONPATH": path, "PROBE_DIR": str(probe_dir)}
-    srv = meith_server(env=env)
+    srv = meith_server(env={**env, **serve_only})
+    for key in serve_only:
+        srv.cli_env.pop(key, None)
     srv.cli_env.update(env)
     srv.approve("probe")
     out = tmp_path / "ui.out"
@@ -97,3 +107,65 @@ def console(meith_server: Callable[..., MeithServer], tmp_path: Path) -> Iterato
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+# -- raw HTTP ---------------------------------------------------------------------------------
+
+
+def request(
+    c: Console,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    host, port = c.host.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    sent = {"Host": c.host, **(headers or {})}
+    data = json.dumps(body).encode() if body is not None else None
+    if data is not None:
+        sent.setdefault("Content-Type", "application/json")
+    conn.request(method, path, body=data, headers=sent)
+    resp = conn.getresponse()
+    out = resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    conn.close()
+    return out
+
+
+def login(c: Console) -> tuple[str, str]:
+    """The cookie the secret buys, and the CSRF token of the page it opens."""
+    status, headers, _ = request(c, "GET", f"/?k={c.secret}")
+    assert status == 303
+    assert headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    pair = cookie.split(";", 1)[0]
+    status, _, page = request(c, "GET", "/", headers={"Cookie": pair})
+    assert status == 200
+    match = re.search(rb'name="meith-csrf" content="([^"]+)"', page)
+    assert match
+    return pair, match.group(1).decode()
+
+
+class Session:
+    """The page's side of the door, logged in: GETs with the cookie, POSTs with its Origin and
+    CSRF token too; each answer as (status, JSON)."""
+
+    def __init__(self, c: Console) -> None:
+        self.console = c
+        self.cookie, self.csrf = login(c)
+
+    def get(self, path: str) -> tuple[int, Any]:
+        status, _, body = request(self.console, "GET", path, headers={"Cookie": self.cookie})
+        return status, json.loads(body)
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        headers = {
+            "Cookie": self.cookie,
+            "Origin": f"http://{self.console.host}",
+            "X-Meith-CSRF": self.csrf,
+        }
+        status, _, data = request(self.console, "POST", path, headers=headers, body=body or {})
+        return status, json.loads(data)

@@ -174,7 +174,6 @@ def test_deny_by_keyboard_and_add_a_grant(console: Console, page: Page) -> None:
     page.locator('#grant-form button[type="submit"]').click()
     expect(page.locator("#grant-rows tr")).to_have_count(1)
     expect(page.locator("#grant-rows tr")).to_contain_text("probe_write")
-    page.screenshot(path=str(IMAGES / "console-grants.png"), full_page=True)
 
 
 def test_processes_show_a_dev_server_its_log_and_stop_it(
@@ -199,3 +198,62 @@ def test_processes_show_a_dev_server_its_log_and_stop_it(
         page.screenshot(path=str(IMAGES / "console-processes.png"))
         row.get_by_role("button", name="Stop").click()
         expect(row).to_contain_text("stopped")
+
+
+@pytest.mark.parametrize("console", [{"PROBE_EXTRA_TOOL": "1"}], indirect=True)
+def test_a_changed_plugin_says_what_changed_and_is_approved_on_the_page(
+    console: Console, page: Page, tmp_path: Path
+) -> None:
+    # The runtime loaded a probe with one more tool than the one `meith plugins approve`
+    # pinned: its approval is void, and the provider gate refuses its privileged tools.
+    srv = console.server
+    srv.grant("writes-files", tool="probe_write")
+    denied = srv.call("probe_write", {"name": "void"})
+    assert denied["error"]["code"] == "PERMISSION_DENIED"
+    assert "void because the plugin changed" in denied["error"]["message"]
+    page.locator('nav a[data-panel="grants"]').click()
+    row = page.locator('tr[data-plugin="probe"]')
+    expect(row).to_contain_text("VOID: the plugin changed since it was approved")
+    changes = row.locator("ul.changes")
+    expect(changes).to_contain_text("tool added: probe_spawn (starts-process)")
+    expect(changes).to_contain_text("requested capabilities +starts-process")
+    page.screenshot(path=str(IMAGES / "console-plugin-changed.png"), full_page=True)
+    row.locator('button[data-action="approve"]').click()
+    expect(row.locator(".approved")).to_have_text("read-only, writes-files, starts-process")
+    expect(row.locator('button[data-action="approve"]')).to_have_count(0)
+    assert srv.call("probe_write", {"name": "approved"})["ok"] is True
+    # The new tool passes the provider gate now; the caller gate, with no grant, asks here.
+    box = console.agent_call("probe_spawn", {"name": "no-grant"})
+    page.locator('nav a[data-panel="approvals"]').click()
+    card = page.locator("[data-approval]")
+    expect(card).to_contain_text("test-agent wants to run probe_spawn")
+    card.locator('button[data-decision="deny"]').click()
+    assert wait_for(lambda: box.get("result"))["error"]["code"] == "PERMISSION_DENIED"
+    page.locator('nav a[data-panel="audit"]').click()
+    # Newest first: the console's approval, after the fixture's `meith plugins approve`.
+    approvals = page.locator("#audit-rows tr", has_text="plugin-approved")
+    expect(approvals).to_have_count(2)
+    expect(approvals.first).to_contain_text("by the local user's console (meith ui)")
+    expect(approvals.last).to_contain_text("by the local user (meith plugins approve)")
+    # A grant's network destinations: refused without a directory, in the CLI's words.
+    page.locator('nav a[data-panel="grants"]').click()
+    form = page.locator("#grant-form")
+    form.locator('select[name="caller"]').select_option("agent")
+    form.locator('input[value="starts-process"]').check()
+    form.locator('input[name="net"]').fill("pypi.org,*.pythonhosted.org")
+    form.locator('button[type="submit"]').click()
+    expect(page.locator("#grant-error")).to_have_text(
+        "--net applies to grants confined to a directory (--cwd DIR): processes started "
+        "under an unconfined grant already have the user's network"
+    )
+    expect(page.locator("#grant-rows tr")).to_have_count(1)  # the CLI's, for probe_write
+    form.locator('input[name="cwd"]').fill(str(tmp_path))
+    form.locator('button[type="submit"]').click()
+    expect(page.locator("#grant-rows tr")).to_have_count(2)
+    confined = page.locator("#grant-rows tr", has_text="starts-process")
+    expect(confined.locator("td.net")).to_have_text("pypi.org, *.pythonhosted.org")
+    expect(page.locator("#grant-rows tr", has_text="probe_write").locator("td.net")).to_have_text(
+        "*"
+    )
+    expect(page.locator("#grant-error")).to_have_text("")
+    page.screenshot(path=str(IMAGES / "console-grants.png"), full_page=True)

@@ -4,53 +4,13 @@ CSRF token, nothing is served or changed."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import re
-from typing import Any
 
 import pytest
 
-from tests.ui.conftest import Console
+from tests.ui.conftest import Console, login, request
 
 pytestmark = pytest.mark.slow
-
-
-def request(
-    c: Console,
-    method: str,
-    path: str,
-    *,
-    headers: dict[str, str] | None = None,
-    body: dict[str, Any] | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    host, port = c.host.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    sent = {"Host": c.host, **(headers or {})}
-    data = json.dumps(body).encode() if body is not None else None
-    if data is not None:
-        sent.setdefault("Content-Type", "application/json")
-    conn.request(method, path, body=data, headers=sent)
-    resp = conn.getresponse()
-    out = resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-    conn.close()
-    return out
-
-
-def login(c: Console) -> tuple[str, str]:
-    """The cookie the secret buys, and the CSRF token of the page it opens."""
-    status, headers, _ = request(c, "GET", f"/?k={c.secret}")
-    assert status == 303
-    assert headers["location"] == "/"
-    cookie = headers["set-cookie"]
-    assert "HttpOnly" in cookie
-    assert "SameSite=Strict" in cookie
-    pair = cookie.split(";", 1)[0]
-    status, _, page = request(c, "GET", "/", headers={"Cookie": pair})
-    assert status == 200
-    match = re.search(rb'name="meith-csrf" content="([^"]+)"', page)
-    assert match
-    return pair, match.group(1).decode()
 
 
 def test_the_secret_buys_a_cookie_and_nothing_is_served_without_it(console: Console) -> None:

@@ -1,12 +1,16 @@
 """The records of one call, built in one place: its intent (before a privileged call runs) and
-its outcome, each a pure function of the call and (for the outcome) its result."""
+its outcome, each a pure function of the call and (for the outcome) its result; and the record
+of a change to the trust root (a standing grant, a plugin approval, a revoked session), which
+is no call."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from meith_core.audit.call_view import AuditedCall
 from meith_core.audit.redact import (
+    redact,
     redact_string,
     sensitive_fields_of,
     summarize,
@@ -145,6 +149,48 @@ def refusal_entry(
         "durationMs": 0,
     }
     _add_identity(record, call)
+    return record
+
+
+#: The kind of a trust-root change record (size-based retention keeps it as evidence).
+TRUST_CHANGE: Final = "trust-change"
+
+
+def trust_change_entry(
+    caller: CallerInfo,
+    *,
+    action: str,
+    by: str,
+    what: str,
+    subject: Mapping[str, Any],
+    capabilities: Iterable[str] = (),
+    plugin: str | None = None,
+    entry_id: str,
+    ts: int,
+    pid: int,
+) -> dict[str, Any]:
+    """The record of one change to the trust root by the local user: `action` names it
+    (`grant-added`, `plugin-approved`, ...), `what` says it in words, `by` says through which
+    door (`the local user (meith grants add)`, `the local user's console (meith ui)`); `subject`
+    is the grant, approval or session as it was changed (redacted like every summary)."""
+    record: dict[str, Any] = {
+        "id": entry_id,
+        "ts": ts,
+        "kind": TRUST_CHANGE,
+        "action": action,
+        "caller": caller.caller.value,
+        "sessionId": caller.session_id,
+        "toolName": None,
+        "plugin": plugin,
+        "capabilities": list(capabilities),
+        "decision": "allow",
+        "reason": redact_string(f"{what} by {by}"[:500], "reason"),
+        "outcome": "ok",
+        "subject": redact(dict(subject)),
+        "pid": pid,
+    }
+    if caller.label is not None:
+        record["label"] = caller.label
     return record
 
 

@@ -52,6 +52,7 @@ PRIVILEGED_NAMES: Final = frozenset(
 _MARKERS: Final = (
     b'"kind":"intent"',
     b'"kind":"carried"',
+    b'"kind":"trust-change"',
     b'"decision":"deny"',
     b'"evidenceDropped"',
     *(b'"' + name.encode() + b'"' for name in sorted(PRIVILEGED_NAMES)),
@@ -157,9 +158,9 @@ class Pruned:
 
 
 def protected(record: dict[str, object]) -> bool:
-    """Evidence size-based retention keeps for its full age: intent records, denials and
-    privileged calls (a coalesced record of denials included)."""
-    if record.get("kind") == "intent" or record.get("decision") == "deny":
+    """Evidence size-based retention keeps for its full age: intent records, denials,
+    privileged calls (a coalesced record of denials included) and changes to the trust root."""
+    if record.get("kind") in ("intent", "trust-change") or record.get("decision") == "deny":
         return True
     caps = record.get("capabilities")
     return (

@@ -95,7 +95,7 @@ def _row(r: dict[str, Any]) -> list[str]:
         utc_time(r.get("ts")),
         caller,
         str(r.get("label") or "-"),
-        str(r.get("toolName")),
+        str(r.get("toolName") or r.get("action") or r.get("kind")),
         str(r.get("decision")),
         outcome,
         f"{float(r.get('durationMs') or 0):.1f}ms" if "durationMs" in r else "-",

@@ -6,8 +6,6 @@ running runtime picks up the changed file without a restart.
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 import time
 from collections.abc import Iterable
@@ -28,6 +26,7 @@ from meith_core.cli.output import (
 )
 
 if TYPE_CHECKING:
+    from meith_core.host.trust_edits import TrustEditor
     from meith_core.protocol.capabilities import Capability
 
 grants_app = typer.Typer(
@@ -101,16 +100,6 @@ def grants_revoke(
 
 # -- implementation ---------------------------------------------------------------------------
 
-_DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration_ms(text: str) -> int:
-    match = _DURATION.match(text.strip().lower())
-    if not match:
-        raise ValueError(f"--expires {text!r}: use a number and a unit, e.g. 30m, 1h, 7d")
-    return int(match.group(1)) * _UNIT_S[match.group(2)] * 1000
-
 
 def run_grants_list(as_json: bool) -> int:
     from meith_core.policy.grants import StandingGrants
@@ -162,50 +151,40 @@ def run_grants_add(
     agent: str | None = None,
     net: list[str] | None = None,
 ) -> int:
-    from meith_core.policy.grants import StandingGrants, new_grant
-    from meith_core.protocol.capabilities import PRIVILEGED, parse_capabilities
+    from meith_core.host.trust_edits import UnauditedChange, describe_grant
+    from meith_core.policy.grants import standing_grant
 
     try:
-        caps = parse_capabilities(capabilities)
-        not_needed = [c.value for c in caps if c not in PRIVILEGED]
-        if not_needed:
-            raise ValueError(
-                f"{', '.join(not_needed)} need no grant; grant one of: {', '.join(sorted(c.value for c in PRIVILEGED))}"
-            )
-        expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
-        prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
-        if prefix is not None and not os.path.isdir(prefix):
-            raise ValueError(f"--cwd {prefix}: no such directory")
-        grant = new_grant(
+        grant = standing_grant(
             caller,
-            caps,
+            capabilities,
             tool=tool,
+            cwd=cwd,
+            expires=expires,
             uses=uses,
-            expires_at=expires_at,
-            cwd_prefix=prefix,
-            source="standing",
             agent=agent,
             net=net or (),
         )
-        if grant.net and grant.cwd_prefix is None:
-            raise ValueError(
-                "--net applies to grants confined to a directory (--cwd DIR): processes "
-                "started under an unconfined grant already have the user's network"
-            )
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
-    StandingGrants(MeithHome.from_env().ensure().grants_path).add(grant)
-    _confinement_note(grant.cwd_prefix, caps)
+    try:
+        _editor("meith grants add").add_grant(grant)
+    except UnauditedChange as exc:
+        return fail(str(exc), EXIT_TOOL_FAILED)
+    _confinement_note(grant.cwd_prefix, grant.capabilities)
     if as_json:
         sys.stdout.write(pretty(grant.to_json()) + "\n")
     else:
-        sys.stdout.write(
-            f"Added {grant.id}: {caller}{' ' + agent if agent else ''} may use {', '.join(c.value for c in caps)}"
-            f"{' for ' + tool if tool else ''}{' under ' + (grant.cwd_prefix or '') if grant.cwd_prefix else ''}"
-            f"{' until ' + utc_time(grant.expires_at) + ' UTC' if grant.expires_at else ''}"
-            f"{'; network: ' + ', '.join(grant.net) if grant.net else ''}\n"
-        )
+        until = f" until {utc_time(grant.expires_at)} UTC" if grant.expires_at else ""
+        sys.stdout.write(f"Added {grant.id}: {describe_grant(grant)}{until}\n")
     return EXIT_OK
+
+
+def _editor(command: str) -> TrustEditor:
+    """The trust root as the local user at the CLI changes it (each change audited)."""
+    from meith_core.host.trust_edits import TrustEditor
+
+    return TrustEditor(MeithHome.from_env().ensure(), f"the local user ({command})")
 
 
 def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
@@ -228,9 +207,14 @@ def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
 
 
 def run_grants_revoke(grant_id: str) -> int:
-    from meith_core.policy.grants import StandingGrants
+    from meith_core.host.trust_edits import UnauditedChange
 
-    if StandingGrants(MeithHome.from_env().ensure().grants_path).revoke(grant_id):
+    try:
+        revoked = _editor("meith grants revoke").revoke_grant(grant_id) is not None
+    except UnauditedChange as exc:  # revoked all the same
+        sys.stderr.write(f"warning: {exc}\n")
+        revoked = True
+    if revoked:
         sys.stdout.write(f"Revoked {grant_id}.\n")
         return EXIT_OK
     return fail(f"No standing grant {grant_id} (see meith grants list).", EXIT_TOOL_FAILED)

@@ -206,6 +206,8 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
         else:
             state = f"approved: {', '.join(approval['capabilities']) or 'nothing'} (since {utc_time(approval['approvedAt'])} UTC)"
         sys.stdout.write(f"    approval:  {state}\n")
+        for change in (approval or {}).get("changes") or ():
+            sys.stdout.write(f"    changed:   {change}\n")
         for check in p["health"]:
             if check["status"] != "ok":
                 sys.stdout.write(f"    {check['status']}:{' ' * (10 - len(check['status']))}")
@@ -214,6 +216,7 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
 
 
 def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
+    from meith_core.host.trust_edits import UnauditedChange
     from meith_core.protocol.capabilities import parse_capabilities
 
     try:
@@ -234,7 +237,14 @@ def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
     ignored = [c.value for c in wanted if c not in requested]
     if ignored:
         sys.stderr.write(f"note: {plugin_id} does not request {', '.join(ignored)}; ignored\n")
-    runtime.approve_plugin(plugin_id, [c.value for c in wanted] if wanted else None)
+    try:
+        runtime.approve_plugin(
+            plugin_id,
+            [c.value for c in wanted] if wanted else None,
+            by="the local user (meith plugins approve)",
+        )
+    except UnauditedChange as exc:
+        return fail(str(exc), EXIT_TOOL_FAILED)
     approval = runtime.permissions.approvals.get(plugin_id)
     caps = ", ".join(c.value for c in approval.capabilities) if approval else ""
     sys.stdout.write(f"Approved {plugin_id} {record.version or ''} for: {caps or 'nothing'}\n")
@@ -260,9 +270,15 @@ def run_plugins_reload() -> int:
 
 
 def run_plugins_revoke(plugin_id: str) -> int:
-    from meith_core.policy.plugin_approvals import PluginApprovals
+    from meith_core.host.trust_edits import TrustEditor, UnauditedChange
 
-    if PluginApprovals(MeithHome.from_env().ensure().plugins_path).revoke(plugin_id):
+    editor = TrustEditor(MeithHome.from_env().ensure(), "the local user (meith plugins revoke)")
+    try:
+        revoked = editor.revoke_plugin(plugin_id) is not None
+    except UnauditedChange as exc:  # revoked all the same
+        sys.stderr.write(f"warning: {exc}\n")
+        revoked = True
+    if revoked:
         sys.stdout.write(f"Revoked the approval of {plugin_id}.\n")
         return EXIT_OK
     return fail(f"Plugin {plugin_id} had no approval.", EXIT_TOOL_FAILED)

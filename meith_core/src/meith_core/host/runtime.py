@@ -17,8 +17,6 @@ from typing import Any
 
 import structlog
 
-from meith_core.audit.log import AuditLog
-from meith_core.audit.segments import Limits
 from meith_core.base.cancel import CancelToken
 from meith_core.base.home import MeithHome, file_signature
 from meith_core.base.homes import register_home
@@ -35,7 +33,8 @@ from meith_core.host.plugin_loading import PluginLoading
 from meith_core.host.plugins.lifecycle import LifecycleHooks
 from meith_core.host.plugins.manager import PluginManager, PluginRecord
 from meith_core.host.plugins.pluginhost import PluginHost
-from meith_core.host.settings import SettingsStore
+from meith_core.host.settings import SettingsStore, audit_trail
+from meith_core.host.trust_edits import TrustEditor, UnauditedChange
 from meith_core.policy.asking import Approver
 from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
 from meith_core.policy.grants import Grant, StandingGrants
@@ -79,10 +78,7 @@ class Runtime:
         self.server: Any = None
         self.plugins = PluginManager()
         self.settings = SettingsStore(self.home.settings_path)
-        self.audit = AuditLog(
-            self.home.audit_path,
-            limits=lambda: Limits.from_settings(self.settings.snapshot().get("audit")),
-        )
+        self.audit = audit_trail(self.home.audit_path, self.settings)
         #: What confinement found planted by confined processes (audit, `app_health`).
         self.planted = PlantedFindings(self.audit)
         #: Every session of this runtime, each one `Session` holding all the runtime keeps for it.
@@ -271,23 +267,41 @@ class Runtime:
     def describe(self) -> list[dict[str, Any]]:
         return self.catalogue.describe()
 
-    def approve_plugin(self, plugin_id: str, capabilities: Iterable[str] | None = None) -> None:
+    def approve_plugin(
+        self,
+        plugin_id: str,
+        capabilities: Iterable[str] | None = None,
+        *,
+        by: str = "the local user (in-process)",
+    ) -> None:
         """Approve a loaded plugin (all it requests by default), as `meith plugins approve` does.
 
-        Writes `plugins.json`; the approval is pinned to the plugin's current fingerprint.
+        Writes `plugins.json` and audits the change (`by`: through which door); the approval
+        is pinned to the plugin's current fingerprint.
         """
         record = self.plugins.records.get(plugin_id)
         if record is None or record.status != "loaded" or record.fingerprint is None:
             raise ValueError(f"plugin {plugin_id!r} is not loaded")
         requested = record.requested_capabilities
         caps = requested if capabilities is None else [c for c in capabilities if c in requested]
-        self.permissions.approvals.approve(
+        TrustEditor(self.home, by, audit=self.audit).approve_plugin(
             plugin_id,
             caps,
             record.fingerprint,
             distribution=record.distribution,
             version=record.version,
+            tools=record.summary()["tools"],
         )
+
+    def revoke_session(self, session_id: str, by: CallerInfo) -> None:
+        """End a session's grants at once, asked by the local user's console `by` (audited)."""
+        door = f"the local user's console ({by.label})" if by.label else "the local user"
+        try:
+            TrustEditor(self.home, door, by, audit=self.audit).revoke_session(
+                session_id, lambda: self.permissions.revoke_session(session_id)
+            )
+        except UnauditedChange as exc:  # revoked all the same: only the record is missing
+            _log.error("session revoked, not audited", sessionId=session_id, error=str(exc))
 
     # -- sessions -----------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from meith_core.audit.segments import AuditSettings
+from meith_core.audit.log import AuditLog
+from meith_core.audit.segments import AuditSettings, Limits
 from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.policy.secret_paths import KEY as SECRET_KEY
 from meith_core.policy.secret_paths import SECTION as SECRET_SECTION
@@ -30,6 +31,12 @@ from meith_core.policy.secret_paths import ConfinementSettings
 from meith_core.protocol.framing import dumps_bytes
 
 MAX_SETTINGS_BYTES = 1024 * 1024
+
+
+def audit_trail(path: Path, settings: SettingsStore) -> AuditLog:
+    """A writer of the trail at `path`, its retention as the `audit` settings say when it
+    applies them (every writer of a home's trail must keep what the others keep)."""
+    return AuditLog(path, limits=lambda: Limits.from_settings(settings.snapshot().get("audit")))
 
 
 class SettingsError(ValueError):

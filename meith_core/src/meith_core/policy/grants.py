@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.base.ids import new_id
 from meith_core.base.paths import is_within
 from meith_core.protocol.caller import CallerKind
-from meith_core.protocol.capabilities import Capability, parse_capabilities
+from meith_core.protocol.capabilities import PRIVILEGED, Capability, parse_capabilities
 
 GRANTS_FILE_VERSION = 1
 
@@ -144,6 +145,62 @@ def new_grant(
     )
 
 
+def standing_grant(
+    caller: str,
+    capabilities: Iterable[str],
+    *,
+    tool: str | None = None,
+    cwd: str | None = None,
+    expires: str | None = None,
+    uses: int | None = None,
+    agent: str | None = None,
+    net: Iterable[str] = (),
+) -> Grant:
+    """A standing grant from what the local user asked for (`meith grants add`'s options, the
+    console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
+    in the option's own name."""
+    caps = parse_capabilities(capabilities)
+    not_needed = [c.value for c in caps if c not in PRIVILEGED]
+    if not_needed:
+        raise ValueError(
+            f"{', '.join(not_needed)} need no grant; grant one of: "
+            f"{', '.join(sorted(c.value for c in PRIVILEGED))}"
+        )
+    expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
+    prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
+    if prefix is not None and not os.path.isdir(prefix):
+        raise ValueError(f"--cwd {prefix}: no such directory")
+    grant = new_grant(
+        caller,
+        caps,
+        tool=tool,
+        uses=uses,
+        expires_at=expires_at,
+        cwd_prefix=prefix,
+        source="standing",
+        agent=agent,
+        net=net,
+    )
+    if grant.net and grant.cwd_prefix is None:
+        raise ValueError(
+            "--net applies to grants confined to a directory (--cwd DIR): processes "
+            "started under an unconfined grant already have the user's network"
+        )
+    return grant
+
+
+_DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration_ms(text: str) -> int:
+    """`30m`, `1h`, `7d` (`--expires`) in milliseconds."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise ValueError(f"--expires {text!r}: use a number and a unit, e.g. 30m, 1h, 7d")
+    return int(match.group(1)) * _UNIT_S[match.group(2)] * 1000
+
+
 def normalise_net(values: Iterable[str]) -> tuple[str, ...]:
     """`--net` values as stored: each destination checked (`policy.netgate`), comma lists
     split, `any` alone when present."""
@@ -198,14 +255,15 @@ class StandingGrants:
             self._save(grants)
         return grant
 
-    def revoke(self, grant_id: str) -> bool:
+    def revoke(self, grant_id: str) -> Grant | None:
+        """The grant removed; None when there was none of that id."""
         with self._locked():
             before = self.current()
-            after = [g for g in before if g.id != grant_id]
-            if len(after) == len(before):
-                return False
-            self._save(after)
-        return True
+            gone = next((g for g in before if g.id == grant_id), None)
+            if gone is None:
+                return None
+            self._save([g for g in before if g.id != grant_id])
+        return gone
 
     def consume_use(self, grant_id: str) -> bool:
         """Spend one use of a standing grant; False when none is left (or it is gone).

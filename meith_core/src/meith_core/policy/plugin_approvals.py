@@ -1,7 +1,9 @@
 """Plugin approvals (`$MEITH_HOME/plugins.json`): which capabilities each plugin may use.
 
 An approval is pinned to the plugin's fingerprint (distribution version + tool descriptors).
-When the plugin changes, the approval is void until the user approves again.
+When the plugin changes, the approval is void until the user approves again. It also keeps the
+version and each tool's capabilities it was given for, so what changed since can be said
+(`Approval.changes`), not only that something did.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,19 @@ from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.protocol.capabilities import Capability, parse_capabilities
 
 APPROVALS_FILE_VERSION = 1
+
+#: A plugin's tools as an approval records them: each tool's name and capabilities.
+ToolCapabilities = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def tool_capabilities(tools: Iterable[Mapping[str, Any]]) -> ToolCapabilities:
+    """`[{name, capabilities}, ...]` (the plugin listing's shape) as an approval records it."""
+    out = []
+    for t in tools:
+        caps = t.get("capabilities")
+        caps = caps if isinstance(caps, list | tuple) else ()
+        out.append((str(t.get("name")), tuple(sorted(str(c) for c in caps))))
+    return tuple(sorted(out))
 
 
 def plugin_fingerprint(
@@ -44,6 +59,8 @@ class Approval:
     approved_at: int
     distribution: str | None = None
     version: str | None = None
+    #: The tools it was given for; None in an approval written before they were recorded.
+    tools: ToolCapabilities | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +69,50 @@ class Approval:
             "approvedAt": self.approved_at,
             "distribution": self.distribution,
             "version": self.version,
+            **({"tools": {n: list(c) for n, c in self.tools}} if self.tools is not None else {}),
         }
+
+    def changes(
+        self, fingerprint: str | None, version: str | None, tools: Iterable[Mapping[str, Any]]
+    ) -> list[str]:
+        """What changed in the plugin since this approval, in words (empty while it is valid):
+        its version, the tools added or removed, the capabilities a tool or the plugin gained
+        or lost; or, when only descriptions or schemas changed, that."""
+        if fingerprint == self.fingerprint:
+            return []
+        out: list[str] = []
+        if version != self.version:
+            out.append(f"version {self.version or '-'} → {version or '-'}")
+        if self.tools is None:
+            out.append(
+                "its tools (names, schemas or capabilities: this approval does not record which)"
+            )
+            return out
+        before, now = dict(self.tools), dict(tool_capabilities(tools))
+        tools_changed = [
+            *(
+                f"tool added: {n} ({', '.join(now[n]) or 'no capabilities'})"
+                for n in sorted(now.keys() - before.keys())
+            ),
+            *(f"tool removed: {n}" for n in sorted(before.keys() - now.keys())),
+        ]
+        for name in sorted(now.keys() & before.keys()):
+            gained, lost = set(now[name]) - set(before[name]), set(before[name]) - set(now[name])
+            if gained or lost:
+                tools_changed.append(f"tool {name}: capabilities {_delta(gained, lost)}")
+        requested_before = {c for caps in before.values() for c in caps}
+        requested_now = {c for caps in now.values() for c in caps}
+        gained, lost = requested_now - requested_before, requested_before - requested_now
+        if gained or lost:
+            tools_changed.append(f"requested capabilities {_delta(gained, lost)}")
+        if not tools_changed and version == self.version:
+            tools_changed.append("tool descriptions or input schemas (same tools and capabilities)")
+        out += tools_changed
+        return out
+
+
+def _delta(gained: set[str], lost: set[str]) -> str:
+    return ", ".join([*(f"+{c}" for c in sorted(gained)), *(f"-{c}" for c in sorted(lost))])
 
 
 class PluginApprovals:
@@ -87,6 +147,7 @@ class PluginApprovals:
                     approved_at=int(raw.get("approvedAt") or 0),
                     distribution=raw.get("distribution"),
                     version=raw.get("version"),
+                    tools=_tools_of(raw.get("tools")),
                 )
             except (AttributeError, KeyError, TypeError, ValueError):
                 continue  # an unreadable approval is no approval
@@ -100,6 +161,7 @@ class PluginApprovals:
         *,
         distribution: str | None = None,
         version: str | None = None,
+        tools: Iterable[Mapping[str, Any]] | None = None,
     ) -> Approval:
         approval = Approval(
             plugin_id=plugin_id,
@@ -108,18 +170,20 @@ class PluginApprovals:
             approved_at=time.time_ns() // 1_000_000,
             distribution=distribution,
             version=version,
+            tools=tool_capabilities(tools) if tools is not None else None,
         )
         approvals = dict(self.current())
         approvals[plugin_id] = approval
         self._save(approvals)
         return approval
 
-    def revoke(self, plugin_id: str) -> bool:
+    def revoke(self, plugin_id: str) -> Approval | None:
+        """The approval withdrawn; None when the plugin had none."""
         approvals = dict(self.current())
-        if approvals.pop(plugin_id, None) is None:
-            return False
-        self._save(approvals)
-        return True
+        gone = approvals.pop(plugin_id, None)
+        if gone is not None:
+            self._save(approvals)
+        return gone
 
     def _save(self, approvals: dict[str, Approval]) -> None:
         write_json_atomic(
@@ -130,3 +194,9 @@ class PluginApprovals:
             },
         )
         self._sig = None
+
+
+def _tools_of(raw: object) -> ToolCapabilities | None:
+    if not isinstance(raw, dict):
+        return None
+    return tool_capabilities({"name": n, "capabilities": c} for n, c in raw.items())

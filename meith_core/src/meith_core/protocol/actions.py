@@ -66,9 +66,11 @@ class SessionResumed(NamedTuple):
 
 
 class RevokeSession(NamedTuple):
-    """End a session's grants (asked by the local user's console)."""
+    """End a session's grants (asked by the local user's console `by`, which the audit
+    record names)."""
 
     session_id: str
+    by: CallerInfo
 
 
 class ApprovalAnswered(NamedTuple):

@@ -247,7 +247,7 @@ class Connection:
             out.append(Send(PONG))
         elif isinstance(parsed, RevokeSessionMessage):
             if self.identity.console:
-                out.append(RevokeSession(parsed.sessionId))
+                out.append(RevokeSession(parsed.sessionId, self._identity_caller()))
                 out.append(SendSessions())
             else:
                 refusal = (
@@ -263,10 +263,11 @@ class Connection:
             return
         name = msg.get("toolName")
         tool_name = name[:200] if isinstance(name, str) else None
-        out.append(RefusedCall(request_id, tool_name, self._refusal_caller(), reason))
+        out.append(RefusedCall(request_id, tool_name, self._identity_caller(), reason))
 
-    def _refusal_caller(self) -> CallerInfo:
-        """Who sent a refused frame: the connection's identity so far, nothing the frame says."""
+    def _identity_caller(self) -> CallerInfo:
+        """Who sent a frame (a refused one, a console's revocation): the connection's identity
+        so far, nothing the frame says."""
         ident = self.identity
         return CallerInfo(
             caller=ident.caller,
@@ -464,7 +465,7 @@ class Connection:
 
     def _refuse_call(self, call: ToolCall, message: str, out: list[Action]) -> None:
         out.append(Send(error_frame(call.requestId, message)))
-        out.append(RefusedCall(call.requestId, call.toolName, self._refusal_caller(), message))
+        out.append(RefusedCall(call.requestId, call.toolName, self._identity_caller(), message))
 
     def call_finished(self, request_id: str, now: float) -> None:
         self._in_flight.discard(request_id)

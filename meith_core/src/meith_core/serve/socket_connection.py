@@ -155,7 +155,7 @@ class SocketConnection(asyncio.Protocol):
                 server.runtime.set_session_approver(self.session_id, self._ask_approval)
         elif isinstance(action, RevokeSession):
             _log.info("session revoked by the console", sessionId=action.session_id)
-            server.runtime.permissions.revoke_session(action.session_id)
+            server.runtime.revoke_session(action.session_id, action.by)
         elif isinstance(action, CancelCall):
             self._cancel(action)
         elif isinstance(action, RefusedCall):

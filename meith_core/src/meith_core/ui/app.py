@@ -2,9 +2,9 @@
 
 Everything the console does, it does as the local user, exactly like the CLI: calls go
 through `meith_core.client` (as caller `cli`), grants and plugin approvals are read and edited
-in `$MEITH_HOME` through the same stores `meith grants` and `meith plugins` use, the audit
-trail is read like `meith audit --follow`. `DoorMiddleware` (`ui.guard`) stands in front of
-every route.
+in `$MEITH_HOME` through the same `TrustEditor` `meith grants` and `meith plugins` use (each
+change audited, naming the console), the audit trail is read like `meith audit --follow`.
+`DoorMiddleware` (`ui.guard`) stands in front of every route.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,12 +26,12 @@ from starlette.routing import Route
 
 from meith_core.base.home import MeithHome
 from meith_core.client import TransportError
-from meith_core.policy.grants import Grant, StandingGrants, new_grant
-from meith_core.policy.plugin_approvals import PluginApprovals
-from meith_core.protocol.capabilities import PRIVILEGED, parse_capabilities
+from meith_core.host.trust_edits import TrustEditor, UnauditedChange
+from meith_core.policy.grants import Grant, StandingGrants, standing_grant
+from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.ui.audit_feed import AuditFeed
 from meith_core.ui.guard import Door, DoorMiddleware
-from meith_core.ui.link import ConsoleLink, Hub
+from meith_core.ui.link import CONSOLE_LABEL, ConsoleLink, Hub
 
 Handler = Callable[["Console", Request], Awaitable[Response]]
 _DECISIONS: Final = frozenset({"allow_once", "allow_session", "deny"})
@@ -66,6 +65,14 @@ class Console:
         #: Sessions this console revoked (a revoked session stays listed until it ends).
         self.revoked: set[str] = set()
 
+    def editor(self) -> TrustEditor:
+        """The trust root as this console changes it: audited as the local user's console (its
+        runtime session, when it has one)."""
+        caller = CallerInfo(
+            CallerKind.CLI, session_id=self.link.welcome.get("sessionId"), label=CONSOLE_LABEL
+        )
+        return TrustEditor(self.home, f"the local user's console ({CONSOLE_LABEL})", caller)
+
 
 def build_app(console: Console) -> Any:
     @asynccontextmanager
@@ -95,6 +102,7 @@ def build_app(console: Console) -> Any:
         Route("/api/grants", bound(_add_grant), methods=["POST"]),
         Route("/api/grants/{gid}/revoke", bound(_revoke_grant), methods=["POST"]),
         Route("/api/plugins", bound(_plugins), methods=["GET"]),
+        Route("/api/plugins/{pid}/approve", bound(_approve_plugin), methods=["POST"]),
         Route("/api/plugins/{pid}/revoke", bound(_revoke_plugin), methods=["POST"]),
         Route("/api/tools/{name}", bound(_tool), methods=["POST"]),
         Route("/api/artifacts/{name}", bound(_artifact), methods=["GET"]),
@@ -226,66 +234,104 @@ async def _add_grant(console: Console, request: Request) -> Response:
         grant = await asyncio.to_thread(_grant_from_form, body)
     except (ValueError, TypeError) as exc:
         return _error(str(exc))
-    StandingGrants(console.home.grants_path).add(grant)
+    try:
+        await asyncio.to_thread(console.editor().add_grant, grant)
+    except UnauditedChange as exc:
+        return _error(str(exc), 503)
     return JSONResponse({"ok": True, "grant": grant.to_json()})
 
 
 def _grant_from_form(body: dict[str, Any]) -> Grant:
-    """The CLI's narrow forms: caller (and agent name), capabilities, tool, directory, expiry
-    in seconds, uses."""
-    caps = parse_capabilities([str(c) for c in body.get("capabilities") or []])
-    if not caps or any(c not in PRIVILEGED for c in caps):
-        raise ValueError("choose one or more privileged capabilities")
-    cwd = str(body.get("cwd") or "").strip() or None
-    prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
-    if prefix is not None and not os.path.isdir(prefix):
-        raise ValueError(f"{prefix}: no such directory")
-    expires_s = int(body.get("expiresS") or 0)
-    return new_grant(
-        str(body.get("caller") or "cli"),
-        caps,
-        tool=str(body.get("tool") or "").strip() or None,
-        uses=int(body.get("uses") or 0) or None,
-        expires_at=time.time_ns() // 1_000_000 + expires_s * 1000 if expires_s > 0 else None,
-        cwd_prefix=prefix,
-        source="standing",
-        agent=str(body.get("agent") or "").strip() or None,
+    """The form's fields are `meith grants add`'s options, checked by the same function."""
+
+    def text(key: str) -> str | None:
+        return str(body.get(key) or "").strip() or None
+
+    uses = text("uses")
+    if uses is not None and not uses.isdigit():
+        raise ValueError(f"--uses {uses!r}: a whole number of calls")
+    net = body.get("net") or []
+    return standing_grant(
+        text("caller") or "cli",
+        [str(c) for c in body.get("capabilities") or []],
+        tool=text("tool"),
+        cwd=text("cwd"),
+        expires=text("expires"),
+        uses=int(uses) if uses is not None else None,
+        agent=text("agent"),
+        net=[net] if isinstance(net, str) else [str(n) for n in net],
     )
 
 
 async def _revoke_grant(console: Console, request: Request) -> Response:
-    if StandingGrants(console.home.grants_path).revoke(request.path_params["gid"]):
-        return JSONResponse({"ok": True})
-    return _error("no such standing grant", 404)
+    try:
+        revoked = await asyncio.to_thread(console.editor().revoke_grant, request.path_params["gid"])
+    except UnauditedChange as exc:  # revoked all the same
+        return JSONResponse({"ok": True, "warning": str(exc)})
+    if revoked is None:
+        return _error("no such standing grant (it may have been revoked or used up)", 404)
+    return JSONResponse({"ok": True})
+
+
+async def _plugin_listing(console: Console) -> list[dict[str, Any]]:
+    """The runtime's `list_plugins`: what it loaded, each approval with what changed since."""
+    result = await console.link.require().call("list_plugins", {})
+    return result.content if result.ok and isinstance(result.content, list) else []
 
 
 async def _plugins(console: Console, request: Request) -> Response:
-    """The runtime's plugin listing with, per approval, what its fingerprint covers and what
-    changed since (version, or the tool descriptors under the same version)."""
-    approvals = PluginApprovals(console.home.plugins_path).current()
     try:
-        result = await console.link.require().call("list_plugins", {})
+        return JSONResponse({"plugins": await _plugin_listing(console)})
     except TransportError as exc:
         return _error(exc.message, 502)
-    listing = result.content if result.ok and isinstance(result.content, list) else []
-    for entry in listing:
-        approval = approvals.get(str(entry.get("id")))
-        if approval is None:
-            continue
-        changed = []
-        if approval.fingerprint != entry.get("fingerprint"):
-            if approval.version != entry.get("version"):
-                changed.append(f"version {approval.version} → {entry.get('version')}")
-            else:
-                changed.append("its tools (names, schemas or capabilities) under the same version")
-        entry["approvalRecord"] = {**approval.to_json(), "changed": changed}
-    return JSONResponse({"plugins": listing})
+
+
+async def _approve_plugin(console: Console, request: Request) -> Response:
+    """`meith plugins approve PLUGIN`: every capability it requests, pinned to the fingerprint
+    of the plugin the runtime loaded, which must be the one the page showed (`fingerprint`)."""
+    pid = request.path_params["pid"]
+    shown = (await _body(request)).get("fingerprint")
+    try:
+        listing = await _plugin_listing(console)
+    except TransportError as exc:
+        return _error(exc.message, 502)
+    entry = next((p for p in listing if p.get("id") == pid), None)
+    if entry is None:
+        return _error(f"the runtime has no plugin {pid!r}: reload the page", 404)
+    if entry.get("status") != "loaded" or not entry.get("fingerprint"):
+        why = entry.get("reason") or entry.get("status")
+        return _error(f"plugin {pid} cannot be approved: it is {entry.get('status')} ({why})", 409)
+    if (entry.get("approval") or {}).get("implicit"):
+        return _error(f"plugin {pid} is part of meith: it needs no approval", 409)
+    if shown != entry["fingerprint"]:
+        return _error(
+            f"plugin {pid} changed since the page showed it: look at it again, then approve", 409
+        )
+    try:
+        approval = await asyncio.to_thread(
+            console.editor().approve_plugin,
+            pid,
+            entry.get("requestedCapabilities") or [],
+            entry["fingerprint"],
+            distribution=entry.get("distribution"),
+            version=entry.get("version"),
+            tools=entry.get("tools") or [],
+        )
+    except UnauditedChange as exc:
+        return _error(str(exc), 503)
+    return JSONResponse({"ok": True, "approval": approval.to_json()})
 
 
 async def _revoke_plugin(console: Console, request: Request) -> Response:
-    if PluginApprovals(console.home.plugins_path).revoke(request.path_params["pid"]):
-        return JSONResponse({"ok": True})
-    return _error("no approval for that plugin", 404)
+    try:
+        revoked = await asyncio.to_thread(
+            console.editor().revoke_plugin, request.path_params["pid"]
+        )
+    except UnauditedChange as exc:  # revoked all the same
+        return JSONResponse({"ok": True, "warning": str(exc)})
+    if revoked is None:
+        return _error("no approval for that plugin", 404)
+    return JSONResponse({"ok": True})
 
 
 async def _artifact(console: Console, request: Request) -> Response:

@@ -69,6 +69,11 @@ def describe_plugins(
                 "implicit": False,
                 # void when the plugin changed (version or tools) since it was approved
                 "valid": approval.fingerprint == record.fingerprint,
+                # what it was given for, and what changed since (empty while it is valid)
+                "distribution": approval.distribution,
+                "version": approval.version,
+                "fingerprint": approval.fingerprint,
+                "changes": approval.changes(record.fingerprint, record.version, entry["tools"]),
             }
         else:
             entry["approval"] = None

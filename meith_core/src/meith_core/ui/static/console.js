@@ -148,7 +148,7 @@ function renderAudit() {
       el("td", {}, time(r.ts)),
       el("td", {}, `${r.caller || "-"}${r.label ? " · " + r.label : ""}${r.claimedCaller ? " (claimed " + r.claimedCaller + ")" : ""}`),
       el("td", {}, el("code", {}, short(r.sessionId))),
-      el("td", {}, r.toolName || r.kind || "-"),
+      el("td", {}, r.toolName || r.action || r.kind || "-"),
       el("td", {}, r.decision || "-"),
       el("td", {}, outcomeOf(r), tag),
       el("td", {}, r.reason || ""),
@@ -198,11 +198,19 @@ function renderSessions() {
 
 async function loadGrants() {
   const data = await getJson("/api/grants");
+  const error = document.getElementById("grant-error");
+  const revoke = (g) => async () => {
+    try { const r = await post(`/api/grants/${encodeURIComponent(g.id)}/revoke`); error.textContent = r.warning || ""; }
+    catch (e) { error.textContent = e.message; }
+    loadGrants();
+  };
   document.getElementById("grant-rows").replaceChildren(...data.grants.map((g) => el("tr", { "data-grant": g.id },
     el("td", {}, el("code", {}, g.id)), el("td", {}, `${g.caller}${g.agent ? " (" + g.agent + ")" : ""}`),
-    el("td", {}, (g.capabilities || []).join(", ")), el("td", {}, g.tool || "*"), el("td", {}, g.cwdPrefix || g.cwd || "*"),
+    el("td", {}, (g.capabilities || []).join(", ")), el("td", {}, g.tool || "*"), el("td", {}, g.cwdPrefix || "*"),
+    // As `meith grants list`: a confined grant's processes reach only what it names.
+    el("td", { class: "net" }, g.cwdPrefix ? (g.net || []).join(", ") || "none" : "*"),
     el("td", {}, g.uses || "∞"), el("td", {}, g.expiresAt ? time(g.expiresAt) + (g.expired ? " (expired)" : "") : "never"),
-    el("td", {}, el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/grants/${encodeURIComponent(g.id)}/revoke`); loadGrants(); } }, "Revoke")),
+    el("td", {}, el("button", { class: "deny", type: "button", onclick: revoke(g) }, "Revoke")),
   )));
 }
 
@@ -219,18 +227,34 @@ document.getElementById("grant-form").addEventListener("submit", async (ev) => {
 async function loadPlugins() {
   let data;
   try { data = await getJson("/api/plugins"); } catch (e) { return; }
+  const error = document.getElementById("plugin-error");
+  const act = (p, what, body) => async () => {
+    try { const r = await post(`/api/plugins/${encodeURIComponent(p.id)}/${what}`, body); error.textContent = r.warning || ""; }
+    catch (e) { error.textContent = e.message; }
+    loadPlugins();
+  };
   document.getElementById("plugin-rows").replaceChildren(...data.plugins.map((p) => {
     const a = p.approval;
-    const rec = p.approvalRecord;
+    const requested = p.requestedCapabilities || [];
     let approved = "no";
     if (a && a.implicit) approved = "built in";
-    else if (a) approved = `${(a.capabilities || []).join(", ") || "nothing"}${a.valid ? "" : " — VOID: the plugin changed"}`;
-    const covers = rec ? `${rec.distribution || p.id} ${rec.version || ""} and its ${p.tools.length} tool descriptors` + (rec.changed.length ? `; changed since: ${rec.changed.join(", ")}` : "") : `${p.distribution || p.id} ${p.version || ""}`;
+    else if (a) approved = `${(a.capabilities || []).join(", ") || "nothing"}${a.valid ? "" : " — VOID: the plugin changed since it was approved"}`;
+    const covers = a && !a.implicit ? `${a.distribution || p.id} ${a.version || ""} and its tool descriptors as approved` : `${p.distribution || p.id} ${p.version || ""} and its ${p.tools.length} tool descriptors`;
+    const changes = a && a.changes && a.changes.length ? el("ul", { class: "changes" }, ...a.changes.map((c) => el("li", {}, c))) : null;
+    // What `meith plugins approve PLUGIN` would do: all it requests, pinned to what it is now.
+    const whole = a && a.valid && requested.every((c) => (a.capabilities || []).includes(c));
+    const buttons = [];
+    if (p.status === "loaded" && requested.length && !(a && a.implicit) && !whole) {
+      buttons.push(el("button", { class: "allow", type: "button", "data-action": "approve", onclick: act(p, "approve", { fingerprint: p.fingerprint }) }, `Approve ${requested.join(", ")}`));
+    }
+    if (a && !a.implicit) {
+      buttons.push(" ", el("button", { class: "deny", type: "button", "data-action": "revoke", onclick: act(p, "revoke") }, "Revoke approval"));
+    }
     return el("tr", { "data-plugin": p.id },
       el("td", {}, p.id), el("td", {}, p.version || "-"), el("td", {}, p.status),
-      el("td", {}, (p.requestedCapabilities || []).join(", ") || "-"), el("td", {}, approved),
-      el("td", {}, covers, el("br"), el("code", {}, p.fingerprint || "")),
-      el("td", {}, rec ? el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/plugins/${encodeURIComponent(p.id)}/revoke`); loadPlugins(); } }, "Revoke approval") : (a && !a.implicit ? "" : p.requestedCapabilities && p.requestedCapabilities.length && !(a && a.implicit) ? el("code", {}, `meith plugins approve ${p.id}`) : "")),
+      el("td", {}, requested.join(", ") || "-"), el("td", { class: "approved" }, approved, changes ? el("br") : null, changes ? "Changed since: " : null, changes),
+      el("td", {}, covers, el("br"), el("code", {}, (a && !a.implicit ? a.fingerprint : p.fingerprint) || "")),
+      el("td", {}, ...buttons),
     );
   }));
 }
