@@ -218,3 +218,20 @@ def test_a_ripgrep_config_in_the_environment_is_ignored(
     tree(ws, {"a.txt": "hit\n"})
     assert search(files, ws, "hit")["count"] == 1
     assert not marker.exists()  # --pre would run a program per file
+
+
+def test_a_search_result_is_what_its_declared_output_schema_says(
+    files: MeithHarness, ws: Path
+) -> None:
+    """The tool writes its result as plain JSON (no model per hit): with and without context
+    lines, it validates as the SearchResult the descriptor declares, and keys no hit has are
+    left out."""
+    from meith_plugins_files.models import SearchResult
+
+    tree(ws, {"a.py": "one\nhit here\nthree\n", "b.py": "hit\n"})
+    plain = search(files, ws, "hit")
+    assert SearchResult.model_validate(plain).count == 2
+    assert all(set(m) == {"path", "line", "column", "text"} for m in plain["matches"])
+    around = search(files, ws, "hit here", contextLines=1)
+    (m,) = SearchResult.model_validate(around).matches
+    assert (m.before, m.after) == (["one"], ["three"])

@@ -294,6 +294,20 @@ class Hit:
     before: list[str] | None = None
     after: list[str] | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """The hit as `SearchMatch` writes it, without the absent context keys."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "text": self.text,
+        }
+        if self.before is not None:
+            out["before"] = self.before
+        if self.after is not None:
+            out["after"] = self.after
+        return out
+
 
 def _strip(line: str) -> str:
     line = line.rstrip("\r\n")

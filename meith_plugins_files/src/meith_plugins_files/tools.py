@@ -23,7 +23,6 @@ from meith_plugins_files.models import (
     ReadFileArgs,
     ReadFileResult,
     SearchArgs,
-    SearchMatch,
     SearchResult,
     UndoArgs,
     UndoResult,
@@ -297,24 +296,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             context=args.contextLines,
         )
         hits, truncated = await ripgrep.search(rg, str(root), argv, args.limit, args.contextLines)
-        result = SearchResult(
-            root=str(root),
-            matches=[
-                SearchMatch(
-                    path=h.path,
-                    line=h.line,
-                    column=h.column,
-                    text=h.text,
-                    before=h.before,
-                    after=h.after,
-                )
-                for h in hits
-            ],
-            count=len(hits),
-            truncated=truncated,
+        # The `SearchResult` shape, built as plain JSON: a model per hit costs more than the
+        # search's own parsing (tests check the result against SearchResult). Hits without
+        # context carry no before/after keys: compact for a model.
+        matches = [h.as_json() for h in hits]
+        return ok_result(
+            {"root": str(root), "matches": matches, "count": len(matches), "truncated": truncated}
         )
-        # Hits without context carry no empty before/after keys: compact for a model.
-        return ok_result(result.model_dump(mode="json", exclude_none=True))
 
     return [
         tool(
