@@ -93,6 +93,10 @@ def _looks_like_token(text: str) -> bool:
     """
     if len(text) < 32 or not _TOKEN_CHARS.fullmatch(text):
         return False
+    # Three character classes are needed (below): a string without upper case (most paths
+    # and names) or without lower case is out at once, in C, before any counting.
+    if text.islower() or text.isupper():
+        return False
     if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
         return False
     counts = Counter(text)
@@ -100,14 +104,9 @@ def _looks_like_token(text: str) -> bool:
         return False
     n = len(text)
     entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
-    classes = sum(
-        (
-            any(c.islower() for c in text),
-            any(c.isupper() for c in text),
-            any(c.isdigit() for c in text),
-        )
-    )
-    return entropy >= 4.0 and classes >= 3 and _looks_random(text)
+    # All three classes are present by now: a letter, neither all lower nor all upper case
+    # (token characters are ASCII), and a digit.
+    return entropy >= 4.0 and _looks_random(text)
 
 
 def _token_or_keep(match: re.Match[str]) -> str:
