@@ -332,6 +332,35 @@ async def test_cancelling_the_call_ends_the_whole_process_group(proc: Proc, tmp_
     await eventually(lambda: proc.plugin.commands.targets() == [], "the command to be forgotten")
 
 
+async def test_a_command_is_the_sessions_and_ends_with_it(proc: Proc, tmp_path: Path) -> None:
+    """Issue 22: what a session started stops when it ends, run_command's children included.
+    A call still running when its session is closed (in process, where no connection closes
+    with it) is answered at once: its processes were ended, and it says why. While it runs,
+    the session's objects (`meith sessions` OWNS) list it."""
+    agent = proc.rt.open_session("agent", cwd=str(tmp_path))
+    proc.rt.grant(agent, ["starts-process"])
+    answer: dict[str, Any] = {}
+
+    async def call() -> None:
+        answer["res"] = await proc.rt.call(
+            "run_command", {"cwd": str(tmp_path), "shell": TWO_SLEEPS}, caller=agent
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        leader, children = await the_running_command(proc)
+        (row,) = [r for r in proc.rt.list_sessions() if r["sessionId"] == agent.session_id]
+        assert [(o["kind"], o["summary"]) for o in row["owns"]] == [
+            ("command", f"running {TWO_SLEEPS}"),
+        ]
+        await proc.rt.close_session(agent)
+    res = answer["res"]
+    assert res.ok is True, res.error
+    assert res.content["signal"] == "SIGTERM"
+    assert any("session ended" in d.message for d in res.diagnostics or [])
+    await eventually(lambda: all(gone(p) for p in [leader, *children]), "the processes to go")
+
+
 @pytest.mark.slow
 async def test_a_shorter_call_deadline_ends_the_command_too(proc: Proc, tmp_path: Path) -> None:
     answer: dict[str, Any] = {}

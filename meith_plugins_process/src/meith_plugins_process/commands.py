@@ -221,15 +221,19 @@ def _find_program(argv: list[str], cwd: str, env: Mapping[str, str]) -> None:
 
 
 class _Running:
-    """A command of the runner while it runs: what ending it needs."""
+    """A command of the runner while it runs: what ending it needs, and whose it is."""
 
-    __slots__ = ("create_time", "id", "pid", "run")
+    __slots__ = ("create_time", "display", "ended_by_session", "id", "owner", "pid", "run")
 
-    def __init__(self, run_id: str, pid: int, run: _Run) -> None:
+    def __init__(self, run_id: str, pid: int, run: _Run, owner: Owner, display: str) -> None:
         self.id = run_id
         self.pid = pid
         self.run = run
+        self.owner = owner
+        self.display = display
         self.create_time: float | None = None
+        #: Its session ended while it ran: it was stopped, and its result says so.
+        self.ended_by_session = False
 
     def target(self, sig: signal.Signals = signal.SIGTERM) -> Target:
         """The killer's target. While the leader has not been reaped its pid is still ours;
@@ -240,7 +244,9 @@ class _Running:
 
 
 class CommandRunner:
-    """The commands running now, so that runtime shutdown ends them too."""
+    """The commands running now, so that runtime shutdown ends them too, and so does the end
+    of the session that started one (a `SessionOwner`: the call is usually ended first, with
+    its connection; an in-process session closed mid-call is not)."""
 
     def __init__(self, supervisor: Supervisor) -> None:
         self.sup = supervisor
@@ -248,6 +254,20 @@ class CommandRunner:
 
     def targets(self) -> list[Target]:
         return [r.target() for r in self.running.values()]
+
+    def owned_by(self, session_id: str) -> list[_Running]:
+        """The commands `session_id` is running now."""
+        return [r for r in self.running.values() if r.owner.session_id == session_id]
+
+    async def end_session(self, session_id: str) -> list[str]:
+        """Stop the commands `session_id` is running (SIGTERM, SIGKILL after the grace); each
+        call then answers with how its command ended and why. Returns their ids."""
+        ending = [r for r in self.running.values() if r.owner.ends_with(session_id)]
+        for running in ending:
+            running.ended_by_session = True
+        if ending:
+            await self.sup.terminate([r.target() for r in ending], grace_s=TIMEOUT_GRACE_S)
+        return [r.id for r in ending]
 
     async def run(
         self,
@@ -339,7 +359,7 @@ class CommandRunner:
             raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
         if confined is not None:
             confined.started(transport.get_pid())
-        running = _Running(run_id, transport.get_pid(), run)
+        running = _Running(run_id, transport.get_pid(), run, owner, display)
         self.running[run_id] = running
         # Into the crash record only if it is still running a moment later: most commands an
         # agent runs are over sooner, and the record costs two synced writes.
@@ -400,6 +420,14 @@ class CommandRunner:
             self.sup.untrack(run_id)
             transport.close()
         run.report_skipped()
+        if running.ended_by_session:
+            diagnostics.append(
+                {
+                    "level": "warn",
+                    "message": "Its session ended while it ran: its processes were ended "
+                    "(SIGTERM, then SIGKILL)",
+                }
+            )
         ended_at = run.exited_at if run.exited_at is not None else loop.time()
         stdout, out_elided = run.caps[1].render()
         stderr, err_elided = run.caps[2].render()

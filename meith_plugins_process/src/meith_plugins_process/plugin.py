@@ -47,8 +47,12 @@ class Plugin:
         self.commands = CommandRunner(self.supervisor)
         #: Every manager of processes this plugin starts for a caller: when a session ends,
         #: each stops what that session started (`end_session`) and says what it holds
-        #: (`owned_by`). A new kind of process (run_command's children) adds its manager here.
-        self.session_owners: list[SessionOwner] = [self.dev_servers, self.terminals]
+        #: (`owned_by`): dev servers, terminals, and the commands running now.
+        self.session_owners: list[SessionOwner] = [
+            self.dev_servers,
+            self.terminals,
+            self.commands,
+        ]
         #: Stops of what ended sessions started, still under way (shutdown ends them all).
         self._session_stops: set[asyncio.Task[None]] = set()
 
@@ -117,6 +121,15 @@ class Plugin:
             }
             for t in self.terminals.owned_by(session_id)
             if t.status == "running"
+        )
+        owned.extend(
+            {
+                "kind": "command",
+                "id": r.id,
+                "detached": False,
+                "summary": f"running {r.display}"[:200],
+            }
+            for r in self.commands.owned_by(session_id)
         )
         return owned
 
