@@ -360,3 +360,32 @@ def test_redaction_of_the_new_forms_in_a_served_trail(
     assert b"get_app_settings" in raw
     for secret in secrets:
         assert secret.encode() not in raw, secret
+
+
+def test_what_a_peer_chose_reaches_the_users_terminal_escaped(
+    meith_server: Callable[..., MeithServer], tmp_path: Path
+) -> None:
+    """A socket peer chooses the directory it says it works in and the names it sends; the
+    local user's `meith sessions` and `meith audit` tables show them with every control
+    character escaped, so no escape sequence reaches the user's terminal."""
+    srv = meith_server()
+    hostile = str(tmp_path / "ws\x1b]0;owned\x07\x1b[2J")
+    with peer(srv, cwd=hostile) as agent:
+        agent.call("app_health")
+        agent.send(
+            {
+                "type": "tool_call",
+                "protocol": 1,
+                "requestId": "bad",
+                "toolName": "x\x1b[31mred",
+                "arguments": "not an object",
+            }
+        )
+        agent.read()
+        sessions = srv.cli("sessions")
+        assert sessions.returncode == 0, sessions.stderr
+        assert "\x1b" not in sessions.stdout
+        assert "ws\\x1b]0;owned\\x07\\x1b[2J" in sessions.stdout
+    audit = srv.cli("audit", "-n", "5")
+    assert audit.returncode == 0, audit.stderr
+    assert "\x1b" not in audit.stdout

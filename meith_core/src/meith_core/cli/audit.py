@@ -142,7 +142,7 @@ def run_show(
     from meith_core.audit.log import AuditLog
     from meith_core.base.home import MeithHome
     from meith_core.base.instances import live_instances
-    from meith_core.cli.output import EXIT_OK, table
+    from meith_core.cli.output import EXIT_OK, printable, table
 
     home = MeithHome.from_env().ensure()
     log = AuditLog(home.audit_path)
@@ -163,7 +163,7 @@ def run_show(
                 table([_row(r) for r in records], _HEADER)
             else:
                 for r in records:
-                    sys.stdout.write("  ".join(_row(r)) + "\n")
+                    sys.stdout.write("  ".join(printable(c) for c in _row(r)) + "\n")
         sys.stdout.flush()
 
     live = {r.pid for r in live_instances(home)}

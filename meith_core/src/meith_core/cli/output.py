@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 EXIT_OK = 0
 EXIT_TOOL_FAILED = 1
@@ -162,8 +162,20 @@ def utc_time(ms: int | float | None) -> str:
     return datetime.fromtimestamp(float(ms) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+#: C0 and C1 control characters and DEL, as a table shows them: a cell may hold what a peer
+#: chose (a directory it says it works in, a command line it started), and a terminal acts on
+#: the escape sequences such text can carry.
+_CONTROLS: Final = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character written as `\\xNN`."""
+    return text.translate(_CONTROLS)
+
+
 def table(rows: list[list[str]], header: list[str]) -> None:
-    """Print `rows` under `header` in left-aligned columns."""
+    """Print `rows` under `header` in left-aligned columns (control characters escaped)."""
+    rows = [[printable(str(c)) for c in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         sys.stdout.write(
