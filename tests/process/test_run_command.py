@@ -314,17 +314,23 @@ async def test_a_command_that_ignores_sigterm_is_killed_at_its_timeout(
     assert res["signal"] == "SIGKILL"
 
 
+def two_sleeps(proc: Proc, tmp_path: Path, answer: dict[str, Any], **call: Any) -> Any:
+    """A run_command of TWO_SLEEPS (`call`: the call's own keywords) whose result lands in
+    `answer["res"]`: start it in a task group, act once `the_running_command` finds it."""
+
+    async def run_it() -> None:
+        answer["res"] = await proc.rt.call(
+            "run_command", {"cwd": str(tmp_path), "shell": TWO_SLEEPS}, **call
+        )
+
+    return run_it
+
+
 async def test_cancelling_the_call_ends_the_whole_process_group(proc: Proc, tmp_path: Path) -> None:
     cancel = CancelToken()
     answer: dict[str, Any] = {}
-
-    async def call() -> None:
-        answer["res"] = await proc.rt.call(
-            "run_command", {"cwd": str(tmp_path), "shell": TWO_SLEEPS}, cancel=cancel
-        )
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(call)
+        tg.start_soon(two_sleeps(proc, tmp_path, answer, cancel=cancel))
         leader, children = await the_running_command(proc)
         cancel.cancel()
     assert answer["res"].error.code == "CANCELLED"
@@ -340,14 +346,8 @@ async def test_a_command_is_the_sessions_and_ends_with_it(proc: Proc, tmp_path: 
     agent = proc.rt.open_session("agent", cwd=str(tmp_path))
     proc.rt.grant(agent, ["starts-process"])
     answer: dict[str, Any] = {}
-
-    async def call() -> None:
-        answer["res"] = await proc.rt.call(
-            "run_command", {"cwd": str(tmp_path), "shell": TWO_SLEEPS}, caller=agent
-        )
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(call)
+        tg.start_soon(two_sleeps(proc, tmp_path, answer, caller=agent))
         leader, children = await the_running_command(proc)
         (row,) = [r for r in proc.rt.list_sessions() if r["sessionId"] == agent.session_id]
         assert [(o["kind"], o["summary"]) for o in row["owns"]] == [

@@ -27,10 +27,9 @@ def _resolve(path: str | os.PathLike[str]) -> str:
 def is_within(path: str | os.PathLike[str], base: str | os.PathLike[str]) -> bool:
     """True when `path` resolves to `base` or somewhere below it."""
     try:
-        target, root = _resolve(path), _resolve(base)
+        return resolved_within(_resolve(path), _resolve(base))
     except PathEscapeError:
         return False
-    return target == root or os.path.commonpath([target, root]) == root
 
 
 def resolved_within(target: str, root: str) -> bool:
