@@ -100,8 +100,8 @@ def test_the_readme_files_block_runs_as_written(meith_server, tmp_path: Path) ->
 
 def test_a_socket_caller_gets_the_text_only_when_it_asks(meith_server, tmp_path: Path) -> None:
     """The rendered text (what a model reads) doubles a large read: a program reading
-    `content` does not pay for it; a caller that asks (`withText`, as the MCP bridge does)
-    gets both."""
+    `content` does not pay for it; a caller that asks (`withText`) gets both, and one that
+    reads only the text (`textOnly`) gets only the text."""
     from meith_core.client import Client
 
     ws = tmp_path / "ws"
@@ -116,3 +116,10 @@ def test_a_socket_caller_gets_the_text_only_when_it_asks(meith_server, tmp_path:
         asked = client.call_raw("workspace_read_file", {"path": "a.py"}, with_text=True)
         assert asked["text"].splitlines()[1:] == ["1\tx = 1", "2\ty = 2"]
         assert asked["content"] == plain["content"]
+        # A caller that reads only the text (the MCP bridge without --structured) is sent
+        # only the text; a tool with no rendering still answers with its content.
+        text_only = client.call_raw("workspace_read_file", {"path": "a.py"}, text_only=True)
+        assert (text_only["text"], "content" in text_only) == (asked["text"], False)
+        unrendered = client.call_raw("list_plugins", {}, text_only=True)
+        assert isinstance(unrendered["content"], list)
+        assert "text" not in unrendered

@@ -4,6 +4,7 @@ the wall around its workspace — and the whole loop with the process plugin's r
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -26,6 +27,13 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
+def _sha(read: Any) -> str:
+    """The content hash an agent reads in a read's first line, to pass back on an edit."""
+    match = re.search(r"sha256 ([0-9a-f]{64})", _text(read).splitlines()[0])
+    assert match, _text(read)
+    return match.group(1)
+
+
 async def test_an_agent_searches_reads_edits_and_undoes_over_mcp(
     meith_server: Any, tmp_path: Path
 ) -> None:
@@ -46,7 +54,7 @@ async def test_an_agent_searches_reads_edits_and_undoes_over_mcp(
         found = await client.call_tool("workspace_search", {"query": "sum(items)"})
         assert _text(found) == "src/cart.py:2:12:     return sum(items)"
         read = await client.call_tool("workspace_read_file", {"path": "src/cart.py"})
-        sha = read.structured_content["sha256"]
+        sha = _sha(read)
         assert _text(read).splitlines()[1:] == ["1\tdef total(items):", "2\t    return sum(items)"]
         edit = await client.call_tool(
             "workspace_apply_patch",
@@ -108,14 +116,15 @@ async def test_the_readme_agent_loop_runs_as_written_over_mcp(
         async def tests_pass() -> bool:
             ran = await client.call_tool("run_command", {"command": pytest_argv})
             assert ran.is_error is False, _text(ran)
-            content = ran.structured_content
-            assert content["confinedTo"] == str(ws), content  # inside the walls
-            return int(content["exitCode"]) == 0
+            # What the agent reads: how it ended, where it was confined (inside the walls).
+            first = _text(ran).splitlines()[0]
+            assert f", confined to {ws}" in first, first
+            return first.startswith("exit 0 ")
 
         hits = await client.call_tool("workspace_search", {"query": "sum(items)"})
         assert _text(hits) == "src/cart.py:2:12:     return sum(items)"
         read = await client.call_tool("workspace_read_file", {"path": "src/cart.py"})
-        sha = read.structured_content["sha256"]
+        sha = _sha(read)
         assert await tests_pass() is False  # the test fails before the fix
         edit = await client.call_tool(
             "workspace_apply_patch",

@@ -34,6 +34,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 ERAS = ["legacy", "2026-07-28"]
 
 
+def json_answer(result: types.CallToolResult) -> Any:
+    """What a tool answered, as an agent reads it over `meith mcp`: a tool without a renderer
+    answers with its content as compact JSON text (the structured content comes only with
+    `--structured`)."""
+    assert result.structured_content is None, "this bridge was not started with --structured"
+    [text] = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    return json.loads(text)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

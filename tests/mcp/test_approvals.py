@@ -14,7 +14,7 @@ import mcp_types as types
 import pytest
 
 from tests.harness import MEITH, PtyServe, base_env, wait_until
-from tests.mcp.conftest import ERAS, audit_records, stdio_client
+from tests.mcp.conftest import ERAS, audit_records, json_answer, stdio_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -57,7 +57,7 @@ async def test_an_unanswered_elicitation_is_a_denial_and_the_next_call_works(
     assert _text(unanswered).startswith("PERMISSION_DENIED")
     assert "no answer within 2s" in _text(unanswered)
     assert not (marks / "never").exists()
-    assert echo.structured_content == {"value": "after", "caller": "agent"}
+    assert json_answer(echo) == {"value": "after", "caller": "agent"}
     assert answered.is_error is False, _text(answered)
     assert (marks / "answered").exists()
     assert len(asked) == 2

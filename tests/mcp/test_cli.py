@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client as sdk_stdio_client
 
 from tests.harness import MEITH, base_env
 from tests.mcp.agent_plugin import install
-from tests.mcp.conftest import stdio_client
+from tests.mcp.conftest import json_answer, stdio_client
 
 # Each test starts a real `meith serve` (and a bridge).
 pytestmark = pytest.mark.slow
@@ -53,9 +53,8 @@ async def test_auto_start_runs_a_detached_runtime_whose_output_stays_off_the_str
             async with Client(transport, mode="legacy") as client:
                 printed = await client.call_tool("mcptest_print", {"lines": 300})
                 after = await client.call_tool("mcptest_echo", {"value": "ok"})
-        assert printed.structured_content == {"printed": 300}
-        assert after.structured_content is not None
-        assert after.structured_content["value"] == "ok"
+        assert json_answer(printed) == {"printed": 300}
+        assert json_answer(after)["value"] == "ok"
         text = errlog.read_text()
         assert "started a meith runtime in the background" in text
         instances = subprocess.run(
@@ -132,8 +131,7 @@ async def test_a_screenshot_is_image_content(agent_server: Any) -> None:
             "open_browser_tab", {"url": "data:text/html,<h1 style='color:red'>hi</h1>"}
         )
         assert opened.is_error is False, opened.content
-        assert opened.structured_content is not None
-        tab = opened.structured_content["id"]
+        tab = json_answer(opened)["id"]
         shot = await client.call_tool("take_screenshot", {"tabId": tab})
     assert shot.is_error is False, shot.content
     images = [b for b in shot.content if isinstance(b, types.ImageContent)]
@@ -151,7 +149,9 @@ async def test_calls_run_in_the_clients_first_root(agent_server: Any, tmp_path: 
     async def roots(context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=repo.as_uri())])
 
-    async with stdio_client(srv, name="rooted-agent", list_roots_callback=roots) as client:
+    async with stdio_client(
+        srv, "--structured", name="rooted-agent", list_roots_callback=roots
+    ) as client:
         status = await client.call_tool("git_status", {})
     assert status.is_error is False
     assert status.structured_content is not None

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from tests.harness import MEITH
-from tests.mcp.conftest import ERAS, audit_records
+from tests.mcp.conftest import ERAS, audit_records, json_answer
 
 _INIT = {
     "jsonrpc": "2.0",
@@ -42,8 +42,7 @@ async def test_http_list_and_call(agent_server: Any, http_bridge: Any, era: str)
     assert "git_status" in names
     assert names == sorted(names)
     assert result.is_error is False
-    assert result.structured_content is not None
-    assert result.structured_content["value"] == era
+    assert json_answer(result)["value"] == era
 
 
 @pytest.mark.anyio
@@ -643,7 +642,7 @@ def test_an_sse_stream_starts_primed_and_a_dropped_one_resumes_with_what_it_miss
         assert got[0]["method"] == "notifications/progress"
         assert got[0]["params"]["progressToken"] == session
         assert got[-1]["id"] == 2
-        assert got[-1]["result"]["structuredContent"] == {"slept": seconds}
+        assert json.loads(got[-1]["result"]["content"][0]["text"]) == {"slept": seconds}
         assert len(got) == 2
     for answer in (foreign, unknown):
         assert answer.status_code == 400

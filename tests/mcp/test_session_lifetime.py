@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 
 from tests.harness import MeithServer, wait_until
-from tests.mcp.conftest import ERAS, audit_records, stdio_client
+from tests.mcp.conftest import ERAS, audit_records, json_answer, stdio_client
 from tests.process.support import gone
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -69,8 +69,8 @@ async def _start(client: Client, cwd: Path, **extra: Any) -> dict[str, Any]:
         {"cwd": str(cwd), "command": sys.executable, "args": ["-c", SLEEPER], **extra},
     )
     assert result.is_error is False, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    started: dict[str, Any] = json_answer(result)
+    return started
 
 
 def _alive(pid: int) -> bool:
@@ -91,8 +91,7 @@ async def test_a_pause_longer_than_the_idle_timeout_keeps_the_session_and_its_de
         await anyio.sleep(3 * IDLE_TIMEOUT_S)
         listed = await client.call_tool("list_dev_servers", {})
         assert listed.is_error is False, listed.content
-        assert listed.structured_content is not None
-        mine = {s["id"]: s for s in listed.structured_content["result"]}
+        mine = {s["id"]: s for s in json_answer(listed)["result"]}
         assert mine[started["id"]]["status"] == "running"
         (after,) = _agent_sessions(srv, name)
         assert after["sessionId"] == before["sessionId"]
@@ -124,8 +123,7 @@ async def test_when_the_client_goes_what_it_started_stops_unless_detached(
         assert owns == {own["id"]: False, kept["id"]: True}
         terminal = await client.call_tool("create_terminal", {"cwd": str(tmp_path)})
         assert terminal.is_error is False, terminal.content
-        assert terminal.structured_content is not None
-        shell_pid = terminal.structured_content["pid"]
+        shell_pid = json_answer(terminal)["pid"]
 
     def stopped() -> bool:
         servers = _dev_servers(srv)
@@ -164,5 +162,4 @@ async def test_the_result_of_a_detached_start_says_so(agent_server: Any, tmp_pat
     text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
     meta = json.dumps(result.meta or {})
     assert "handed to the local user" in text + meta
-    assert result.structured_content is not None
-    srv.content("stop_dev_server", {"devServerId": result.structured_content["id"]})
+    srv.content("stop_dev_server", {"devServerId": json_answer(result)["id"]})

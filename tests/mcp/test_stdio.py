@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.harness import wait_until
-from tests.mcp.conftest import ERAS, audit_records, elicit_answer, stdio_client
+from tests.mcp.conftest import ERAS, audit_records, elicit_answer, json_answer, stdio_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.parametrize("era", ERAS)]
 
@@ -77,14 +78,35 @@ async def test_git_read_in_the_bridge_cwd(agent_server: Any, era: str, tmp_path:
     srv = agent_server()
     repo = _git_repo(tmp_path / "repo")
     async with stdio_client(srv, "--cwd", str(repo), mode=era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
         result = await client.call_tool("git_status", {})
     assert result.is_error is False, _text(result)
-    assert result.structured_content is not None
-    assert Path(result.structured_content["root"]).resolve() == repo.resolve()
-    assert result.structured_content["branch"] == "main"
-    # The model reads short-status lines, not the JSON of the structured content.
+    # The model reads short-status lines, and only them: no structured JSON beside them that
+    # a client could hand the model instead (Claude Code does), no output schema obliging one.
+    assert result.structured_content is None
     assert _text(result).splitlines()[0] == "## main"
     assert "?? new.txt" in _text(result).splitlines()
+    assert all(t.output_schema is None for t in tools.values())
+
+
+async def test_structured_adds_the_machine_form_beside_the_text(
+    agent_server: Any, era: str, tmp_path: Path
+) -> None:
+    srv = agent_server()
+    srv.approve("process")
+    repo = _git_repo(tmp_path / "repo")
+    async with stdio_client(srv, "--cwd", str(repo), "--structured", mode=era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        status = await client.call_tool("git_status", {})
+        listed = await client.call_tool("list_dev_servers", {})
+    assert Path(status.structured_content["root"]).resolve() == repo.resolve()
+    assert status.structured_content["branch"] == "main"
+    assert _text(status).splitlines()[0] == "## main"  # the text is still the model's
+    # A list is wrapped in an object, as its declared output schema says (the SDK client
+    # checked the result against it).
+    assert tools["list_dev_servers"].output_schema["properties"]["result"]["type"] == "array"
+    assert listed.structured_content == {"result": []}
+    assert json.loads(_text(listed)) == listed.structured_content
 
 
 async def test_unknown_tool_is_a_protocol_error_and_failures_are_results(
@@ -98,7 +120,7 @@ async def test_unknown_tool_is_a_protocol_error_and_failures_are_results(
         assert bad.is_error is True
         assert _text(bad).startswith("VALIDATION_ERROR")
         ok = await client.call_tool("mcptest_echo", {"value": "after"})
-    assert ok.structured_content == {"value": "after", "caller": "agent"}
+    assert json_answer(ok) == {"value": "after", "caller": "agent"}
 
 
 async def test_privileged_call_denied_then_approved_then_declined(
@@ -264,8 +286,8 @@ async def test_a_plugin_printing_to_stdout_does_not_corrupt_the_stream(
     async with stdio_client(srv, mode=era) as client:
         printed = await client.call_tool("mcptest_print", {"lines": 500})
         after = await client.call_tool("mcptest_echo", {"value": "still fine"})
-    assert printed.structured_content == {"printed": 500}
-    assert after.structured_content == {"value": "still fine", "caller": "agent"}
+    assert json_answer(printed) == {"printed": 500}
+    assert json_answer(after) == {"value": "still fine", "caller": "agent"}
 
 
 async def test_one_audit_record_per_call_with_agent_and_label(agent_server: Any, era: str) -> None:

@@ -51,6 +51,11 @@ def _responses(out: bytes) -> dict[Any, dict[str, Any]]:
     return by_id
 
 
+def _echoed(response: dict[str, Any]) -> Any:
+    """The value `mcptest_echo` answered with: its text is its content as JSON."""
+    return json.loads(response["result"]["content"][0]["text"])["value"]
+
+
 def _converse(srv: Any, data: bytes, wait_for: set[Any]) -> tuple[int, bytes]:
     """Write `data` to a `meith mcp` on pipes, read stdout until every id in `wait_for` was
     answered (stdin stays open meanwhile: at EOF the SDK fails what is still in flight), then
@@ -111,8 +116,8 @@ def test_pipes_answer_calls_and_survive_garbage_lines(agent_server: Any) -> None
     assert code == 0
     responses = _responses(out)
     assert responses[1]["result"]["serverInfo"]["name"]
-    assert responses[2]["result"]["structuredContent"]["value"] == "first"
-    assert responses[4]["result"]["structuredContent"]["value"] == "after the garbage"
+    assert _echoed(responses[2]) == "first"
+    assert _echoed(responses[4]) == "after the garbage"
     assert 3 not in responses  # a line that never parsed has no id to answer
 
 
@@ -143,9 +148,7 @@ def test_many_calls_in_one_burst_each_answered_once(agent_server: Any) -> None:
     answered = [r["id"] for r in results if isinstance(r.get("id"), int) and r["id"] >= 100]
     assert sorted(answered) == list(range(100, 300))
     by_id = _responses(out)
-    assert all(
-        by_id[100 + i]["result"]["structuredContent"]["value"] == f"n{i}" for i in range(200)
-    )
+    assert all(_echoed(by_id[100 + i]) == f"n{i}" for i in range(200))
 
 
 _ECHO_CHILD = """

@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from tests.mcp.conftest import audit_records, stdio_client
+from tests.mcp.conftest import audit_records, json_answer, stdio_client
 
 # Each test starts a real `meith serve` and `meith mcp`.
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -25,7 +25,7 @@ def _text(result: types.CallToolResult) -> str:
 
 def _content(result: types.CallToolResult) -> Any:
     assert result.is_error is False, _text(result)
-    return result.structured_content
+    return json_answer(result)
 
 
 async def test_a_directory_grant_never_covers_global_state_through_the_bridge(

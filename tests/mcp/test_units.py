@@ -116,6 +116,18 @@ def test_results_become_structured_content_with_text_and_namespaced_meta() -> No
     # The text says what the structured content says, not a bare array beside it.
     assert isinstance(listed.content[0], types.TextContent)
     assert json.loads(listed.content[0].text) == listed.structured_content
+    # Without --structured only the text goes to the client, and no output schema is offered.
+    text_only = to_call_result({"ok": True, "text": "a is 1"}, [], None, structured=False)
+    assert (text_only.structured_content, text_only.content[0].text) == (None, "a is 1")
+    plain = to_call_result({"ok": True, "content": [1, 2]}, [], None, structured=False)
+    assert (plain.structured_content, json.loads(plain.content[0].text)) == (
+        None,
+        {"result": [1, 2]},
+    )
+    schema = {"type": "object", "properties": {}}
+    described = desc("u", "read-only", outputSchema=schema)
+    assert to_mcp_tool(described, structured=False).output_schema is None
+    assert to_mcp_tool(described).output_schema == schema
     failed = to_call_result(
         {"ok": False, "error": {"code": "TIMEOUT", "message": "too slow"}}, [], None
     )

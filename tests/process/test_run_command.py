@@ -734,7 +734,7 @@ async def test_through_meith_mcp_an_agent_sees_the_lines_and_gets_the_result(
         logs.append(str(params.data))
 
     async with stdio_client(
-        srv, "--cwd", str(tmp_path), logging_callback=on_log, log_level="info"
+        srv, "--cwd", str(tmp_path), "--structured", logging_callback=on_log, log_level="info"
     ) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         result = await client.call_tool(

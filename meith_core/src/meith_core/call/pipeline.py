@@ -103,9 +103,12 @@ class CallPipeline:
         emit: EventSink | None = None,
         request_id: str | None = None,
         render: bool = True,
+        text_only: bool = False,
     ) -> ToolResult:
         """Run one call through every step; never raises. `render`: whether a tool with a
-        renderer writes the result's `text` (socket callers ask for it, `withText`)."""
+        renderer writes the result's `text` (socket callers ask for it, `withText`).
+        `text_only`: the encoded (wire) result of a rendered call carries the text and not the
+        content (`textOnly`); the ToolResult itself, its audit record and its events keep it."""
         call = CallRecord(
             request_id=request_id or new_id("req"),
             caller=caller,
@@ -117,6 +120,7 @@ class CallPipeline:
             cancel=cancel,
             emit=emit,
             render=render,
+            text_only=text_only,
         )
         try:
             result = await self._steps(call)
@@ -242,7 +246,7 @@ class CallPipeline:
             ctx._close()
         if isinstance(outcome, ToolResult):
             return outcome
-        return _normalise(tool, outcome, render=call.render)
+        return _normalise(tool, outcome, render=call.render, text_only=call.text_only)
 
     async def _nested_call(
         self,
@@ -361,9 +365,11 @@ def _id_hint(details: dict[str, Any]) -> str | None:
     return f'unknown argument "id": this tool takes the id as "{missing[0]}"'
 
 
-def _normalise(tool: RegisteredTool, outcome: Outcome, *, render: bool = True) -> ToolResult:
+def _normalise(
+    tool: RegisteredTool, outcome: Outcome, *, render: bool = True, text_only: bool = False
+) -> ToolResult:
     """The tool's return value or exception as a ToolResult, pre-encoded for the wire (with
-    the tool's rendered `text` when `render`)."""
+    the tool's rendered `text` when `render`; without the content beside it when `text_only`)."""
     defn = tool.definition
     exc = outcome.exc
     if exc is not None:
@@ -393,7 +399,14 @@ def _normalise(tool: RegisteredTool, outcome: Outcome, *, render: bool = True) -
             result = ToolResult(ok=True, content=value)
         if render and defn.render is not None and result.ok and result.text is None:
             result.text = _rendered(defn, result.content)
-        result.set_encoded(dumps_bytes(result.to_wire()))
+        wire = result.to_wire()
+        if text_only and result.text is not None:
+            # The caller reads the text; the content (often ten times its size, e.g. a status
+            # as objects) is neither encoded nor sent. Not encoding it also means it is not
+            # checked for being JSON here: a renderer already read it, and the audit's
+            # redactor takes any value.
+            del wire["content"]
+        result.set_encoded(dumps_bytes(wire))
     except ValidationError as err:
         return error_result(
             ErrorCode.TOOL_FAILED,

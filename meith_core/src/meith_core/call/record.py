@@ -40,6 +40,8 @@ class CallRecord:
     emit: EventSink | None = None
     #: Whether the result carries the tool's rendered `text` (see `Pipeline.call`).
     render: bool = True
+    #: The wire result leaves out `content` when the tool rendered `text` (see `Pipeline.call`).
+    text_only: bool = False
     #: Set once the name is found in the catalogue.
     tool: RegisteredTool | None = None
     #: Set once the permission service has decided.

@@ -25,6 +25,7 @@ _EPILOG = (
     "  meith mcp --plugins git,process --read-only\n"
     "  meith mcp --tools 'git_*,get_browser_*'\n"
     "  meith mcp --http 8765\n"
+    "  meith mcp --structured   (results as JSON too, for programs)\n"
     "  meith mcp token"
 )
 
@@ -65,6 +66,15 @@ def mcp(
     cwd: Annotated[
         str | None, typer.Option("--cwd", help="Working directory for calls (default: here).")
     ] = None,
+    structured: Annotated[
+        bool,
+        typer.Option(
+            "--structured",
+            help="Also send each result's structured content (the machine form) and the "
+            "tools' output schemas, for programs. Off by default: results are the text "
+            "written for the model, which some clients replace with the JSON when both come.",
+        ),
+    ] = False,
 ) -> None:
     """Bridge MCP clients to the running runtime (starting one when none runs)."""
     if ctx.invoked_subcommand is not None:
@@ -81,6 +91,7 @@ def mcp(
             read_only,
             cwd,
             tuple(allow_origin or ()),
+            structured,
         )
     )
 
@@ -105,6 +116,7 @@ def run_mcp(
     read_only: bool,
     cwd: str | None,
     origins: tuple[str, ...] = (),
+    structured: bool = False,
 ) -> int:
     import anyio
 
@@ -161,6 +173,7 @@ def run_mcp(
         selection=Selection.parse(plugins, tools, read_only),
         artifacts_dir=home.artifacts_dir,
         cwd_fixed=cwd is not None,
+        structured=structured,
     )
     try:
         if bind is None:

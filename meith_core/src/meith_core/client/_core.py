@@ -146,6 +146,7 @@ def tool_call_frame(
     info: dict[str, Any],
     timeout_ms: int | None,
     with_text: bool = False,
+    text_only: bool = False,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {
         "type": "tool_call",
@@ -159,6 +160,8 @@ def tool_call_frame(
         frame["timeoutMs"] = timeout_ms
     if with_text:
         frame["withText"] = True
+    if text_only:
+        frame["textOnly"] = True
     return frame
 
 

@@ -368,8 +368,9 @@ class AsyncClient:
         *,
         timeout_ms: int | None = None,
         with_text: bool = False,
+        text_only: bool = False,
     ) -> _StreamStarter:
-        return _StreamStarter(self, name, arguments, timeout_ms, with_text)
+        return _StreamStarter(self, name, arguments, timeout_ms, with_text, text_only)
 
     def forget(self, request_id: str) -> None:
         """Stop routing frames of this call (its stream is done with)."""
@@ -381,9 +382,11 @@ class AsyncClient:
         arguments: dict[str, Any] | None,
         timeout_ms: int | None,
         with_text: bool = False,
+        text_only: bool = False,
     ) -> CallStream:
         """Send a call; its events and result arrive through the returned stream. `with_text`:
-        the result carries the tool's text for a model too (`text`)."""
+        the result carries the tool's text for a model too (`text`); `text_only`: a result the
+        tool rendered carries only that text, no `content` (for a caller that reads the text)."""
         frame = tool_call_frame(
             name,
             arguments,
@@ -391,6 +394,7 @@ class AsyncClient:
             info=self._info,
             timeout_ms=timeout_ms,
             with_text=with_text,
+            text_only=text_only,
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pending[frame["requestId"]] = queue
@@ -439,8 +443,9 @@ class _StreamStarter:
         arguments: dict[str, Any] | None,
         timeout_ms: int | None,
         with_text: bool = False,
+        text_only: bool = False,
     ) -> None:
-        self._args = (name, arguments, timeout_ms, with_text)
+        self._args = (name, arguments, timeout_ms, with_text, text_only)
         self._client = client
         self._stream: CallStream | None = None
 

@@ -169,10 +169,12 @@ class Client:
         request_id: str | None = None,
         client_timeout: float | None = None,
         with_text: bool = False,
+        text_only: bool = False,
     ) -> dict[str, Any]:
         """Call a tool; returns the result envelope as a dict. Tool failures are results;
         transport failures raise TransportError; Ctrl-C cancels and raises Interrupted.
-        `with_text`: the result carries the tool's text for a model too (`text`)."""
+        `with_text`: the result carries the tool's text for a model too (`text`); `text_only`:
+        a result the tool rendered carries only that text, no `content`."""
         frame = tool_call_frame(
             name,
             arguments,
@@ -180,6 +182,7 @@ class Client:
             info=self._info,
             timeout_ms=timeout_ms,
             with_text=with_text,
+            text_only=text_only,
         )
         rid = frame["requestId"]
         self._send(frame)

@@ -131,7 +131,10 @@ class Bridge:
     ) -> types.ListToolsResult:
         session = await self.sessions.get(ctx)
         tools = offered(await session.all_tools(), self.config.selection)
-        return types.ListToolsResult(tools=[to_mcp_tool(d) for d in tools.values()])
+        structured = self.config.structured
+        return types.ListToolsResult(
+            tools=[to_mcp_tool(d, structured=structured) for d in tools.values()]
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -149,16 +152,25 @@ class Bridge:
         if hidden is not None:
             return error_content("PERMISSION_DENIED", f"{hidden}.")
         try:
-            call = await session.link.start_call(params.name, params.arguments or {})
+            call = await self._start(session, params)
         except TransportError:
             # The connection broke before the call was sent: once more on a link that
             # resumes the session.
             session = await self.sessions.get(ctx)
             try:
-                call = await session.link.start_call(params.name, params.arguments or {})
+                call = await self._start(session, params)
             except TransportError as exc:
                 return error_content(exc.code, exc.message)
         return await self._drive(ctx, session, call, [])
+
+    async def _start(
+        self, session: AgentSession, params: types.CallToolRequestParams
+    ) -> CallHandle:
+        # Without --structured the model's text is all that is sent on: the runtime need not
+        # encode, send and the bridge decode the content beside it.
+        return await session.link.start_call(
+            params.name, params.arguments or {}, text_only=not self.config.structured
+        )
 
     async def _resume(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -343,4 +355,6 @@ class Bridge:
             if "meith grants add" not in message:  # the runtime's own hint already names it
                 message = f"{message.rstrip('.')}. Then the agent needs a grant too. {hint}"
             result = {**result, "error": {**error, "message": message}}
-        return to_call_result(result, artifacts, self.config.artifacts_dir)
+        return to_call_result(
+            result, artifacts, self.config.artifacts_dir, structured=self.config.structured
+        )

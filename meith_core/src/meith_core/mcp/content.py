@@ -43,8 +43,14 @@ def error_content(code: str, message: str, details: Any = None) -> types.CallToo
 
 
 def to_call_result(
-    result: dict[str, Any], artifacts: list[dict[str, Any]], artifacts_dir: Path | None
+    result: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+    artifacts_dir: Path | None,
+    *,
+    structured: bool = True,
 ) -> types.CallToolResult:
+    """The MCP result: the text for the model (the tool's rendering, else its content as
+    compact JSON), and with `structured` the content as `structuredContent` too."""
     meta: dict[str, Any] = {}
     if result.get("meta"):
         meta[META_PREFIX + "meta"] = result["meta"]
@@ -61,14 +67,19 @@ def to_call_result(
         out.meta = {**(out.meta or {}), **meta}
         return out
     content = result.get("content")
+    text = result.get("text")
     blocks: list[types.ContentBlock] = []
-    structured: dict[str, Any] | None = None
+    machine: dict[str, Any] | None = None
     if content is not None:
-        structured = content if isinstance(content, dict) else {RESULT_KEY: content}
-        text = result.get("text")
-        blocks.append(types.TextContent(text=text if isinstance(text, str) else _text(structured)))
+        machine = content if isinstance(content, dict) else {RESULT_KEY: content}
+    if isinstance(text, str):
+        blocks.append(types.TextContent(text=text))
+    elif machine is not None:
+        blocks.append(types.TextContent(text=_text(machine)))
     blocks.extend(artifact_block(a, artifacts_dir) for a in artifacts)
-    return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta or None)
+    return types.CallToolResult(
+        content=blocks, structured_content=machine if structured else None, _meta=meta or None
+    )
 
 
 def artifact_block(event: dict[str, Any], artifacts_dir: Path | None) -> types.ContentBlock:

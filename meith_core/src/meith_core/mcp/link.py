@@ -178,10 +178,15 @@ class RuntimeLink:
             raise
         return [t for t in tools if isinstance(t, dict)]
 
-    async def start_call(self, name: str, arguments: dict[str, Any]) -> CallHandle:
+    async def start_call(
+        self, name: str, arguments: dict[str, Any], *, text_only: bool = False
+    ) -> CallHandle:
+        """Start a call. The model reads the tool's text: it is asked for beside the content,
+        or (`text_only`) in place of it where the tool renders one."""
         try:
-            # The model reads the tool's text: ask for it beside the content.
-            stream = await self.client.stream(name, arguments, with_text=True).__aenter__()
+            stream = await self.client.stream(
+                name, arguments, with_text=True, text_only=text_only
+            ).__aenter__()
         except TransportError:
             self.broken = True
             raise

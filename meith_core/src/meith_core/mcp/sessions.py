@@ -72,6 +72,11 @@ class BridgeConfig:
     artifacts_dir: Path | None = None
     #: `--cwd` was given: the client's roots do not override it.
     cwd_fixed: bool = False
+    #: `--structured`: results carry `structuredContent` and tools their output schemas. Off
+    #: by default, results are the text written for the model: a client may hand the model
+    #: the structured JSON in place of the text when both are there (Claude Code does), and
+    #: the machine form of a status or diff is several times the size of its text.
+    structured: bool = False
 
 
 @dataclass

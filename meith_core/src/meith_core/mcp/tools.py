@@ -126,7 +126,10 @@ def output_schema_of(schema: Any) -> dict[str, Any] | None:
     return {"type": "object", "properties": {RESULT_KEY: schema}, "required": [RESULT_KEY]}
 
 
-def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
+def to_mcp_tool(descriptor: dict[str, Any], *, structured: bool = True) -> types.Tool:
+    """The MCP tool of a runtime descriptor; its output schema only when the bridge sends
+    structured content (`structured`), since a declared schema obliges every result to carry
+    it."""
     caps = capabilities_of(descriptor)
     description = str(descriptor.get("description") or "")
     if caps:
@@ -136,7 +139,7 @@ def to_mcp_tool(descriptor: dict[str, Any]) -> types.Tool:
         description=description,
         input_schema=_object_schema(descriptor.get("inputSchema"))
         or {"type": "object", "properties": {}},
-        output_schema=output_schema_of(descriptor.get("outputSchema")),
+        output_schema=output_schema_of(descriptor.get("outputSchema")) if structured else None,
         annotations=annotations_for(descriptor),
         _meta={
             META_PREFIX + "capabilities": caps,

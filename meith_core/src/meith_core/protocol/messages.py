@@ -112,6 +112,10 @@ class ToolCall(_Message):
     #: Send the result's `text` (the tool's rendering for a model) beside its `content`. Off by
     #: default: a program reads `content`, and a large result's text would double it.
     withText: bool = False
+    #: The caller reads only the text (an agent does): a tool that renders its result answers
+    #: with `text` and without `content`, which is then never encoded or sent. Implies
+    #: `withText`; a tool without a renderer answers with its `content` as before.
+    textOnly: bool = False
 
 
 class CancelToolCall(_Message):

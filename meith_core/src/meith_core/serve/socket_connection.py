@@ -228,7 +228,8 @@ class SocketConnection(asyncio.Protocol):
                 cancel=token,
                 emit=emit,
                 request_id=rid,
-                render=call.withText,
+                render=call.withText or call.textOnly,
+                text_only=call.textOnly,
             )
         finally:
             self._tokens.pop(rid, None)
