@@ -31,10 +31,11 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    # What `meith mcp` answers for a tool without a rendering: its content as compact JSON
+    # text, no structured content (that comes only with --structured).
     content = {"text": str((params.arguments or {}).get("text", ""))}
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(content, indent=2))],
-        structured_content=content,
+        content=[types.TextContent(text=json.dumps(content, separators=(",", ":")))]
     )
 
 

@@ -18,7 +18,9 @@ a table) served on 127.0.0.1, read by `get_browser_state` after `open_browser_ta
 `browser_snapshot` after `browser_navigate` of `@playwright/mcp` (both on the same Chromium).
 
 Targets (issue: answers sized for a model, faster than the peer): characters <= 1.0x the
-peer's, p50 <= 1.0x the peer's. mcp-server-git is a bench dependency and `nox -s bench` installs
+peer's, p50 <= 1.0x the peer's. `meith mcp` answers with the text only by default; a second
+bridge started with `--structured` (which adds the structured content, 61 KB for this status)
+is timed in the same rounds and reported beside it, for programs that want the machine form. mcp-server-git is a bench dependency and `nox -s bench` installs
 `@playwright/mcp` with npm into `bench/.node`; without one of them, or without Chromium, the
 benchmark says so and measures meith alone for that part.
 
@@ -123,12 +125,17 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         meith_params = StdioServerParameters(
             command=MEITH, args=["mcp", "--no-start", "--cwd", str(repo)], env=meith_env
         )
+        structured_params = StdioServerParameters(
+            command=MEITH,
+            args=["mcp", "--no-start", "--cwd", str(repo), "--structured"],
+            env=meith_env,
+        )
         peer_params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "mcp_server_git", "--repository", str(repo)],
             env=env,
         )
-        async with Client(meith_params) as meith:
+        async with Client(meith_params) as meith, Client(structured_params) as structured:
             peer_cm = Client(peer_params) if have_peer else None
             peer = await peer_cm.__aenter__() if peer_cm is not None else None
             try:
@@ -143,18 +150,23 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         row["chars_ratio"] = row["meith_chars"] / max(1, row["peer_chars"])
                     if work_name in ("status", "diff"):
                         m_times: list[float] = []
+                        s_times: list[float] = []
                         p_times: list[float] = []
                         await _timed(meith, m_tool, m_args, args.warmup)
+                        await _timed(structured, m_tool, m_args, args.warmup)
                         if peer is not None:
                             await _timed(peer, p_tool, p_args, args.warmup)
                         for _ in range(args.rounds):
                             m_times += await _timed(meith, m_tool, m_args, args.calls)
+                            s_times += await _timed(structured, m_tool, m_args, args.calls)
                             if peer is not None:
                                 p_times += await _timed(peer, p_tool, p_args, args.calls)
                         row["meith_p50_ms"] = statistics.median(m_times)
+                        row["structured_p50_ms"] = statistics.median(s_times)
                         if p_times:
                             row["peer_p50_ms"] = statistics.median(p_times)
                             row["p50_ratio"] = row["meith_p50_ms"] / row["peer_p50_ms"]
+                            row["structured_ratio"] = row["structured_p50_ms"] / row["peer_p50_ms"]
                     out["work"][work_name] = row
             finally:
                 if peer_cm is not None:
@@ -198,11 +210,11 @@ async def measure_page(work: Path) -> dict[str, Any]:
         )
         async with Client(params) as meith:
             tab = await meith.call_tool("open_browser_tab", {"url": url})
-            if tab.is_error or tab.structured_content is None:
+            if tab.is_error:
                 raise RuntimeError(f"open_browser_tab failed: {tab.content}")
-            state = await meith.call_tool(
-                "get_browser_state", {"tabId": tab.structured_content["id"]}
-            )
+            # It has no rendering: its text is its content as JSON, as an agent reads it.
+            opened = json.loads(tab.content[0].text)  # type: ignore[union-attr]
+            state = await meith.call_tool("get_browser_state", {"tabId": opened["id"]})
             out["meith_chars"] = _chars(state)
         if PLAYWRIGHT_MCP.exists():
             pw = StdioServerParameters(
@@ -244,6 +256,9 @@ def main() -> int:
             line += f"   p50: meith {row['meith_p50_ms']:.1f} ms"
             if "peer_p50_ms" in row:
                 line += f"  peer {row['peer_p50_ms']:.1f} ms  ratio {row['p50_ratio']:.2f}x"
+            line += f"\n{'':16}--structured: meith {row['structured_p50_ms']:.1f} ms"
+            if "structured_ratio" in row:
+                line += f"  ratio {row['structured_ratio']:.2f}x"
         print(line)
     page = result["page"]
     if "meith_chars" in page:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import psutil
 from _launch import MEITH, serve  # bench/ is the script's directory: sys.path[0]
 from mcp import Client, StdioServerParameters
@@ -62,7 +63,9 @@ async def _timed_calls(client: Client, n: int) -> list[float]:
         start = time.perf_counter()
         result = await client.call_tool("bench_echo", {"text": f"x{i}"})
         out.append((time.perf_counter() - start) * 1000)
-        if result.is_error or result.structured_content != {"text": f"x{i}"}:
+        block = result.content[0] if result.content else None
+        text = block.text if isinstance(block, types.TextContent) else ""
+        if result.is_error or json.loads(text or "null") != {"text": f"x{i}"}:
             raise RuntimeError(f"unexpected result: {result}")
     return out
 

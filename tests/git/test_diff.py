@@ -151,3 +151,32 @@ async def test_untracked_symlink_is_counted_not_followed(git_rt, make_repo, tmp_
     assert entry["additions"] == 1
     assert "s1" not in entry["diff"]
     assert str(secret) in entry["diff"]
+
+
+async def test_one_diff_gives_the_counts_and_every_patch_as_a_diff_per_path_does(
+    git_rt, make_repo, sh
+):
+    """With every patch asked for, the counts and the patches come from one `git diff`; its
+    records and its patch text are split where git separates them. Names with a tab, a
+    newline, a space and non-ASCII letters, a rename, a binary file and a deletion must land
+    exactly where separate per-path diffs put them."""
+    names = ["tab\there.txt", "new\nline.txt", "sp ace.txt", "ünï.txt", "moved.txt", "gone.txt"]
+    repo = make_repo(files={name: f"{name}\nkeep\n" for name in names} | {"bin.dat": "a\0b"})
+    for name in names[:4]:
+        (repo / name).write_text(f"{name}\nchanged\n")
+    (repo / "bin.dat").write_bytes(b"a\0c")
+    sh(repo, "mv", "moved.txt", "renamed.txt")
+    sh(repo, "rm", "-q", "gone.txt")
+    whole = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))
+    assert sorted(whole) == sorted([*names[:4], "bin.dat", "renamed.txt", "gone.txt"])
+    assert whole["renamed.txt"]["originalPath"] == "moved.txt"
+    rename = "diff --git a/moved.txt b/renamed.txt\nsimilarity index 100%\n"
+    assert whole["renamed.txt"]["diff"].startswith(rename)
+    assert whole["bin.dat"]["binary"] is True
+    # A diff limited to one path cannot see a rename (it is an added file there).
+    for path, entry in whole.items():
+        if path == "renamed.txt":
+            continue
+        alone = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo), "path": path}))
+        assert entry == alone[path], path
+        assert entry["diff"].startswith("diff --git "), path

@@ -58,6 +58,14 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def split_summary_and_patch(data: bytes) -> tuple[bytes, bytes]:
+    """`diff --raw --numstat -z --patch` output as its NUL-separated records and its patch
+    text: git ends the records with an empty one (a second NUL), then writes the patch. No
+    record is empty before that (paths never are), so the first NUL pair is the boundary."""
+    records, sep, patch = data.partition(b"\0\0")
+    return (records + b"\0", patch) if sep else (data, b"")
+
+
 def parse_raw_numstat(data: bytes) -> list[dict[str, Any]]:
     """Parse `diff --raw --numstat -z` into GitDiffFile entries (without `diff`)."""
     tokens = data.split(b"\0")
@@ -346,25 +354,30 @@ async def read_diff(
     ) -> Callable[[], Awaitable[Completed]]:
         return lambda: repo.run(cmd, options, operands=ops, paths=paths, profile=READ_ONLY)
 
-    steps = [step(command, [*DIFF_OPTIONS, "--raw", "--numstat", "-z"], operands, [])]
-    if include_patches:
+    summary = [*DIFF_OPTIONS, "--raw", "--numstat", "-z"]
+    # Every file's patch comes from the same git that counts the lines (one diff of the work
+    # tree, not two); a patch of one `path` is its own, smaller command.
+    combined = include_patches and path is None
+    steps = [step(command, [*summary, "--patch"] if combined else summary, operands, [])]
+    if include_patches and not combined:
         steps.append(step(command, [*DIFF_OPTIONS, "--patch"], operands, [path] if path else []))
     if want_untracked:
         steps.append(step(["ls-files"], ["--others", "--exclude-standard", "-z"], [], []))
     done = await gather(*steps)
-    results = {"summary": done[0]}
-    if include_patches:
-        results["patch"] = done[1]
-    if want_untracked:
-        results["untracked"] = done[-1]
+    summary_out, patch_out = done[0].stdout, b""
+    if combined:
+        summary_out, patch_out = split_summary_and_patch(summary_out)
+    elif include_patches:
+        patch_out = done[1].stdout
+    untracked_out = done[-1].stdout if want_untracked else b""
 
-    files = parse_raw_numstat(results["summary"].stdout)
+    files = parse_raw_numstat(summary_out)
     if include_patches:
-        patches = split_patch(_decode(results["patch"].stdout))
+        patches = split_patch(_decode(patch_out))
         for entry in files:
             entry["diff"] = patches.get(entry["path"], "")
     if want_untracked:
-        names = [_decode(p) for p in results["untracked"].stdout.split(b"\0") if p]
+        names = [_decode(p) for p in untracked_out.split(b"\0") if p]
         if names:
 
             def patch_for(name: str) -> bool:
