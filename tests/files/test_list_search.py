@@ -135,6 +135,34 @@ def test_context_lines_come_with_each_hit(files: MeithHarness, ws: Path) -> None
     assert (m["before"], m["after"]) == (["1", "2"], ["4", "5"])
 
 
+def test_hits_in_hostile_names_and_text_keep_their_path_line_and_column(
+    files: MeithHarness, ws: Path
+) -> None:
+    """rg's line output is split by the plugin: a name with a newline (or a colon and a dash,
+    rg's own separators), text that is not UTF-8, a multi-byte column, context at each file's
+    edge, and more output than one read all land in the hit they belong to."""
+    (ws / "odd\nname:1:2-3.txt").write_text("first\nneedle here\nlast\n")
+    (ws / "bytes.txt").write_bytes(b"\x80\x81 needle\n")
+    (ws / "wide.txt").write_text("\u00e9\u00e9\u00e9 needle\n")
+    (ws / "many.txt").write_text("".join(f"{i:05d} needle {'x' * 200}\n" for i in range(800)))
+    got = search(files, ws, "needle", contextLines=1, limit=5000)
+    by_path: dict[str, list[dict]] = {}
+    for m in got["matches"]:
+        by_path.setdefault(m["path"], []).append(m)
+    assert sorted(by_path) == ["bytes.txt", "many.txt", "odd\nname:1:2-3.txt", "wide.txt"]
+    (odd,) = by_path["odd\nname:1:2-3.txt"]
+    assert (odd["line"], odd["column"], odd["text"]) == (2, 1, "needle here")
+    assert (odd["before"], odd["after"]) == (["first"], ["last"])
+    (raw,) = by_path["bytes.txt"]
+    assert (raw["column"], raw["text"]) == (4, "\ufffd\ufffd needle")
+    assert (raw["before"], raw["after"]) == ([], [])
+    (wide,) = by_path["wide.txt"]
+    assert wide["column"] == 5  # characters, not the 8 bytes before it
+    lines = [m["line"] for m in by_path["many.txt"]]
+    assert lines == list(range(1, 801))  # 170 KB of output, read in several pieces
+    assert all(m["text"].startswith(f"{m['line'] - 1:05d} needle") for m in by_path["many.txt"])
+
+
 def test_files_over_1_mib_are_skipped(files: MeithHarness, ws: Path) -> None:
     tree(ws, {"big.txt": "needle\n" + "x" * (1024 * 1024 + 10), "small.txt": "needle\n"})
     assert [m["path"] for m in search(files, ws, "needle")["matches"]] == ["small.txt"]
