@@ -359,8 +359,8 @@ async def read_diff(
     # tree, not two); a patch of one `path` is its own, smaller command.
     combined = include_patches and path is None
     steps = [step(command, [*summary, "--patch"] if combined else summary, operands, [])]
-    if include_patches and not combined:
-        steps.append(step(command, [*DIFF_OPTIONS, "--patch"], operands, [path] if path else []))
+    if include_patches and path is not None:
+        steps.append(step(command, [*DIFF_OPTIONS, "--patch"], operands, [path]))
     if want_untracked:
         steps.append(step(["ls-files"], ["--others", "--exclude-standard", "-z"], [], []))
     done = await gather(*steps)
