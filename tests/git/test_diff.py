@@ -180,3 +180,43 @@ async def test_one_diff_gives_the_counts_and_every_patch_as_a_diff_per_path_does
         alone = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo), "path": path}))
         assert entry == alone[path], path
         assert entry["diff"].startswith("diff --git "), path
+
+
+async def test_counts_read_from_the_patches_are_git_numstat_counts(git_rt, make_repo, sh):
+    """With every patch asked for, the lines are counted from the patches, not by a second
+    diff: the counts must be git's own `--numstat` ones, also where a file's text looks like a
+    patch header (`--- `, `+++ `, `@@`, `Binary files`), for a mode change, an empty file
+    that gains lines, a file losing its last newline, and a binary file."""
+    tricky = "--- not a header\n+++ nor this\n@@ -1 +1 @@\nBinary files a and b differ\n"
+    repo = make_repo(
+        files={
+            "headers.txt": tricky,
+            "script.sh": "echo hi\n",
+            "empty.txt": "",
+            "tail.txt": "one\ntwo\n",
+            "image.bin": "\0\1\2",
+            "many.txt": "".join(f"line {i}\n" for i in range(300)),
+        }
+    )
+    (repo / "headers.txt").write_text("-- still not\n" + tricky.replace("nor", "not") + "+++\n")
+    (repo / "script.sh").chmod(0o755)
+    (repo / "empty.txt").write_text("now\nthree\nlines\n")
+    (repo / "tail.txt").write_text("one\ntwo")
+    (repo / "image.bin").write_bytes(b"\0\1\3")
+    (repo / "many.txt").write_text("".join(f"line {i}\n" for i in range(300) if i % 7))
+    numstat = {}
+    for line in sh(repo, "diff", "--numstat").splitlines():
+        added, deleted, name = line.split("\t")
+        numstat[name] = (added, deleted)
+    result = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo), "scope": "unstaged"}))
+    assert sorted(result) == sorted(numstat)
+    for name, (added, deleted) in numstat.items():
+        entry = result[name]
+        if added == "-":
+            assert entry["binary"] is True, name
+            assert (entry["additions"], entry["deletions"]) == (0, 0), name
+        else:
+            assert entry["binary"] is False, name
+            assert (entry["additions"], entry["deletions"]) == (int(added), int(deleted)), name
+    assert result["script.sh"]["diff"].startswith("diff --git a/script.sh b/script.sh\nold mode")
+    assert (result["many.txt"]["additions"], result["many.txt"]["deletions"]) == (0, 43)
