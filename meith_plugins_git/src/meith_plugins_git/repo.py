@@ -2,7 +2,8 @@
 
 `cwd` may be any directory inside a work tree; git's own discovery finds the repository (one
 `git rev-parse`, run alongside `git config --list` so the repository's program-valued
-settings can be neutralised, see `repoconfig`). Then the layout is checked:
+settings can be neutralised, see `repoconfig`). What they print is reused while nothing they
+read has changed (`discovery_cache`). Then, on every call, the layout is checked:
 
 - the (symlink-resolved) `cwd` must lie inside the work tree git reports;
 - **the `.git` rule**: the work tree must hold the `.git` that names the git dir. A `.git`
@@ -41,6 +42,7 @@ from meith_core import (
     ToolError,
     is_within,
 )
+from meith_plugins_git.discovery_cache import Found
 from meith_plugins_git.hookconfine import HookConfinement, confined_hooks_dir
 from meith_plugins_git.process import Completed, gather
 from meith_plugins_git.repoconfig import (
@@ -200,7 +202,51 @@ def start_directory(ctx: ToolContext, cwd: str) -> str:
 async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     """The repository around `cwd`, or None when `cwd` is not inside a work tree."""
     start = start_directory(ctx, cwd)
-    config_options = ["--list", "--null", "--includes"]
+    ticket = git.discoveries.check(start)
+    found = ticket.found
+    if found is None:
+        found = await _ask_git(git, ctx, start)
+        if found is None:
+            return None
+        git.discoveries.store(ticket, found)
+    root, git_dir, common_dir, entries = found.root, found.git_dir, found.common_dir, found.entries
+    # Decided on every call, cached discovery or not: the layout is read anew, and the grant
+    # scope and held grants belong to this caller.
+    check_layout(start, root, git_dir, common_dir, entries)
+    check_grant_scope(ctx.grant_scope, root, git_dir, common_dir)
+    own_hooks = os.path.join(common_dir, "hooks")
+    overrides = neutralising_overrides(
+        entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
+    )
+    held = ctx.held_grant("starts-process", cwd=root)
+    confinement = None
+    if held is not None and held.scope is not None:
+        confinement = HookConfinement(
+            held.scope,
+            str(ctx.home.root),
+            git.hidden_paths,
+            git.report_planted,
+            net=held.net,
+            on_refused=ctx.refusal_recorder(),
+        )
+    return Repo(
+        git,
+        root,
+        git_dir,
+        common_dir,
+        found.head,
+        tuple(overrides),
+        ctx.cancel_token,
+        hooks_allowed=held is not None,
+        hooks_dir=_configured_hooks_dir(entries, root, own_hooks),
+        run_hooks_dir=_user_hooks_dir(entries, root, own_hooks),
+        hook_confinement=confinement,
+    )
+
+
+async def _ask_git(git: Git, ctx: ToolContext, start: str) -> Found | None:
+    """Discovery proper: `git rev-parse` and `git config --list`, side by side."""
+    config_options = ["--list", "--null", "--includes", "--show-origin"]
     with_scope = git.at_least(2, 26)
     if with_scope:
         config_options.append("--show-scope")
@@ -243,38 +289,8 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
 
     if config.returncode != 0:
         raise GitFailed("config", config)
-    entries = parse_config_list(config.stdout, with_scope=with_scope)
-
-    check_layout(start, root, git_dir, common_dir, entries)
-    check_grant_scope(ctx.grant_scope, root, git_dir, common_dir)
-    own_hooks = os.path.join(common_dir, "hooks")
-    overrides = neutralising_overrides(
-        entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
-    )
-    held = ctx.held_grant("starts-process", cwd=root)
-    confinement = None
-    if held is not None and held.scope is not None:
-        confinement = HookConfinement(
-            held.scope,
-            str(ctx.home.root),
-            git.hidden_paths,
-            git.report_planted,
-            net=held.net,
-            on_refused=ctx.refusal_recorder(),
-        )
-    return Repo(
-        git,
-        root,
-        git_dir,
-        common_dir,
-        head,
-        tuple(overrides),
-        ctx.cancel_token,
-        hooks_allowed=held is not None,
-        hooks_dir=_configured_hooks_dir(entries, root, own_hooks),
-        run_hooks_dir=_user_hooks_dir(entries, root, own_hooks),
-        hook_confinement=confinement,
-    )
+    entries = parse_config_list(config.stdout, with_scope=with_scope, with_origin=True)
+    return Found(root, git_dir, common_dir, head, tuple(entries))
 
 
 def _configured_hooks_dir(entries: Sequence[ConfigEntry], root: str, default: str) -> str:

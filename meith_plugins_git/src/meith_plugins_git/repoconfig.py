@@ -40,17 +40,23 @@ class ConfigEntry:
     scope: str
     key: str
     value: str | None
+    #: Where git read it (`--show-origin`): `file:<path>`, `command line:`, ...; "" unknown.
+    origin: str = ""
 
 
-def parse_config_list(data: bytes, *, with_scope: bool) -> list[ConfigEntry]:
-    """Parse `git config --list --null [--show-scope]` output."""
+def parse_config_list(
+    data: bytes, *, with_scope: bool, with_origin: bool = False
+) -> list[ConfigEntry]:
+    """Parse `git config --list --null [--show-scope] [--show-origin]` output (git writes the
+    scope, then the origin, then `key\nvalue`, each field ended by a NUL)."""
     fields = data.split(b"\0")
     if fields and fields[-1] == b"":
         fields.pop()
     entries: list[ConfigEntry] = []
-    step = 2 if with_scope else 1
+    step = 1 + with_scope + with_origin
     for i in range(0, len(fields) - step + 1, step):
         scope = fields[i].decode("utf-8", "replace") if with_scope else "unknown"
+        origin = fields[i + step - 2].decode("utf-8", "surrogateescape") if with_origin else ""
         raw = fields[i + step - 1]
         key, sep, value = raw.partition(b"\n")
         entries.append(
@@ -58,6 +64,7 @@ def parse_config_list(data: bytes, *, with_scope: bool) -> list[ConfigEntry]:
                 scope,
                 key.decode("utf-8", "surrogateescape"),
                 value.decode("utf-8", "surrogateescape") if sep else None,
+                origin,
             )
         )
     return entries

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from meith_core import CancelToken, ErrorCode, PlantedGitReport, ToolError
+from meith_plugins_git.discovery_cache import DiscoveryCache, system_config_candidates
 from meith_plugins_git.process import Completed, run_program
 
 #: `--end-of-options` appeared in git 2.24; older git cannot be run safely.
@@ -128,6 +129,23 @@ def hardened_environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def _probe_system_config(path: str, env: Mapping[str, str]) -> list[str]:
+    """Where this git reads its system config (for the discovery cache to watch): git names
+    the file as an origin, or as the one it could not read."""
+    try:
+        done = subprocess.run(
+            [path, "config", "--system", "--list", "--show-origin", "--null"],
+            env=env,
+            cwd="/",
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return system_config_candidates(path, b"", "")
+    return system_config_candidates(path, done.stdout, done.stderr.decode("utf-8", "replace"))
+
+
 def _check_arg(value: str) -> None:
     if "\0" in value:
         raise ToolError(ErrorCode.VALIDATION_ERROR, "arguments must not contain NUL bytes")
@@ -136,10 +154,18 @@ def _check_arg(value: str) -> None:
 class Git:
     """The git executable, resolved and checked once; builds and runs every command."""
 
-    def __init__(self, path: str, version: tuple[int, int, int], env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        path: str,
+        version: tuple[int, int, int],
+        env: Mapping[str, str],
+        system_configs: Sequence[str] = ("/etc/gitconfig",),
+    ) -> None:
         self.path = path
         self.version = version
         self._env = dict(env)
+        #: What discovery learnt, per directory, while nothing it read has changed.
+        self.discoveries = DiscoveryCache(self._env, system_configs)
         #: Paths a confined hook must not see besides meith's home: the runtime's socket (set
         #: when the runtime starts).
         self.hidden_paths: tuple[str, ...] = ()
@@ -174,7 +200,7 @@ class Git:
                 f"git {have} at {path} is older than {need} (no --end-of-options); the git "
                 "tools refuse to run without it"
             )
-        return cls(path, version, env)
+        return cls(path, version, env, _probe_system_config(path, env))
 
     def at_least(self, major: int, minor: int) -> bool:
         return self.version[:2] >= (major, minor)
