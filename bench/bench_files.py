@@ -54,6 +54,14 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+def _outside_repo() -> str | None:
+    """Where the tree is laid: the temp directory, unless it lies inside this repository
+    (nox sets TMPDIR to .nox/<session>/tmp), where `.gitignore`'s `.nox/` would hide every
+    file from plain `rg`; then the system's /tmp."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    return "/tmp" if tmp.is_relative_to(ROOT) else None
+
+
 def copy_stdlib(dest: Path, quick: bool) -> Path:
     src = Path(sysconfig.get_paths()["stdlib"])
     skip = shutil.ignore_patterns("__pycache__", "site-packages", "*.pyc")
@@ -118,7 +126,7 @@ def main() -> None:
     rg = locate()
     if rg is None:
         sys.exit("bench_files: no rg (install the ripgrep package)")
-    work = Path(tempfile.mkdtemp(prefix="meith-bench-files-"))
+    work = Path(tempfile.mkdtemp(prefix="meith-bench-files-", dir=_outside_repo()))
     server = None
     try:
         tree = copy_stdlib(work, opts.quick)
@@ -150,7 +158,11 @@ def measure(
         return res["content"]  # type: ignore[no-any-return]
 
     def rg_run(*args: str) -> bytes:
-        done = subprocess.run([rg, *args], cwd=tree, capture_output=True, check=False)
+        # No path: rg walks its cwd, with standard input closed (a readable stdin, a pipe,
+        # would be searched instead of the tree).
+        done = subprocess.run(
+            [rg, *args], cwd=tree, capture_output=True, stdin=subprocess.DEVNULL, check=False
+        )
         assert done.returncode in (0, 1), done.stderr
         return done.stdout
 
@@ -158,7 +170,9 @@ def measure(
 
     def hardened(argv: list[str]) -> Callable[[], Any]:
         # The argv the tool runs (its flags, ignores and limits), without meith around it.
-        return lambda: subprocess.run(argv, cwd=tree, capture_output=True, check=False)
+        return lambda: subprocess.run(
+            argv, cwd=tree, capture_output=True, stdin=subprocess.DEVNULL, check=False
+        )
 
     counts: dict[str, int] = {}
     ops: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -216,21 +217,73 @@ async def test_rg_is_killed_when_the_search_is_cancelled(ws: Path) -> None:
         rg, ripgrep.Walk(), "./pipe", query="x", regex=False, case_sensitive=False, context=0
     )
     runs: list[ripgrep.Run] = []
-    real_enter = ripgrep.Run.__aenter__
+    real_feed = ripgrep.Run.feed
 
-    async def spy(self: ripgrep.Run) -> ripgrep.Run:
+    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
         runs.append(self)
-        return await real_enter(self)
+        await real_feed(self, consume)
 
-    ripgrep.Run.__aenter__ = spy  # type: ignore[method-assign]
+    ripgrep.Run.feed = spy  # type: ignore[method-assign]
     try:
         with anyio.move_on_after(0.5):
             await ripgrep.search(rg, str(ws), argv, 10, 0)
     finally:
-        ripgrep.Run.__aenter__ = real_enter  # type: ignore[method-assign]
+        ripgrep.Run.feed = real_feed  # type: ignore[method-assign]
     (run,) = runs
     assert run.proc is not None
     assert run.proc.returncode is not None  # killed and reaped, not left behind
+
+
+@pytest.mark.anyio
+async def test_rg_stopped_at_the_limit_is_killed_and_reaped(ws: Path) -> None:
+    """A listing or search that has its `limit` stops reading and kills rg; rg is reaped
+    before the call answers, and what was read before the stop is the answer."""
+    from meith_plugins_files import ripgrep
+
+    tree(ws, {f"d{i:03}/f{j:02}.txt": "hit\n" * 50 for i in range(100) for j in range(20)})
+    rg = ripgrep.locate()
+    assert rg is not None
+    runs: list[ripgrep.Run] = []
+    real_feed = ripgrep.Run.feed
+
+    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
+        runs.append(self)
+        await real_feed(self, consume)
+
+    ripgrep.Run.feed = spy  # type: ignore[method-assign]
+    try:
+        names, cut = await ripgrep.list_files(rg, str(ws), ripgrep.Walk(), ".", 7)
+        argv = ripgrep.search_argv(
+            rg, ripgrep.Walk(), ".", query="hit", regex=False, case_sensitive=True, context=0
+        )
+        hits, hits_cut = await ripgrep.search(rg, str(ws), argv, 5, 0)
+    finally:
+        ripgrep.Run.feed = real_feed  # type: ignore[method-assign]
+    assert (len(names), cut) == (7, True)
+    assert (len(hits), hits_cut) == (5, True)
+    assert all(h.text == "hit" for h in hits)
+    for run in runs:
+        assert run.stopped_early
+        assert run.proc is not None
+        assert run.proc.returncode is not None  # reaped, not left behind
+
+
+@pytest.mark.anyio
+async def test_a_failure_while_reading_rg_output_kills_rg(ws: Path) -> None:
+    from meith_plugins_files import ripgrep
+
+    tree(ws, {f"d{i:03}/f{j:02}.txt": "" for i in range(50) for j in range(20)})
+    rg = ripgrep.locate()
+    assert rg is not None
+    run = ripgrep.Run(ripgrep.files_argv(rg, ripgrep.Walk(), "."), str(ws))
+
+    def consume(chunk: bytes) -> bool:
+        raise RuntimeError("bad read")
+
+    with pytest.raises(RuntimeError, match="bad read"):
+        await run.feed(consume)
+    assert run.proc is not None
+    assert run.proc.returncode is not None
 
 
 def test_a_ripgrep_config_in_the_environment_is_ignored(

@@ -15,6 +15,7 @@ from typing import Final
 
 from meith_core import ErrorCode, ToolError
 from meith_plugins_files.models import Edit, RangeEdit
+from meith_plugins_files.textio import line_ending
 
 #: Lines listed in a "matches N times" message before "…".
 _MAX_LINES_LISTED: Final = 10
@@ -72,9 +73,10 @@ def _not_found(text: str, old: str, number: int, where: str) -> ToolError:
     )
 
 
-def locate(text: str, edits: list[Edit], where: str, *, crlf: bool) -> list[Span]:
+def locate(text: str, edits: list[Edit], where: str) -> list[Span]:
     """The spans the edits replace, sorted; ToolError (nothing applied) when one fails."""
     spans: list[Span] = []
+    crlf: bool | None = None  # whether the file's line breaks are CRLF: found when needed
     for number, edit in enumerate(edits, 1):
         if isinstance(edit, RangeEdit):
             if edit.start > edit.end or edit.end > len(text):
@@ -88,10 +90,14 @@ def locate(text: str, edits: list[Edit], where: str, *, crlf: bool) -> list[Span
             continue
         old, new = edit.oldText, edit.newText
         found = _find_all(text, old)
-        if not found and crlf and "\n" in old and "\r\n" not in old:
-            # The agent wrote LF line breaks against a CRLF file: match and write CRLF.
-            old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
-            found = _find_all(text, old)
+        if not found and "\n" in old and "\r\n" not in old:
+            if crlf is None:  # counted once, and only for an edit that needs it
+                crlf = line_ending(text) == "crlf"
+            if crlf:
+                # The agent wrote LF line breaks against a CRLF file: match and write CRLF.
+                old = old.replace("\n", "\r\n")
+                new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+                found = _find_all(text, old)
         if not found:
             raise _not_found(text, edit.oldText, number, where)
         if len(found) > 1 and not edit.replaceAll:

@@ -8,19 +8,20 @@ caller text only as the value of `--regexp` and paths only after `--`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
+import selectors
 import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 
 from meith_core import ErrorCode, ToolError
 
@@ -45,7 +46,9 @@ DEFAULT_IGNORED_DIRS: Final = (
 MAX_SEARCH_FILE: Final = "1M"
 #: Longest line text kept in a search hit.
 MAX_HIT_CHARS: Final = 500
-_STREAM_LIMIT: Final = 64 * 1024 * 1024
+_READ_CHUNK: Final = 64 * 1024
+#: Of rg's standard error, the start is kept (its message); the rest is read and dropped.
+_MAX_STDERR: Final = 64 * 1024
 _ENV_KEYS: Final = ("HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL")
 
 
@@ -135,83 +138,77 @@ def _env() -> dict[str, str]:
     return env
 
 
-@dataclass
 class Run:
-    """A running rg whose stdout is read as a stream and which is killed when done with."""
+    """One rg: started with Popen, its pipes served by a worker thread with `selectors`.
 
-    argv: list[str]
-    cwd: str
-    proc: asyncio.subprocess.Process | None = None
-    stderr: bytes = b""
-    stopped_early: bool = False
-    _stderr_task: asyncio.Task[bytes] | None = field(default=None, repr=False)
+    Not asyncio's subprocess transport: its child watcher and transports cost several
+    milliseconds per process, against a listing or search that takes tens. Each read of rg's
+    standard output goes to `consume` (in the worker thread) until rg closes it or `consume`
+    says it has enough, which kills rg. A cancelled call kills and reaps rg before the
+    cancellation goes on: no rg outlives its call.
+    """
 
-    async def __aenter__(self) -> Run:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
+    def __init__(self, argv: list[str], cwd: str) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stderr = b""
+        self.stopped_early = False
+
+    async def feed(self, consume: Callable[[bytes], bool]) -> None:
+        """Run rg, passing each read of its output to `consume` (True: stop rg now)."""
+        # Popen only starts the child (vfork + exec); nothing here waits for it on the loop.
+        self.proc = proc = subprocess.Popen(  # noqa: ASYNC220
+            self.argv,
             cwd=self.cwd,
             env=_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=_STREAM_LIMIT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
         )
-        assert self.proc.stderr is not None
-        self._stderr_task = asyncio.ensure_future(_read_capped(self.proc.stderr, 64 * 1024))
-        return self
+        try:
+            await anyio.to_thread.run_sync(self._serve, consume, abandon_on_cancel=True)
+        except BaseException:
+            # Cancelled (or `consume` failed): the thread serving the pipes was abandoned or
+            # ended; killing rg ends it, and rg is reaped before the call goes on. Shielded,
+            # so a cancelled call still waits for that (SIGKILL makes the wait short).
+            _kill(proc)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(proc.wait)
+            raise
 
-    async def __aexit__(self, *exc: object) -> None:
+    def _serve(self, consume: Callable[[bytes], bool]) -> None:
         proc = self.proc
-        if proc is None:
-            return
-        # Shielded: a cancelled call (its deadline, the caller) still kills and reaps rg, so
-        # no process outlives the call. SIGKILL makes the wait short.
-        with anyio.CancelScope(shield=True):
-            if proc.returncode is None:
-                if exc[0] is not None or self.stopped_early:
-                    with contextlib.suppress(ProcessLookupError):
-                        proc.kill()
-                await proc.wait()
-            if self._stderr_task is not None:
-                self.stderr = await self._stderr_task
-
-    async def records(self) -> AsyncIterator[tuple[bytes, bytes]]:
-        """`(path, rest)` for each line rg prints with `--null`: `path NUL rest NEWLINE`, where
-        `rest` is `line:column:text` (a match) or `line-text` (context).
-
-        A path may hold a newline but never a NUL; a line of text holds no newline (and no NUL:
-        rg skips a file once it sees one). So the output is split at each NUL, and in each
-        piece the first newline ends the previous record's text; what follows it starts the
-        next record's path."""
-        pending = b""
-        async for chunk in self.chunks():
-            pieces = (pending + chunk).split(b"\0")
-            path = pieces[0]
-            for piece in pieces[1:-1]:
-                rest, _, following = piece.partition(b"\n")
-                yield path, rest
-                path = following
-            last = pieces[-1]
-            if len(pieces) > 1 and b"\n" in last:
-                rest, _, pending = last.partition(b"\n")
-                yield path, rest
-            elif len(pieces) > 1:
-                pending = path + b"\0" + last
-            else:
-                pending = path
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        assert self.proc is not None
-        assert self.proc.stdout is not None
-        stdout = self.proc.stdout
-        while chunk := await stdout.read(1 << 16):
-            yield chunk
-
-    def stop(self) -> None:
-        self.stopped_early = True
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+        assert proc is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        stdout, stderr = proc.stdout, proc.stderr
+        err = bytearray()
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(stdout, selectors.EVENT_READ)
+                sel.register(stderr, selectors.EVENT_READ)
+                while sel.get_map():
+                    for key, _events in sel.select():
+                        chunk = os.read(key.fd, _READ_CHUNK)
+                        if not chunk:
+                            sel.unregister(key.fileobj)
+                        elif key.fileobj is stderr:
+                            if len(err) < _MAX_STDERR:  # keep the start: rg's message
+                                err += chunk[: _MAX_STDERR - len(err)]
+                        elif consume(chunk):
+                            self.stopped_early = True
+                            _kill(proc)
+                            return
+        except BaseException:
+            _kill(proc)  # `consume` failed: rg is not left writing to a pipe nobody reads
+            raise
+        finally:
+            stdout.close()
+            stderr.close()
+            proc.wait()
+            self.stderr = bytes(err)
 
     def failure(self) -> ToolError | None:
         """An error when rg failed (exit 2 with nothing useful found, or a bad pattern)."""
@@ -230,13 +227,41 @@ class Run:
         return None
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
-    # Until EOF (rg writes one message in several pieces), keeping the first `cap` bytes.
-    kept = b""
-    while chunk := await stream.read(1 << 16):
-        if len(kept) < cap:
-            kept += chunk[: cap - len(kept)]
-    return kept
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+
+
+class Records:
+    """Splits rg's `--null` line output, read by read, into `(path, rest)` records: `path NUL
+    rest NEWLINE`, where `rest` is `line:column:text` (a match) or `line-text` (context).
+
+    A path may hold a newline but never a NUL; a line of text holds no newline (and no NUL:
+    rg skips a file once it sees one). So the output is split at each NUL, and in each piece
+    the first newline ends the previous record's text; what follows it starts the next
+    record's path. A record cut across two reads is kept until its end comes."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def split(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
+        pieces = (self._pending + chunk).split(b"\0")
+        out: list[tuple[bytes, bytes]] = []
+        path = pieces[0]
+        for piece in pieces[1:-1]:
+            rest, _, following = piece.partition(b"\n")
+            out.append((path, rest))
+            path = following
+        last = pieces[-1]
+        if len(pieces) > 1 and b"\n" in last:
+            rest, _, self._pending = last.partition(b"\n")
+            out.append((path, rest))
+        elif len(pieces) > 1:
+            self._pending = path + b"\0" + last
+        else:
+            self._pending = path
+        return out
 
 
 async def list_files(
@@ -245,28 +270,32 @@ async def list_files(
     """Up to `limit` paths (relative to `cwd`) and whether more were left out."""
     out: list[str] = []
     truncated = False
-    async with Run(files_argv(rg, walk, path), cwd) as run:
-        rest = b""
-        async for chunk in run.chunks():
-            # The whole read at once: one decode and one split per 64 KiB, not per name.
-            complete, sep, rest = (rest + chunk).rpartition(b"\0")
-            if not sep:  # no complete name yet: all of it is `rest`
-                continue
-            names = _relative_names(complete) if complete else []
-            room = limit - len(out)
-            if len(names) > room:
-                out += names[:room]
+    rest = b""
+
+    def consume(chunk: bytes) -> bool:
+        nonlocal rest, truncated
+        # The whole read at once: one decode and one split per read, not per name.
+        complete, sep, rest = (rest + chunk).rpartition(b"\0")
+        if not sep:  # no complete name yet: all of it is `rest`
+            return False
+        names = _relative_names(complete) if complete else []
+        room = limit - len(out)
+        if len(names) > room:
+            out.extend(names[:room])
+            truncated = True
+            return True
+        out.extend(names)
+        return False
+
+    run = Run(files_argv(rg, walk, path), cwd)
+    await run.feed(consume)
+    if rest and not truncated:
+        tail = _relative(rest)
+        if tail is not None:
+            if len(out) >= limit:
                 truncated = True
-                run.stop()
-                break
-            out += names
-        if rest and not truncated:
-            tail = _relative(rest)
-            if tail is not None:
-                if len(out) >= limit:
-                    truncated = True
-                else:
-                    out.append(tail)
+            else:
+                out.append(tail)
     if not truncated and (error := run.failure()) is not None:
         raise error
     return out, truncated
@@ -358,8 +387,11 @@ async def search(
 
     current = b""
     path = ""
-    async with Run(argv, cwd) as run:
-        async for raw_path, rest in run.records():
+    records = Records()
+
+    def consume(chunk: bytes) -> bool:
+        nonlocal current, path, truncated
+        for raw_path, rest in records.split(chunk):
             parsed = _record(rest)
             if parsed is None:
                 continue
@@ -377,8 +409,7 @@ async def search(
                 continue
             if len(hits) >= limit:
                 truncated = True
-                run.stop()
-                break
+                return True
             # rg counts the column in bytes; a hit's column counts characters.
             column = len(raw_text[: byte_column - 1].decode("utf-8", "replace")) + 1
             hit = Hit(path, line, column, _strip(text))
@@ -386,7 +417,11 @@ async def search(
             if context:
                 seen[line] = hit.text
                 file_hits.append(hit)
-        close_file()
+        return False
+
+    run = Run(argv, cwd)
+    await run.feed(consume)
+    close_file()
     if not truncated and (error := run.failure()) is not None:
         raise error
     return hits, truncated

@@ -38,7 +38,7 @@ from meith_plugins_files.scope import (
     secret_excludes,
     workspace_root,
 )
-from meith_plugins_files.textio import BinaryFile, Decoded, decode, encode, line_ending, sha256_hex
+from meith_plugins_files.textio import BinaryFile, Decoded, decode, encode, sha256_hex
 from meith_plugins_files.undo import UndoStore
 from meith_plugins_files.writer import Current, delete_file, read_current, replace_file
 
@@ -121,6 +121,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 p.store(ctx),
                 target,
                 cur,
+                actual,
                 old,
                 args.content,
                 data,
@@ -148,9 +149,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             if args.expectedSha256 is not None and args.expectedSha256 != actual:
                 raise _conflict(target, args.expectedSha256, actual)
             old = _decoded(target, cur.data)
-            spans = edits.locate(
-                old.text, args.edits, target.display, crlf=line_ending(old.text) == "crlf"
-            )
+            spans = edits.locate(old.text, args.edits, target.display)
             text = edits.apply(old.text, spans)
             if args.dryRun:
                 diff, cut = unified(old.text, text, target.display)
@@ -176,6 +175,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 p.store(ctx),
                 target,
                 cur,
+                actual,
                 old,
                 text,
                 data,
@@ -381,6 +381,7 @@ def _commit(
     store: UndoStore,
     target: Target,
     cur: Current,
+    old_sha: str | None,
     old: Decoded | None,
     text: str,
     data: bytes,
@@ -388,9 +389,9 @@ def _commit(
     create_dirs: bool,
     tool_name: str,
 ) -> WriteResult:
-    """Replace the file with `data` (unless it already is), keep an undo step, diff it."""
+    """Replace the file with `data` (unless it already is), keep an undo step, diff it.
+    `old_sha` is the sha256 of `cur.data` (None: no file)."""
     new_sha = sha256_hex(data)
-    old_sha = sha256_hex(cur.data) if cur.data is not None else None
     if cur.data == data:
         return WriteResult(
             path=target.display,
@@ -406,7 +407,7 @@ def _commit(
     diff, cut = unified(old.text if old is not None else None, text, target.display)
     # The step first: a change meith made always has its undo step. A failed write takes
     # the step back.
-    step, steps = store.push(target.path, cur.data, cur.mode, new_sha, tool_name)
+    step, steps = store.push(target.path, cur.data, old_sha, cur.mode, new_sha, tool_name)
     try:
         replace_file(target, data, cur.mode, create_dirs=create_dirs)
     except BaseException:

@@ -113,25 +113,37 @@ class UndoStore:
         return data
 
     def push(
-        self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
+        self,
+        path: Path,
+        before: bytes | None,
+        before_sha: str | None,
+        mode: int | None,
+        after: str,
+        tool: str,
     ) -> tuple[Step, int]:
-        """Record a change; returns the step and how many steps the file now has."""
+        """Record a change (`before_sha`: the sha256 of `before`, which the caller has
+        already); returns the step and how many steps the file now has."""
         try:
-            return self._push(path, before, mode, after, tool)
+            return self._push(path, before, before_sha, mode, after, tool)
         except FileNotFoundError:
             # The store was removed under a running runtime: make it again, once.
             self._ensured.clear()
-            return self._push(path, before, mode, after, tool)
+            return self._push(path, before, before_sha, mode, after, tool)
 
     def _push(
-        self, path: Path, before: bytes | None, mode: int | None, after: str, tool: str
+        self,
+        path: Path,
+        before: bytes | None,
+        sha: str | None,
+        mode: int | None,
+        after: str,
+        tool: str,
     ) -> tuple[Step, int]:
         self._ensure(self.root)
         directory = self._dir(path)
         self._ensure(directory)
         names = self._names(path)
         seq = int(names[-1].removesuffix(_SUFFIX)) + 1 if names else 1
-        sha = hashlib.sha256(before).hexdigest() if before is not None else None
         name = f"{seq:012d}{_SUFFIX}"
         step = Step(sha, mode, after, tool, int(time.time() * 1000), name)
         # Not flushed to the disk: the edit itself is (writer.replace_file), and an undo step

@@ -110,10 +110,19 @@ def replace_file(target: Target, data: bytes, mode: int | None, *, create_dirs: 
         raise ToolError(
             ErrorCode.TOOL_FAILED, f"cannot write {target.display}: {exc.strerror or exc}"
         ) from None
-    if mode is not None and mode & _umask():
+    if mode is not None and _mode_of(written) != mode:
         # The umask took bits the file had: give them back, on the file just renamed there
         # (opened without following a link, so a swapped-in link is not chmod-ed through).
+        # Looked at on the file (one lstat), not computed from the umask (a read of /proc).
         _restore_mode(Path(written), mode)
+
+
+def _mode_of(path: Path) -> int | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
 def _restore_mode(path: Path, mode: int) -> None:
