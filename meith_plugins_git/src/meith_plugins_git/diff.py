@@ -174,7 +174,9 @@ def _strip_prefix(name: str, prefix: str) -> str | None:
 def _chunk_path(chunk: str) -> str | None:
     header, _, body = chunk.partition("\n")
     plus = minus = None
-    for line in body.split("\n"):
+    # The names are in the header lines, before the first hunk: the hunks are not split.
+    hunk = body.find("\n@@")
+    for line in (body if hunk == -1 else body[:hunk]).split("\n"):
         if line.startswith(("@@", "Binary files", "GIT binary patch")):
             break
         if line.startswith(("rename to ", "copy to ")):

@@ -54,12 +54,12 @@ def status_text(result: dict[str, Any]) -> str:
 def _patch_body(patch: str) -> str:
     """A file's patch without its `diff --git` and `index` lines: `---`/`+++` name the file,
     so what remains is still a unified diff (`patch -p1` and `git apply` take it)."""
-    kept = []
-    for line in patch.split("\n"):
-        if line.startswith(("diff --git ", "index ")):
-            continue
-        kept.append(line)
-    return "\n".join(kept).rstrip("\n")
+    # Only the header can hold them: every line after the first hunk header starts with
+    # ` `, `+`, `-` or `\`. So the hunks are kept whole, not split line by line.
+    cut = patch.find("\n@@")
+    head, hunks = (patch, "") if cut == -1 else (patch[:cut], patch[cut:])
+    kept = [line for line in head.split("\n") if not line.startswith(("diff --git ", "index "))]
+    return ("\n".join(kept) + hunks).rstrip("\n")
 
 
 def diff_text(result: dict[str, Any]) -> str:

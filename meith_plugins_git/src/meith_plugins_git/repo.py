@@ -27,6 +27,7 @@ confined to that directory (`hookconfine`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -214,10 +215,7 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
     # scope and held grants belong to this caller.
     check_layout(start, root, git_dir, common_dir, entries)
     check_grant_scope(ctx.grant_scope, root, git_dir, common_dir)
-    own_hooks = os.path.join(common_dir, "hooks")
-    overrides = neutralising_overrides(
-        entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
-    )
+    overrides, hooks_dir, run_hooks_dir = _settings(entries, root, common_dir)
     held = ctx.held_grant("starts-process", cwd=root)
     confinement = None
     if held is not None and held.scope is not None:
@@ -235,11 +233,11 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
         git_dir,
         common_dir,
         found.head,
-        tuple(overrides),
+        overrides,
         ctx.cancel_token,
         hooks_allowed=held is not None,
-        hooks_dir=_configured_hooks_dir(entries, root, own_hooks),
-        run_hooks_dir=_user_hooks_dir(entries, root, own_hooks),
+        hooks_dir=hooks_dir,
+        run_hooks_dir=run_hooks_dir,
         hook_confinement=confinement,
     )
 
@@ -291,6 +289,24 @@ async def _ask_git(git: Git, ctx: ToolContext, start: str) -> Found | None:
         raise GitFailed("config", config)
     entries = parse_config_list(config.stdout, with_scope=with_scope, with_origin=True)
     return Found(root, git_dir, common_dir, head, tuple(entries))
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(
+    entries: tuple[ConfigEntry, ...], root: str, common_dir: str
+) -> tuple[tuple[tuple[str, str], ...], str, str]:
+    """What a repository's config means for the commands run in it: the neutralising `-c`
+    overrides, and the hooks directories (plain git's, and the one meith's git uses). A pure
+    function of what discovery found, so a reused discovery reuses it too."""
+    own_hooks = os.path.join(common_dir, "hooks")
+    overrides = neutralising_overrides(
+        entries, forced=(key for key, _ in BASE_CONFIG), neutral={"core.hooksPath": own_hooks}
+    )
+    return (
+        tuple(overrides),
+        _configured_hooks_dir(entries, root, own_hooks),
+        _user_hooks_dir(entries, root, own_hooks),
+    )
 
 
 def _configured_hooks_dir(entries: Sequence[ConfigEntry], root: str, default: str) -> str:
