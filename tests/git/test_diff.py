@@ -220,3 +220,24 @@ async def test_counts_read_from_the_patches_are_git_numstat_counts(git_rt, make_
             assert (entry["additions"], entry["deletions"]) == (int(added), int(deleted)), name
     assert result["script.sh"]["diff"].startswith("diff --git a/script.sh b/script.sh\nold mode")
     assert (result["many.txt"]["additions"], result["many.txt"]["deletions"]) == (0, 43)
+
+
+async def test_a_rename_whose_names_read_like_one_name_twice_keeps_its_own_patch(
+    git_rt, make_repo, sh
+):
+    """`diff --git a/x b/x b/x b/x` is a rename of `x` to `x b/x b/x`, though it reads like one
+    name (`x b/x`) twice: each patch must land on its own file."""
+    repo = make_repo(files={"x": "rename me\n" * 5, "x b/x": "other\n"})
+    (repo / "x b" / "x b").mkdir()
+    sh(repo, "mv", "x", "x b/x b/x")
+    (repo / "x b" / "x").write_text("other, changed\n")
+    sh(repo, "add", "-A")
+    result = by_path(await call_ok(git_rt, "git_diff", {"cwd": str(repo), "scope": "staged"}))
+    assert sorted(result) == ["x b/x", "x b/x b/x"]
+    renamed = result["x b/x b/x"]
+    assert renamed["originalPath"] == "x"
+    assert renamed["diff"].startswith("diff --git a/x b/x b/x b/x\nsimilarity index 100%\n")
+    changed = result["x b/x"]
+    assert changed["diff"].startswith("diff --git a/x b/x b/x b/x\nindex ")
+    assert "+other, changed" in changed["diff"]
+    assert (changed["additions"], changed["deletions"]) == (1, 1)

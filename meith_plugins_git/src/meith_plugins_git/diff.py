@@ -173,10 +173,26 @@ def _strip_prefix(name: str, prefix: str) -> str | None:
 
 def _chunk_path(chunk: str) -> str | None:
     header, _, body = chunk.partition("\n")
-    plus = minus = None
+    names = header[len("diff --git ") :]
     # The names are in the header lines, before the first hunk: the hunks are not split.
     hunk = body.find("\n@@")
-    for line in (body if hunk == -1 else body[:hunk]).split("\n"):
+    head = body if hunk == -1 else body[:hunk]
+    # The common case, from the header alone: `a/X b/X`, one unquoted name twice. Not for a
+    # rename or copy, whose two names could be read that way too (`x` -> `x b/x b/x`); a
+    # quoted name starts with `"`.
+    size = (len(names) - 5) // 2
+    if (
+        not names.startswith('"')
+        and "rename to " not in head
+        and "copy to " not in head
+        and size > 0
+        and len(names) == 2 * size + 5
+        and names[2 : 2 + size] == names[5 + size :]
+        and names[size + 2 : size + 5] == " b/"
+    ):
+        return names[2 : 2 + size]
+    plus = minus = None
+    for line in head.split("\n"):
         if line.startswith(("@@", "Binary files", "GIT binary patch")):
             break
         if line.startswith(("rename to ", "copy to ")):
@@ -187,14 +203,10 @@ def _chunk_path(chunk: str) -> str | None:
             minus = _strip_prefix(line[4:], "a/")
     if plus or minus:
         return plus or minus
-    names = header[len("diff --git ") :]
     if names.startswith('"'):
         end = names.find('" ', 1)
         if end > 0:
             return _strip_prefix(names[end + 2 :], "b/")
-    size = (len(names) - 5) // 2
-    if size > 0 and names[2 : 2 + size] == names[5 + size :]:
-        return names[2 : 2 + size]
     return None
 
 
