@@ -80,6 +80,23 @@ def test_search_hits_render_as_path_line_column_text(files: MeithHarness, ws: Pa
     assert sorted(text.splitlines()) == ['"odd\\nname.py":1:1: needle', "a.py:2:5: the needle"]
 
 
+def test_a_listing_renders_one_line_a_file_with_odd_names_quoted(
+    files: MeithHarness, ws: Path
+) -> None:
+    (ws / "plain.py").write_text("")
+    (ws / "sp ace ü.py").write_text("")
+    (ws / "odd\nname.py").write_text("")
+    (ws / "tab\there.py").write_text("")
+    text = text_of(files, "workspace_list_files", {"cwd": str(ws)})
+    assert sorted(text.splitlines()) == sorted(
+        ['"odd\\nname.py"', "plain.py", "sp ace ü.py", '"tab\\there.py"']
+    )
+    (ws / "odd\nname.py").unlink()
+    (ws / "tab\there.py").unlink()
+    text = text_of(files, "workspace_list_files", {"cwd": str(ws)})
+    assert sorted(text.splitlines()) == ["plain.py", "sp ace ü.py"]
+
+
 def test_search_context_renders_like_grep(files: MeithHarness, ws: Path) -> None:
     (ws / "a.py").write_text("one\ntwo\nneedle\nfour\n")
     text = text_of(

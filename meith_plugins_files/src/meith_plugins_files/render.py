@@ -84,7 +84,9 @@ def undo(c: dict[str, Any]) -> str:
 
 
 def list_files(c: dict[str, Any]) -> str:
-    lines = [_name(p) for p in c["files"]]
+    files = c["files"]
+    # One check in C for the usual listing, where no name needs quoting.
+    lines = list(files) if "".join(files).isprintable() else [_name(p) for p in files]
     if c["truncated"]:
         lines.append(f"... limit of {c['count']} reached; narrow with path or glob")
     return "\n".join(lines) if lines else "no files"
