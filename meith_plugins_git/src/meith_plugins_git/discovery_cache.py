@@ -31,7 +31,10 @@ Two rules keep a change from slipping between a stat and a read:
   first discovery of a directory is never reused, the second can be);
 - the racy-git rule: a file stamped within `racy_window_s` of the stat may change again
   within the same timestamp tick without its stat moving (filesystems stamp with a coarse
-  clock; FAT's ticks are 2 s), so such a snapshot is not kept.
+  clock; FAT's ticks are 2 s), so such a snapshot is not kept. The stamps are compared with
+  the runtime's clock: on a network filesystem whose server's clock lags it by more than the
+  window, a second same-size rewrite within one coarse tick could go unseen (git's own racy
+  rule compares with the index's stamp instead, which needs a write).
 
 Never cached: whatever depends on who calls (the grant scope check, held grants, hook
 confinement), and the layout check, which reads the `.git` file and its back-pointers anew on
