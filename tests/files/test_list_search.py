@@ -12,6 +12,7 @@ import pytest
 
 from meith_core import ErrorCode
 from meith_core.testing import MeithHarness
+from meith_plugins_files import ripgrep
 from tests.files.conftest import fails, ok
 
 pytestmark = pytest.mark.meith_plugin("files")
@@ -30,6 +31,20 @@ def listed(meith: MeithHarness, ws: Path, **args: object) -> list[str]:
 
 def search(meith: MeithHarness, ws: Path, query: str, **args: object) -> dict:
     return ok(meith, "workspace_search", {"cwd": str(ws), "query": query, **args})
+
+
+@pytest.fixture
+def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[ripgrep.Run]:
+    """Every rg run the test starts, kept so the test can look at its process afterwards."""
+    runs: list[ripgrep.Run] = []
+    real_feed = ripgrep.Run.feed
+
+    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
+        runs.append(self)
+        await real_feed(self, consume)
+
+    monkeypatch.setattr(ripgrep.Run, "feed", spy)
+    return runs
 
 
 def test_listing_honours_gitignore_and_the_default_ignores(files: MeithHarness, ws: Path) -> None:
@@ -205,10 +220,10 @@ def test_a_fifo_named_as_the_search_path_is_refused(files: MeithHarness, ws: Pat
 
 
 @pytest.mark.anyio
-async def test_rg_is_killed_when_the_search_is_cancelled(ws: Path) -> None:
+async def test_rg_is_killed_when_the_search_is_cancelled(
+    ws: Path, rg_runs: list[ripgrep.Run]
+) -> None:
     import anyio
-
-    from meith_plugins_files import ripgrep
 
     os.mkfifo(ws / "pipe")  # rg blocks reading it: the call can only end by cancellation
     rg = ripgrep.locate()
@@ -216,53 +231,33 @@ async def test_rg_is_killed_when_the_search_is_cancelled(ws: Path) -> None:
     argv = ripgrep.search_argv(
         rg, ripgrep.Walk(), "./pipe", query="x", regex=False, case_sensitive=False, context=0
     )
-    runs: list[ripgrep.Run] = []
-    real_feed = ripgrep.Run.feed
-
-    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
-        runs.append(self)
-        await real_feed(self, consume)
-
-    ripgrep.Run.feed = spy  # type: ignore[method-assign]
-    try:
-        with anyio.move_on_after(0.5):
-            await ripgrep.search(rg, str(ws), argv, 10, 0)
-    finally:
-        ripgrep.Run.feed = real_feed  # type: ignore[method-assign]
-    (run,) = runs
+    with anyio.move_on_after(0.5):
+        await ripgrep.search(rg, str(ws), argv, 10, 0)
+    (run,) = rg_runs
     assert run.proc is not None
     assert run.proc.returncode is not None  # killed and reaped, not left behind
 
 
 @pytest.mark.anyio
-async def test_rg_stopped_at_the_limit_is_killed_and_reaped(ws: Path) -> None:
+async def test_rg_stopped_at_the_limit_is_killed_and_reaped(
+    ws: Path, rg_runs: list[ripgrep.Run]
+) -> None:
     """A listing or search that has its `limit` stops reading and kills rg; rg is reaped
     before the call answers, and what was read before the stop is the answer."""
-    from meith_plugins_files import ripgrep
 
     tree(ws, {f"d{i:03}/f{j:02}.txt": "hit\n" * 50 for i in range(100) for j in range(20)})
     rg = ripgrep.locate()
     assert rg is not None
-    runs: list[ripgrep.Run] = []
-    real_feed = ripgrep.Run.feed
-
-    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
-        runs.append(self)
-        await real_feed(self, consume)
-
-    ripgrep.Run.feed = spy  # type: ignore[method-assign]
-    try:
-        names, cut = await ripgrep.list_files(rg, str(ws), ripgrep.Walk(), ".", 7)
-        argv = ripgrep.search_argv(
-            rg, ripgrep.Walk(), ".", query="hit", regex=False, case_sensitive=True, context=0
-        )
-        hits, hits_cut = await ripgrep.search(rg, str(ws), argv, 5, 0)
-    finally:
-        ripgrep.Run.feed = real_feed  # type: ignore[method-assign]
+    names, cut = await ripgrep.list_files(rg, str(ws), ripgrep.Walk(), ".", 7)
+    argv = ripgrep.search_argv(
+        rg, ripgrep.Walk(), ".", query="hit", regex=False, case_sensitive=True, context=0
+    )
+    hits, hits_cut = await ripgrep.search(rg, str(ws), argv, 5, 0)
     assert (len(names), cut) == (7, True)
     assert (len(hits), hits_cut) == (5, True)
     assert all(h.text == "hit" for h in hits)
-    for run in runs:
+    assert len(rg_runs) == 2
+    for run in rg_runs:
         assert run.stopped_early
         assert run.proc is not None
         assert run.proc.returncode is not None  # reaped, not left behind
@@ -270,7 +265,6 @@ async def test_rg_stopped_at_the_limit_is_killed_and_reaped(ws: Path) -> None:
 
 @pytest.mark.anyio
 async def test_a_failure_while_reading_rg_output_kills_rg(ws: Path) -> None:
-    from meith_plugins_files import ripgrep
 
     tree(ws, {f"d{i:03}/f{j:02}.txt": "" for i in range(50) for j in range(20)})
     rg = ripgrep.locate()

@@ -157,9 +157,6 @@ class DiscoveryCache:
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
-    def clear(self) -> None:
-        self._entries.clear()
-
 
 def user_configs(env: Mapping[str, str]) -> list[str]:
     """The global and XDG config files git would read with this environment."""
