@@ -4,8 +4,8 @@ Playwright's MCP server.
 Both servers are driven by the official MCP SDK client over stdio, in this process, on one
 generated repository (2,000 files in 40 directories, committed; 200 modified, 20 of them staged,
 20 untracked). For each piece of work the benchmark reports the characters of text content the
-model would read, and for status and diff the p50 latency of the call, interleaved round by
-round:
+model would read, and for status and diff the p50 latency of the call, the sides taking turns
+call by call:
 
 | work   | meith                                  | mcp-server-git                      |
 |--------|----------------------------------------|-------------------------------------|
@@ -156,11 +156,13 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         await _timed(structured, m_tool, m_args, args.warmup)
                         if peer is not None:
                             await _timed(peer, p_tool, p_args, args.warmup)
-                        for _ in range(args.rounds):
-                            m_times += await _timed(meith, m_tool, m_args, args.calls)
-                            s_times += await _timed(structured, m_tool, m_args, args.calls)
+                        # One call each in turn: a burst of load from elsewhere on the
+                        # machine lands on all three sides alike, not on one side's block.
+                        for _ in range(args.rounds * args.calls):
+                            m_times += await _timed(meith, m_tool, m_args, 1)
+                            s_times += await _timed(structured, m_tool, m_args, 1)
                             if peer is not None:
-                                p_times += await _timed(peer, p_tool, p_args, args.calls)
+                                p_times += await _timed(peer, p_tool, p_args, 1)
                         row["meith_p50_ms"] = statistics.median(m_times)
                         row["structured_p50_ms"] = statistics.median(s_times)
                         if p_times:
@@ -237,9 +239,9 @@ async def measure_page(work: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
-    parser.add_argument("--calls", type=int, default=10, help="calls per side per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=20, help="calls per side per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
     if args.quick:
         args.calls, args.rounds, args.warmup = 2, 1, 1

@@ -20,7 +20,10 @@ LARGE_UNTRACKED_NOTICE: Final = "Large untracked file omitted from preview."
 #: git's own binary heuristic: a NUL byte in the first 8000 bytes.
 BINARY_SNIFF_BYTES: Final = 8000
 
-#: Every diff: no external diff, no textconv, fixed prefixes, no child git in submodules.
+#: Every diff: no external diff, no textconv, fixed prefixes, no child git in submodules, and
+#: object names in full. An abbreviated name must be unique, and in a repository of loose
+#: objects git proves that by listing the object directories (`getdents` of up to 256 of
+#: them): a 200-file diff of 2,000 loose files took 26 ms abbreviated and 22.4 in full.
 DIFF_OPTIONS: Final = (
     "--no-ext-diff",
     "--no-textconv",
@@ -28,6 +31,8 @@ DIFF_OPTIONS: Final = (
     "--ignore-submodules=dirty",
     "--src-prefix=a/",
     "--dst-prefix=b/",
+    "--full-index",
+    "--no-abbrev",
 )
 
 _STATUS_WORDS: Final = {
