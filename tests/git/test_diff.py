@@ -241,3 +241,19 @@ async def test_a_rename_whose_names_read_like_one_name_twice_keeps_its_own_patch
     assert changed["diff"].startswith("diff --git a/x b/x b/x b/x\nindex ")
     assert "+other, changed" in changed["diff"]
     assert (changed["additions"], changed["deletions"]) == (1, 1)
+
+
+async def test_a_patch_names_both_objects_in_full(git_rt, make_repo, sh):
+    """`--full-index`: the `index` line carries git's own object names, unabbreviated (git
+    abbreviating them listed every loose-object directory), so the patch applies back with
+    `git apply --3way` from the names alone."""
+    repo = make_repo(files={"a.txt": "one\ntwo\n"})
+    (repo / "a.txt").write_text("one\nTWO\n")
+    (entry,) = (await call_ok(git_rt, "git_diff", {"cwd": str(repo)}))["files"]
+    old = sh(repo, "rev-parse", "HEAD:a.txt").strip()
+    new = sh(repo, "hash-object", "a.txt").strip()
+    assert len(old) == len(new) == 40
+    assert f"\nindex {old}..{new} 100644\n" in entry["diff"]
+    sh(repo, "checkout", "--", "a.txt")
+    sh(repo, "apply", "--3way", "-", input=entry["diff"])
+    assert (repo / "a.txt").read_text() == "one\nTWO\n"
