@@ -4,14 +4,18 @@ Playwright's MCP server.
 Both servers are driven by the official MCP SDK client over stdio, in this process, on one
 generated repository (2,000 files in 40 directories, committed; 200 modified, 20 of them staged,
 20 untracked). For each piece of work the benchmark reports the characters of text content the
-model would read, and for status and diff the p50 latency of the call, the sides taking turns
+model would read, and for status and the diffs the p50 latency of the call, the sides taking turns
 call by call:
 
-| work   | meith                                  | mcp-server-git                      |
-|--------|----------------------------------------|-------------------------------------|
-| status | `git_status`                           | `git_status`                        |
-| diff   | `git_diff` (scope unstaged, patches)   | `git_diff_unstaged`                 |
-| log    | `git_log` (limit 10)                   | `git_log` (max_count 10)            |
+| work         | meith                                        | mcp-server-git            |
+|--------------|----------------------------------------------|---------------------------|
+| status       | `git_status`                                 | `git_status`              |
+| diff         | `git_diff` (scope unstaged, patches)         | `git_diff_unstaged`       |
+| diff_tracked | the same with `includeUntracked: false`      | `git_diff_unstaged`       |
+| log          | `git_log` (limit 10)                         | `git_log` (max_count 10)  |
+
+`diff` is each tool's default answer: ours also shows the 20 untracked files (as the original's
+`git_diff` does), the peer's leaves them out; `diff_tracked` is the same work on both sides.
 
 The page work: one local page (`bench/pages/app.html`, a task list with navigation, a form and
 a table) served on 127.0.0.1, read by `get_browser_state` after `open_browser_tab`, against
@@ -101,8 +105,18 @@ WORK = {
         ("git_diff", {"scope": "unstaged"}),
         ("git_diff_unstaged", {}),
     ),
+    # The peer's diff leaves untracked files out; ours includes them (20 new files here, read
+    # and shown whole) unless asked not to. This row is the same work on both sides.
+    "diff_tracked": (
+        ("git_diff", {"scope": "unstaged", "includeUntracked": False}),
+        ("git_diff_unstaged", {}),
+    ),
     "log": (("git_log", {"limit": 10}), ("git_log", {"max_count": 10})),
 }
+
+
+#: The work whose latency is measured (log and page: characters only).
+TIMED = ("status", "diff", "diff_tracked")
 
 
 async def _timed(client: Client, name: str, arguments: dict[str, Any], n: int) -> list[float]:
@@ -148,7 +162,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         p_args = {"repo_path": str(repo), **p_args}
                         row["peer_chars"] = _chars(await peer.call_tool(p_tool, p_args))
                         row["chars_ratio"] = row["meith_chars"] / max(1, row["peer_chars"])
-                    if work_name in ("status", "diff"):
+                    if work_name in TIMED:
                         m_times: list[float] = []
                         s_times: list[float] = []
                         p_times: list[float] = []
@@ -251,20 +265,20 @@ def main() -> int:
     peer = result["peer"]
     print(f"git work through MCP stdio: meith mcp vs {peer or '(mcp-server-git not installed)'}")
     for name, row in result["work"].items():
-        line = f"  {name:6} chars: meith {row['meith_chars']:>7,}"
+        line = f"  {name:12} chars: meith {row['meith_chars']:>7,}"
         if "peer_chars" in row:
             line += f"  peer {row['peer_chars']:>7,}  ratio {row['chars_ratio']:.2f}x"
         if "meith_p50_ms" in row:
             line += f"   p50: meith {row['meith_p50_ms']:.1f} ms"
             if "peer_p50_ms" in row:
                 line += f"  peer {row['peer_p50_ms']:.1f} ms  ratio {row['p50_ratio']:.2f}x"
-            line += f"\n{'':16}--structured: meith {row['structured_p50_ms']:.1f} ms"
+            line += f"\n{'':22}--structured: meith {row['structured_p50_ms']:.1f} ms"
             if "structured_ratio" in row:
                 line += f"  ratio {row['structured_ratio']:.2f}x"
         print(line)
     page = result["page"]
     if "meith_chars" in page:
-        line = f"  page   chars: meith {page['meith_chars']:>7,}"
+        line = f"  page         chars: meith {page['meith_chars']:>7,}"
         if "peer_chars" in page:
             line += f"  @playwright/mcp {page['peer_chars']:>7,}  ratio {page['chars_ratio']:.2f}x"
         else:

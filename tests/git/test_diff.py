@@ -67,6 +67,16 @@ async def test_scope_staged_and_unstaged(git_rt, changed_repo):
     assert list(unstaged) == ["gone.txt", "unstaged.txt", "untracked.txt"]
 
 
+@pytest.mark.parametrize("scope", ["all", "unstaged"])
+async def test_include_untracked_false_leaves_untracked_files_out(git_rt, changed_repo, scope):
+    args = {"cwd": str(changed_repo), "scope": scope, "includeUntracked": False}
+    result = await call_ok(git_rt, "git_diff", args)
+    files = by_path(result)
+    assert "untracked.txt" not in files
+    assert "unstaged.txt" in files
+    assert result["totalAdditions"] == (1 if scope == "all" else 0)  # only staged.txt's line
+
+
 async def test_include_patches_false_gives_counts_without_bodies(git_rt, changed_repo):
     result = await call_ok(git_rt, "git_diff", {"cwd": str(changed_repo), "includePatches": False})
     assert all(f["diff"] == "" for f in result["files"])

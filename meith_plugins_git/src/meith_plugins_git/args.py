@@ -33,6 +33,10 @@ class DiffArgs(ToolArgs):
         default="all",
         description="all (default), staged (index against HEAD) or unstaged (files against the index)",
     )
+    includeUntracked: bool = Field(
+        default=True,
+        description="false: leave out untracked files (scope all and unstaged include them)",
+    )
 
 
 class IdentityDetectArgs(ToolArgs):

@@ -372,16 +372,23 @@ def _sort_key(entry: dict[str, Any]) -> tuple[str, str]:
 
 
 async def read_diff(
-    repo: Repo, scope: Scope, include_patches: bool, path: str | None, cancelled: Callable[[], bool]
+    repo: Repo,
+    scope: Scope,
+    include_patches: bool,
+    path: str | None,
+    cancelled: Callable[[], bool],
+    *,
+    include_untracked: bool = True,
 ) -> dict[str, Any]:
-    """GitDiffResult for `repo` (paths already validated and root-relative)."""
+    """GitDiffResult for `repo` (paths already validated and root-relative); untracked files
+    for scope all and unstaged unless not `include_untracked`."""
     if scope == "all":
         command, operands = ["diff"], [repo.base]
     elif scope == "staged":
         command, operands = ["diff", "--cached"], [repo.base]
     else:
         command, operands = ["diff"], []
-    want_untracked = scope in ("all", "unstaged")
+    want_untracked = include_untracked and scope in ("all", "unstaged")
 
     def step(
         cmd: list[str], options: list[str], ops: list[str], paths: list[str]

@@ -171,14 +171,19 @@ class GitTools:
     async def git_diff(self, ctx: ToolContext, args: DiffArgs) -> dict[str, Any]:
         """Changes against HEAD (or the empty tree before the first commit): scope all, staged
         or unstaged; per-file status, line counts, binary flag and (includePatches) patch
-        bodies, optionally for one path only. Untracked files are counted exactly, their
-        preview is capped."""
+        bodies, optionally for one path only. Untracked files (scope all and unstaged, unless
+        includeUntracked is false) are counted exactly, their preview is capped."""
         repo = await discover(self.git, ctx, args.cwd)
         if repo is None:
             return diff.empty_diff(args.scope)
         path = repo_path(repo, args.path) if args.path else None
         return await diff.read_diff(
-            repo, args.scope, args.includePatches, path, lambda: ctx.cancelled
+            repo,
+            args.scope,
+            args.includePatches,
+            path,
+            lambda: ctx.cancelled,
+            include_untracked=args.includeUntracked,
         )
 
     async def git_log(self, ctx: ToolContext, args: LogArgs) -> list[dict[str, Any]]:
