@@ -368,7 +368,7 @@ async def test_attach_without_replay_sends_only_new_lines(proc: Proc, tmp_path) 
         f"echo old; while [ ! -e {trigger} ]; do sleep 0.05; done; echo new; sleep 300",
     )
     await has_log(proc, dev["id"], "old")
-    buffer = proc.plugin.dev_servers.servers[dev["id"]].logs
+    buffer = proc.plugin.dev_servers.by_id[dev["id"]].logs
     events: list[dict] = []
     cancel = CancelToken()
 

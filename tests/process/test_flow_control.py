@@ -72,7 +72,7 @@ async def test_a_congested_caller_pauses_the_dev_server_and_gets_every_line(
             "start_dev_server", {"cwd": str(tmp_path), "command": argv[0], "args": argv[1:]}
         )
     )
-    server = proc.plugin.dev_servers.servers[dev["id"]]
+    server = proc.plugin.dev_servers.by_id[dev["id"]]
     caller = SlowCaller()
     cancel = CancelToken()
     result: dict[str, Any] = {}
@@ -117,7 +117,7 @@ async def test_a_caller_that_stops_reading_only_holds_the_dev_server_briefly(
             "start_dev_server", {"cwd": str(tmp_path), "command": argv[0], "args": argv[1:]}
         )
     )
-    server = proc.plugin.dev_servers.servers[dev["id"]]
+    server = proc.plugin.dev_servers.by_id[dev["id"]]
     stuck, fine = SlowCaller(), SlowCaller()
     cancel = CancelToken()
 
@@ -171,7 +171,7 @@ async def test_a_non_owner_that_stops_reading_never_holds_the_dev_server(
             caller=agent,
         )
     )
-    server = proc.plugin.dev_servers.servers[dev["id"]]
+    server = proc.plugin.dev_servers.by_id[dev["id"]]
     stuck = SlowCaller()
     cancel = CancelToken()
 

@@ -47,10 +47,10 @@ async def test_runtime_shutdown_terminates_every_managed_process_group(
     ok(await rt.call("write_terminal", {"terminalId": term["id"], "data": "sleep 304 &\r"}))
     plugin = rt.plugins.records["process"].obj
     await eventually(
-        lambda: any(e[2] == "armed" for e in plugin.dev_servers.servers[b["id"]].logs.since(0)),
+        lambda: any(e[2] == "armed" for e in plugin.dev_servers.by_id[b["id"]].logs.since(0)),
         "armed",
     )
-    await eventually(lambda: plugin.dev_servers.servers[c["id"]].status == "exited", "c to exit")
+    await eventually(lambda: plugin.dev_servers.by_id[c["id"]].status == "exited", "c to exit")
     leftover = [
         p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "303"]
     ]

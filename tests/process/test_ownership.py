@@ -90,7 +90,7 @@ async def test_another_agent_cannot_stop_wait_for_or_attach_to_a_dev_server(
     a, b = agent(proc), agent(proc)
     args = {"cwd": str(tmp_path), "command": "echo token-abc; sleep 300"}
     dev = ok(await proc.rt.call("start_dev_server", args, caller=a))
-    server = proc.plugin.dev_servers.servers[dev["id"]]
+    server = proc.plugin.dev_servers.by_id[dev["id"]]
     await eventually(lambda: "token-abc" in list(server.logs.texts()), "the server's output")
 
     denied(

@@ -187,7 +187,7 @@ async def test_ctrl_c_interrupts_the_foreground_job(proc: Proc) -> None:
             "write_terminal", {"terminalId": tid, "data": "sleep 300; echo after-$((1+1))\r"}
         )
     )
-    pid = proc.plugin.terminals.terminals[tid].pid
+    pid = proc.plugin.terminals.by_id[tid].pid
     await eventually(
         lambda: ["sleep", "300"] in [c.cmdline() for c in psutil.Process(pid).children()],
         "sleep to run",

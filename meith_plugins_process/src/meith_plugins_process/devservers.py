@@ -28,7 +28,7 @@ from meith_core import (
 from meith_plugins_process.killer import Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
-from meith_plugins_process.owners import Owner, check_access
+from meith_plugins_process.owners import OwnedRegistry, Owner
 from meith_plugins_process.ports import port_in_chunk
 from meith_plugins_process.supervisor import Confined, Supervisor
 from meith_plugins_process.tree import subtree_ports
@@ -264,20 +264,10 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.server._on_connection_lost()
 
 
-class DevServerManager:
+class DevServerManager(OwnedRegistry[DevServer]):
     def __init__(self, supervisor: Supervisor) -> None:
+        super().__init__("Dev server")
         self.sup = supervisor
-        self.servers: dict[str, DevServer] = {}
-
-    def get(self, server_id: str, caller: CallerInfo) -> DevServer:
-        server = self.servers.get(server_id)
-        if server is None:
-            raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown dev server: {server_id}")
-        check_access(server.owner, caller, f"Dev server {server_id}")
-        return server
-
-    def visible(self, caller: CallerInfo) -> list[DevServer]:
-        return [s for s in self.servers.values() if s.owner.may_access(caller)]
 
     def newest_in(self, cwd: str, caller: CallerInfo) -> DevServer | None:
         found = [s for s in self.visible(caller) if s.cwd == cwd]
@@ -313,7 +303,7 @@ class DevServerManager:
             confined=confined,
         )
         # Registered before the first await, so a concurrent duplicate start finds it.
-        self.servers[server.id] = server
+        self.by_id[server.id] = server
         loop = asyncio.get_running_loop()
         child_env = self.sup.child_env(
             server.id,
@@ -392,14 +382,10 @@ class DevServerManager:
             self.sup.untrack(server.id)
         return outcomes
 
-    def owned_by(self, session_id: str) -> list[DevServer]:
-        """The dev servers `session_id` started (detached ones included)."""
-        return [s for s in self.servers.values() if s.owner.session_id == session_id]
-
     async def end_session(self, session_id: str) -> list[str]:
         """Stop what `session_id` started and did not detach (SIGTERM, SIGKILL after the
         grace); returns their ids."""
-        ending = [s for s in self.servers.values() if s.owner.ends_with(session_id) and s.active]
+        ending = [s for s in self.by_id.values() if s.owner.ends_with(session_id) and s.active]
         for server in ending:
             server.status = "stopped"
             server.system("stopping (SIGTERM): the session that started it ended")
@@ -409,16 +395,12 @@ class DevServerManager:
 
     def targets(self) -> list[Target]:
         """Every managed dev server, running or not (an exited one may have left children)."""
-        return [s.target(signal.SIGTERM) for s in self.servers.values()]
+        return [s.target(signal.SIGTERM) for s in self.by_id.values()]
 
     def mark_all_stopped(self) -> None:
-        for server in self.servers.values():
+        for server in self.by_id.values():
             if server.active:
                 server.status = "stopped"
-
-    def close_all(self) -> None:
-        for server in self.servers.values():
-            server.close()
 
     async def refresh_port(self, server: DevServer) -> None:
         """Fill a missing port from the listening sockets of the server's process tree."""

@@ -16,8 +16,9 @@ was started with `detach: true`: then it is the local user's to stop, and its re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
-from meith_core import CallerInfo, CallerKind, ownership_error
+from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError, ownership_error
 
 #: Trusted in-process callers (the embedding application, the runtime itself).
 TRUSTED_KINDS = frozenset({CallerKind.RENDERER, CallerKind.INTERNAL})
@@ -79,3 +80,44 @@ def check_access(owner: Owner, caller: CallerInfo, what: str) -> None:
             ownerCaller=owner.kind.value,
             ownerSession=owner.session_id,
         )
+
+
+class Owned(Protocol):
+    """What a registry keeps: something with an id and an owner that can be closed."""
+
+    id: str
+    owner: Owner
+
+    def close(self) -> None: ...
+
+
+T = TypeVar("T", bound=Owned)
+
+
+class OwnedRegistry(Generic[T]):
+    """One kind of owned object by id (the dev servers, the terminals). Every lookup a caller
+    makes goes through the ownership rule here: `get` refuses what is not the caller's,
+    `visible` lists only what is."""
+
+    def __init__(self, what: str) -> None:
+        #: How errors name one of them ("Dev server", "Terminal").
+        self.what = what
+        self.by_id: dict[str, T] = {}
+
+    def get(self, item_id: str, caller: CallerInfo) -> T:
+        item = self.by_id.get(item_id)
+        if item is None:
+            raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown {self.what.lower()}: {item_id}")
+        check_access(item.owner, caller, f"{self.what} {item_id}")
+        return item
+
+    def visible(self, caller: CallerInfo) -> list[T]:
+        return [i for i in self.by_id.values() if i.owner.may_access(caller)]
+
+    def owned_by(self, session_id: str) -> list[T]:
+        """What `session_id` started (detached ones included)."""
+        return [i for i in self.by_id.values() if i.owner.session_id == session_id]
+
+    def close_all(self) -> None:
+        for item in self.by_id.values():
+            item.close()

@@ -148,12 +148,8 @@ class Plugin:
                 targets, grace_s=grace, kill_wait_s=SHUTDOWN_KILL_WAIT_S
             )
             # Let the child watcher deliver the exit statuses before the transports close.
-            waits = [
-                s.exited.wait() for s in self.dev_servers.servers.values() if s.pid is not None
-            ]
-            waits += [
-                t.exited.wait() for t in self.terminals.terminals.values() if t.pid is not None
-            ]
+            waits = [s.exited.wait() for s in self.dev_servers.by_id.values() if s.pid is not None]
+            waits += [t.exited.wait() for t in self.terminals.by_id.values() if t.pid is not None]
             if waits:
                 await asyncio.wait_for(asyncio.gather(*waits), 0.2)
         except (TimeoutError, asyncio.CancelledError):

@@ -30,7 +30,7 @@ from meith_core import (
 from meith_plugins_process.devservers import signal_name
 from meith_plugins_process.killer import Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
-from meith_plugins_process.owners import Owner, check_access
+from meith_plugins_process.owners import OwnedRegistry, Owner
 from meith_plugins_process.supervisor import Confined, Supervisor
 
 #: kill_terminal's default, as a terminal window closing sends (an interactive shell ignores
@@ -245,20 +245,10 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.terminal._on_exit(self.transport.get_returncode())
 
 
-class TerminalManager:
+class TerminalManager(OwnedRegistry[Terminal]):
     def __init__(self, supervisor: Supervisor) -> None:
+        super().__init__("Terminal")
         self.sup = supervisor
-        self.terminals: dict[str, Terminal] = {}
-
-    def get(self, terminal_id: str, caller: CallerInfo) -> Terminal:
-        term = self.terminals.get(terminal_id)
-        if term is None:
-            raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown terminal: {terminal_id}")
-        check_access(term.owner, caller, f"Terminal {terminal_id}")
-        return term
-
-    def visible(self, caller: CallerInfo) -> list[Terminal]:
-        return [t for t in self.terminals.values() if t.owner.may_access(caller)]
 
     async def create(
         self,
@@ -323,7 +313,7 @@ class TerminalManager:
         term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
         # Git metadata it plants is neutralised while it runs and when it exits.
         term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)
-        self.terminals[term.id] = term
+        self.by_id[term.id] = term
         return term
 
     async def kill(
@@ -339,26 +329,20 @@ class TerminalManager:
         return outcomes[0].was_running
 
     async def close(self, terminal_id: str, caller: CallerInfo) -> bool:
-        if terminal_id not in self.terminals:
+        if terminal_id not in self.by_id:
             return False
         term = self.get(terminal_id, caller)
         await self.kill(term, DEFAULT_KILL_SIGNAL)
         term.close()
-        self.terminals.pop(terminal_id, None)
+        self.by_id.pop(terminal_id, None)
         self.sup.untrack(term.id)
         return True
-
-    def owned_by(self, session_id: str) -> list[Terminal]:
-        """The terminals `session_id` started (detached ones included)."""
-        return [t for t in self.terminals.values() if t.owner.session_id == session_id]
 
     async def end_session(self, session_id: str) -> list[str]:
         """Hang up the terminals `session_id` started and did not detach (SIGKILL after the
         grace); returns their ids. Their records stay, exited, for the local user to read."""
         ending = [
-            t
-            for t in self.terminals.values()
-            if t.owner.ends_with(session_id) and t.pid is not None
+            t for t in self.by_id.values() if t.owner.ends_with(session_id) and t.pid is not None
         ]
         if not ending:
             return []
@@ -373,8 +357,4 @@ class TerminalManager:
         return [t.id for t in ending]
 
     def targets(self) -> list[Target]:
-        return [t.target(DEFAULT_KILL_SIGNAL) for t in self.terminals.values()]
-
-    def close_all(self) -> None:
-        for term in self.terminals.values():
-            term.close()
+        return [t.target(DEFAULT_KILL_SIGNAL) for t in self.by_id.values()]

@@ -224,7 +224,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
 
     async def close_terminal(ctx: ToolContext, args: TerminalIdArgs) -> ToolResult:
         """Kill a terminal and forget it; `closed` is false for an unknown id."""
-        term = terms.terminals.get(args.terminalId)
+        term = terms.by_id.get(args.terminalId)
         closed = await terms.close(args.terminalId, ctx.caller)
         diagnostics = await _exit_scan(term.git_watch) if term is not None and closed else []
         return ok_result(
@@ -363,7 +363,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             ports = set(tree_ports(tree))
             if port is not None:
                 ports.add(port)
-            server = devs.servers.get(pid_id)
+            server = devs.by_id.get(pid_id)
             if server is not None and server.port is None and server.active and ports:
                 server.port = min(ports)
             processes.append(
@@ -383,9 +383,9 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
     async def get_process_logs(ctx: ToolContext, args: ProcessLogsArgs) -> dict[str, Any]:
         """Buffered log entries of a dev server (lines) or terminal (raw chunks), oldest first."""
         found: DevServer | Terminal
-        if args.processId in devs.servers:
+        if args.processId in devs.by_id:
             found = devs.get(args.processId, ctx.caller)
-        elif args.processId in terms.terminals:
+        elif args.processId in terms.by_id:
             found = terms.get(args.processId, ctx.caller)
         else:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown process: {args.processId}")
@@ -421,15 +421,15 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
     # on its `cwd` argument; an existing one on the directory it was started in, whatever the
     # caller's own directory is; listings on the runtime's state.
     def terminal_dir(args: Any) -> str | None:
-        term = terms.terminals.get(getattr(args, "terminalId", ""))
+        term = terms.by_id.get(getattr(args, "terminalId", ""))
         return term.cwd if term is not None else None
 
     def server_dir(args: Any) -> str | None:
-        server = devs.servers.get(getattr(args, "devServerId", None) or "")
+        server = devs.by_id.get(getattr(args, "devServerId", None) or "")
         return server.cwd if server is not None else None
 
     def process_dir(args: Any) -> str | None:
-        found = devs.servers.get(args.processId) or terms.terminals.get(args.processId)
+        found = devs.by_id.get(args.processId) or terms.by_id.get(args.processId)
         return found.cwd if found is not None else None
 
     def attached_dir(args: Any) -> str | None:
