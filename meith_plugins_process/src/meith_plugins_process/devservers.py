@@ -266,7 +266,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 class DevServerManager(OwnedRegistry[DevServer]):
     def __init__(self, supervisor: Supervisor) -> None:
-        super().__init__("Dev server")
+        super().__init__("Dev server", "start_dev_server")
         self.sup = supervisor
 
     def newest_in(self, cwd: str, caller: CallerInfo) -> DevServer | None:

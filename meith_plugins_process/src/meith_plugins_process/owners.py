@@ -66,22 +66,6 @@ class Owner:
         return f"{self.kind.value} session {self.session_id}"
 
 
-def check_access(owner: Owner, caller: CallerInfo, what: str) -> None:
-    """Raise PERMISSION_DENIED unless `caller` may act on or read `what`: the denial says who
-    owns it and what to do instead (no grant can help)."""
-    if not owner.may_access(caller):
-        kind = "terminal" if what.lower().startswith("terminal") else "dev server"
-        tool = "create_terminal" if kind == "terminal" else "start_dev_server"
-        raise ownership_error(
-            what,
-            owner.describe(),
-            f"start a {kind} of your own with {tool}; only the session that started it and the "
-            "local user (cli) may use it or read its output",
-            ownerCaller=owner.kind.value,
-            ownerSession=owner.session_id,
-        )
-
-
 class Owned(Protocol):
     """What a registry keeps: something with an id and an owner that can be closed."""
 
@@ -99,16 +83,30 @@ class OwnedRegistry(Generic[T]):
     makes goes through the ownership rule here: `get` refuses what is not the caller's,
     `visible` lists only what is."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, start_tool: str) -> None:
         #: How errors name one of them ("Dev server", "Terminal").
         self.what = what
+        #: The tool that starts one, which a refused caller is pointed to.
+        self.start_tool = start_tool
         self.by_id: dict[str, T] = {}
 
     def get(self, item_id: str, caller: CallerInfo) -> T:
+        """The item, or TOOL_FAILED for an unknown id and PERMISSION_DENIED for one the caller
+        may not act on or read: the denial says who owns it and what to do instead (no grant
+        can help)."""
         item = self.by_id.get(item_id)
         if item is None:
             raise ToolError(ErrorCode.TOOL_FAILED, f"Unknown {self.what.lower()}: {item_id}")
-        check_access(item.owner, caller, f"{self.what} {item_id}")
+        owner = item.owner
+        if not owner.may_access(caller):
+            raise ownership_error(
+                f"{self.what} {item_id}",
+                owner.describe(),
+                f"start a {self.what.lower()} of your own with {self.start_tool}; only the "
+                "session that started it and the local user (cli) may use it or read its output",
+                ownerCaller=owner.kind.value,
+                ownerSession=owner.session_id,
+            )
         return item
 
     def visible(self, caller: CallerInfo) -> list[T]:

@@ -247,7 +247,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 class TerminalManager(OwnedRegistry[Terminal]):
     def __init__(self, supervisor: Supervisor) -> None:
-        super().__init__("Terminal")
+        super().__init__("Terminal", "create_terminal")
         self.sup = supervisor
 
     async def create(
