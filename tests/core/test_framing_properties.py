@@ -153,3 +153,5 @@ def test_the_encoder_writes_the_utf8_json_of_any_value(value: dict[str, Any]) ->
     assert dumps_bytes({"s": "caf\u00e9 \\u0041 \x1b"}) == (
         '{"s":"caf\u00e9 \\\\u0041 \\u001b"}'.encode()
     )
+    # DEL is ASCII, but only the ASCII encoder escapes it (found by this property).
+    assert dumps_bytes({"\x7f": "a\x7fb"}) == b'{"\x7f":"a\x7fb"}'

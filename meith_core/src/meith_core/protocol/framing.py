@@ -223,10 +223,11 @@ def dumps_bytes(value: Any) -> bytes:
     back to `\\u` escapes instead of failing to encode. Raises ValueError/TypeError for values
     that are not JSON (NaN, cycles, objects)."""
     # The ASCII encoder is about twice as fast on large strings, and for a value whose
-    # strings are all ASCII it writes the very bytes the UTF-8 one does (both escape control
-    # characters alike). Asking each string is O(1) (`str.isascii`), so a small tree (a file
-    # read, a diff, a log: few nodes, large strings) is checked whole; a larger one, or one with
-    # non-ASCII text, takes the UTF-8 encoder, which keeps such text at its UTF-8 size.
+    # strings are all printable ASCII it writes the very bytes the UTF-8 one does (both escape
+    # control characters alike; DEL, 0x7f, only the ASCII one escapes). Asking each string is
+    # cheap (`str.isascii` is O(1), the DEL search a memchr), so a small tree (a file read, a
+    # diff, a log: few nodes, large strings) is checked whole; a larger one, or one with
+    # non-ASCII text or a DEL, takes the UTF-8 encoder, which keeps such text at its UTF-8 size.
     if _ascii_strings(value, _ASCII_CHECK_NODES):
         return _COMPACT_ASCII.encode(value).encode("ascii")
     text = _COMPACT.encode(value)
@@ -241,8 +242,8 @@ _ASCII_CHECK_NODES: Final = 64
 
 
 def _ascii_strings(value: Any, budget: int) -> bool:
-    """Whether every string (and key) of `value` is ASCII, found within `budget` nodes;
-    False when the budget runs out first."""
+    """Whether every string (and key) of `value` is ASCII without a DEL (which only the ASCII
+    encoder escapes), found within `budget` nodes; False when the budget runs out first."""
     stack = [value]
     while stack:
         budget -= 1
@@ -250,11 +251,11 @@ def _ascii_strings(value: Any, budget: int) -> bool:
             return False
         item = stack.pop()
         if isinstance(item, str):
-            if not item.isascii():
+            if not item.isascii() or "\x7f" in item:
                 return False
         elif isinstance(item, dict):
             for key, child in item.items():
-                if not (isinstance(key, str) and key.isascii()):
+                if not (isinstance(key, str) and key.isascii()) or "\x7f" in key:
                     return False
                 stack.append(child)
         elif isinstance(item, list | tuple):
