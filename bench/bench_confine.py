@@ -25,8 +25,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from meith_core import Confinement, NetworkGate, landlock_status
-from meith_core.policy.confinement import NetworkAccess
+from meith_core import Confinement, landlock_status
+from meith_core.confine.gate import NetworkGate
+from meith_core.confine.plan import NetworkAccess
 
 
 def spawn(argv: list[str], env: dict[str, str] | None = None) -> float:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from meith_core import Confinement, landlock_status
-from meith_core.policy.confinement import LandlockStatus
+from meith_core.confine.status import LandlockStatus
 from tests.harness import MEITH, wait_until
 
 needs_landlock = pytest.mark.skipif(

@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from meith_core import Confinement, MeithHome, is_secret_path, secret_paths
-from meith_core.base.homes import register_home
-from meith_core.policy import confine_exec
+from meith_core.base.home_registry import register_home
+from meith_core.confine.wrapper import environment as wrapper_environment
+from meith_core.confine.wrapper import main as confine_main
 from tests.process.conftest import Proc
 from tests.process.sealed import (
     DONE,
@@ -54,8 +55,8 @@ def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> Non
     plan = Confinement.beneath(str(tmp_path))
     hostile = {"LD_PRELOAD": "/x.so", "GCONV_PATH": "/x", "PYTHONPATH": "/x", "PATH": "/bin"}
     argv, env = plan.command(["true"], hostile, markers={"MEITH_PROCESS_ID": "dev_1"})
-    env_file = env.pop(confine_exec.ENV_FILE_VAR)
-    assert env == {**confine_exec.fixed_environment(), "MEITH_PROCESS_ID": "dev_1"}
+    env_file = env.pop(wrapper_environment.ENV_FILE_VAR)
+    assert env == {**wrapper_environment.fixed_environment(), "MEITH_PROCESS_ID": "dev_1"}
     # Named in the wrapper's environment, not in its argv (which anyone can read).
     assert env_file not in argv
     assert os.stat(env_file).st_mode & 0o777 == 0o600
@@ -77,8 +78,8 @@ def test_the_wrapper_refuses_to_go_on_after_a_preload_reached_it(tmp_path: Path)
         text=True,
         check=False,
     )
-    assert done.returncode == confine_exec.EXIT_FAILED
-    assert "Confinement.command" in done.stderr
+    assert done.returncode == confine_main.EXIT_FAILED
+    assert "ConfinedSpawn" in done.stderr
 
 
 @needs_cc

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from meith_core import landlock_status
-from meith_core.policy.confinement import NO_NAMESPACES_ENV
+from meith_core.confine.status import NO_NAMESPACES_ENV
 from tests.process.conftest import Proc
 from tests.process.sealed import (
     DONE,

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from meith_core.base.homes import known_homes, known_sockets, register_home
+from meith_core.base.home_registry import known_homes, known_sockets, register_home
 from meith_core.base.peers import peer_confinement
+from meith_core.confine.destinations import DestinationError, parse_destinations
+from meith_core.confine.gate import NetworkGate
 from meith_core.policy.grants import Grant, new_grant
-from meith_core.policy.netgate import DestinationError, NetworkGate, parse_destinations
 from tests.harness import MEITH
 
 
@@ -102,7 +103,7 @@ def test_a_plan_with_many_homes_registered_resolves_each_path_once(
     """A long test run (or a long-lived user) registers thousands of homes. The plan once
     compared every covered path with every other, resolving both each time: 1,500 homes took
     50 s per confined spawn, and CI's confined calls timed out. Each path is resolved once."""
-    from meith_core.policy import confinement
+    from meith_core.confine import plan as confinement
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     homes = [tmp_path / "runs" / f"test_{i}" / "home" for i in range(400)]

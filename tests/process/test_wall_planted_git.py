@@ -364,7 +364,7 @@ def test_a_hook_planted_in_the_directory_core_hookspath_names_is_disabled(
 def test_many_planted_repositories_take_several_bounded_scans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from meith_core.policy import planted_git
+    from meith_core.confine import planted_watch as planted_git
 
     monkeypatch.setattr(planted_git, "MAX_GITDIRS_PER_SCAN", 2)
     ws = tmp_path / "ws"

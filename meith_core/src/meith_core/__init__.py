@@ -56,25 +56,30 @@ _EXPORTS: dict[str, str] = {
     "write_file_beneath": "meith_core.base.paths",
     # settings
     "SettingsSection": "meith_core.host.settings",
-    # kernel confinement of started processes (Landlock)
-    "Confinement": "meith_core.policy.confinement",
-    "landlock_status": "meith_core.policy.confinement",
+    # confinement of started processes (Landlock, namespaces): the one spawn API
+    "Confinement": "meith_core.confine.plan",
+    "landlock_status": "meith_core.confine.status",
+    "ConfinedSpawn": "meith_core.confine.spawn",
+    "spawn_confined": "meith_core.confine.spawn",
+    "add_meith_cli": "meith_core.confine.spawn",
+    "is_session_callback": "meith_core.confine.spawn",
+    "write_hook_launchers": "meith_core.confine.hooks",
+    "CALLBACK_ENV": "meith_core.base.callback_env",
+    "TOKEN_ENV": "meith_core.base.callback_env",
+    # what no agent's tool and no confined process writes; what a git directory is
+    "write_refusal": "meith_core.confine.protected",
+    "gitdir_of": "meith_core.confine.gitdirs",
+    "git_metadata_containing": "meith_core.confine.gitdirs",
     # git metadata a confined process plants: found, neutralised, reported
-    "GitMetadataWatch": "meith_core.policy.planted_git",
-    "PlantedGit": "meith_core.policy.planted_git",
-    "PlantedGitReport": "meith_core.policy.planted_git",
-    "GIT_PROGRAM_KEYS": "meith_core.policy.planted_git",
-    "is_program_valued": "meith_core.policy.planted_git",
-    "NetworkAccess": "meith_core.policy.confinement",
-    "discard_env_file": "meith_core.policy.confinement",
-    "confine_wrapper_environment": "meith_core.policy.confinement",
-    # the network wall: the gate a confined process's connections go through, ports back
-    "NetworkGate": "meith_core.policy.netgate",
-    "PortForwarder": "meith_core.policy.netgate",
+    "GitMetadataWatch": "meith_core.confine.planted_watch",
+    "PlantedGit": "meith_core.confine.planted_report",
+    "PlantedGitReport": "meith_core.confine.planted_report",
+    "GIT_PROGRAM_KEYS": "meith_core.confine.planted_keys",
+    "is_program_valued": "meith_core.confine.planted_keys",
     # the secret paths: what confined processes cannot read and read tools refuse to agents
-    "DEFAULT_SECRET_PATHS": "meith_core.policy.secret_paths",
-    "secret_paths": "meith_core.policy.secret_paths",
-    "is_secret_path": "meith_core.policy.secret_paths",
+    "DEFAULT_SECRET_PATHS": "meith_core.confine.secret_paths",
+    "secret_paths": "meith_core.confine.secret_paths",
+    "is_secret_path": "meith_core.confine.secret_paths",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -83,11 +88,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CALLBACK_ENV",
     "DEFAULT_SECRET_PATHS",
     "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
+    "TOKEN_ENV",
     "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
@@ -96,20 +103,18 @@ __all__ = [
     "CallerPattern",
     "CancelToken",
     "Capability",
+    "ConfinedSpawn",
     "Confinement",
     "Diagnostic",
     "ErrorCode",
     "EventKind",
     "GitMetadataWatch",
     "MeithHome",
-    "NetworkAccess",
-    "NetworkGate",
     "PathEscapeError",
     "PatternError",
     "PlantedGit",
     "PlantedGitReport",
     "PluginHost",
-    "PortForwarder",
     "Runtime",
     "SettingsSection",
     "ToolArgs",
@@ -119,14 +124,16 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "add_meith_cli",
     "compile_pattern",
-    "confine_wrapper_environment",
-    "discard_env_file",
     "ensure_private_dir",
     "error_result",
+    "git_metadata_containing",
+    "gitdir_of",
     "hookimpl",
     "is_program_valued",
     "is_secret_path",
+    "is_session_callback",
     "is_within",
     "landlock_status",
     "new_id",
@@ -136,9 +143,12 @@ __all__ = [
     "resolve_within",
     "resolved_within",
     "secret_paths",
+    "spawn_confined",
     "tool",
     "write_file_beneath",
+    "write_hook_launchers",
     "write_json_atomic",
+    "write_refusal",
 ]
 
 
@@ -156,6 +166,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from meith_core.base.callback_env import CALLBACK_ENV, TOKEN_ENV
     from meith_core.base.cancel import CancelToken
     from meith_core.base.home import (
         PRIVATE_FILE_MODE,
@@ -181,28 +192,27 @@ if TYPE_CHECKING:
         ToolDefinitionError,
         tool,
     )
+    from meith_core.confine.gitdirs import git_metadata_containing, gitdir_of
+    from meith_core.confine.hooks import write_hook_launchers
+    from meith_core.confine.plan import Confinement
+    from meith_core.confine.planted_keys import GIT_PROGRAM_KEYS, is_program_valued
+    from meith_core.confine.planted_report import PlantedGit, PlantedGitReport
+    from meith_core.confine.planted_watch import GitMetadataWatch
+    from meith_core.confine.protected import write_refusal
+    from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
+    from meith_core.confine.spawn import (
+        ConfinedSpawn,
+        add_meith_cli,
+        is_session_callback,
+        spawn_confined,
+    )
+    from meith_core.confine.status import landlock_status
     from meith_core.host.plugins.api import PLUGIN_API
     from meith_core.host.plugins.hookspecs import hookimpl
     from meith_core.host.plugins.pluginhost import PluginHost
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
-    from meith_core.policy.confinement import (
-        Confinement,
-        NetworkAccess,
-        confine_wrapper_environment,
-        discard_env_file,
-        landlock_status,
-    )
-    from meith_core.policy.netgate import NetworkGate, PortForwarder
-    from meith_core.policy.planted_git import (
-        GIT_PROGRAM_KEYS,
-        GitMetadataWatch,
-        PlantedGit,
-        PlantedGitReport,
-        is_program_valued,
-    )
     from meith_core.policy.request import ActsOn
-    from meith_core.policy.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
     from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability

@@ -24,6 +24,7 @@ from meith_core import (
     resolve_within,
     resolved_within,
     secret_paths,
+    write_refusal,
 )
 
 #: Capabilities whose grant, confined to a directory, makes that directory readable too.
@@ -130,7 +131,9 @@ def secret_excludes(ctx: ToolContext, root: Path) -> list[str]:
 
 
 def check_writable(ctx: ToolContext, target: Target) -> None:
-    """Refuse a write outside the grant's directory, into git's metadata or into MEITH_HOME."""
+    """Refuse a write outside the grant's directory, or into what no agent's tool ever writes
+    (the core's one rule, `write_refusal`: every meith home, meith's installation, git's
+    metadata) — the very rule confined processes are kept out by."""
     path = target.path
     if ctx.grant_scope is not None and not is_within(path, ctx.grant_scope):
         raise ToolError(
@@ -138,57 +141,9 @@ def check_writable(ctx: ToolContext, target: Target) -> None:
             f"{path} is outside the directory this grant is limited to ({ctx.grant_scope})",
             {"reason": "outside grant scope", "grantScope": ctx.grant_scope},
         )
-    if is_within(path, ctx.home.root):
-        raise ToolError(
-            ErrorCode.PERMISSION_DENIED,
-            f"{path} is inside MEITH_HOME ({ctx.home.root}), which no tool writes",
-            {"reason": "meith home", "path": str(path)},
-        )
-    gitdir = git_metadata_containing(target)
-    if gitdir is not None:
-        raise ToolError(
-            ErrorCode.PERMISSION_DENIED,
-            f"{path} is inside git's metadata ({gitdir}); change a repository with the git tools",
-            {"reason": "git metadata", "path": str(path), "gitdir": gitdir},
-        )
-
-
-def git_metadata_containing(target: Target) -> str | None:
-    """The git directory `target` lies in, if any: a `.git` component, the gitdir a `.git`
-    file of a worktree or submodule names, or a directory laid out as a git directory."""
-    parts = target.relative.split(os.sep)
-    for i, part in enumerate(parts):
-        if part.casefold() == ".git":
-            return str(target.root.joinpath(*parts[: i + 1]))
-    directory = target.path if target.path.is_dir() else target.path.parent
-    while True:
-        named = _gitdir_named_by(directory / ".git")
-        if named is not None and is_within(target.path, named):
-            return named
-        if _looks_like_gitdir(directory):
-            return str(directory)
-        if directory == target.root or directory == directory.parent:
-            return None
-        directory = directory.parent
-
-
-def _gitdir_named_by(dotgit: Path) -> str | None:
-    try:
-        if not dotgit.is_file():
-            return None
-        with open(dotgit, encoding="utf-8", errors="replace") as fh:
-            first = fh.read(4096).splitlines()[0] if dotgit.stat().st_size else ""
-    except (OSError, IndexError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    named = first[len("gitdir:") :].strip()
-    return os.path.realpath(os.path.join(dotgit.parent, named))
-
-
-def _looks_like_gitdir(directory: Path) -> bool:
-    return (
-        (directory / "HEAD").is_file()
-        and (directory / "objects").is_dir()
-        and (directory / "refs").is_dir()
-    )
+    refused = write_refusal(str(path), str(target.root), home=ctx.home.root)
+    if refused is not None:
+        details = {"reason": refused.reason, "path": str(path)}
+        if refused.reason == "git metadata":
+            details["gitdir"] = refused.within
+        raise ToolError(ErrorCode.PERMISSION_DENIED, refused.message, details)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -28,19 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meith_core import (
-    Confinement,
+    ConfinedSpawn,
     GitMetadataWatch,
-    NetworkGate,
     PlantedGitReport,
-    confine_wrapper_environment,
     landlock_status,
+    write_hook_launchers,
 )
 
 #: Where a planted-git report goes (`PluginHost.report_planted_git`).
 ReportPlanted = Callable[[PlantedGitReport, Mapping[str, Any]], None]
-
-#: Variables that would lead a hook back to meith's trust root or socket.
-_CALLBACK_ENV = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", "MEITH_SESSION_TOKEN")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,65 +77,35 @@ def executable_hooks(hooks_dir: str) -> list[str]:
 def confined_hooks_dir(
     confinement: HookConfinement, hooks_dir: str
 ) -> Iterator[tuple[str, GitMetadataWatch | None]]:
-    """A private hooks directory whose wrappers run the hooks of `hooks_dir` confined, and the
-    watch to scan once the command is done (None when there is no hook to run)."""
-    wrappers = tempfile.mkdtemp(prefix="meith-hooks-")
-    scratch = tempfile.mkdtemp(prefix="meith-hook-tmp-")
-    gate = None
+    """A private hooks directory whose launchers run the hooks of `hooks_dir` confined (the
+    core's one spawn sequence, `meith_core.write_hook_launchers`), and the watch to scan once
+    the command is done (None when there is no hook to run)."""
+    launchers = tempfile.mkdtemp(prefix="meith-hooks-")
+    confined = None
     try:
-        access = None
-        if confinement.net:
-            # The hooks of this one command reach the grant's destinations through a gate of
-            # their own (its threads live as long as the command).
-            namespaces = landlock_status().namespaces
-            gate = NetworkGate(
-                list(confinement.net),
-                socket_path=os.path.join(wrappers, "net.sock") if namespaces else None,
-                on_refused=confinement.on_refused,
-                grant_hint=f"meith grants add -c starts-process --cwd {confinement.scope} --net",
-            )
-            access = gate.start_sync()
-        plan = Confinement.beneath(
+        confined = ConfinedSpawn.prepare(
             confinement.scope,
             home=confinement.home,
-            extra_dirs=[scratch],
-            protect=[wrappers],
             hide=confinement.hide,
-            net=access,
+            protect=[launchers],
+            net=confinement.net,
+            on_refused=confinement.on_refused,
+            forward_ports=False,
         )
-        prologue = [f"unset {' '.join(_CALLBACK_ENV)}"]
-        prologue += [f"{k}={shlex.quote(scratch)}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]
-        # The hook's environment (git's) goes to the wrapper in a private file; the wrapper
-        # itself starts under a fixed one (`env -i`), so nothing in it acts before the walls.
-        env_dir = os.path.join(wrappers, "env")
-        os.mkdir(env_dir, 0o700)
-        os.chmod(env_dir, 0o300)  # opened by name only: no listing
-        prologue += [
-            f"f=$(mktemp {shlex.quote(env_dir)}/env.XXXXXX) || exit 126",
-            'env -0 > "$f" || exit 126',
-        ]
-        fixed = " ".join(shlex.quote(f"{k}={v}") for k, v in confine_wrapper_environment().items())
-        # The file's name goes in the wrapper's environment, not in its (readable) argv.
-        fixed += ' MEITH_CONFINE_ENV="$f"'
         names = executable_hooks(hooks_dir)
-        watch = GitMetadataWatch.for_confinement(confinement.scope, plan) if names else None
-        if watch is not None:
-            watch.snapshot()
-        for name in names:
-            argv = plan.wrap([os.path.join(hooks_dir, name)])
-            quoted = " ".join(shlex.quote(a) for a in argv)
-            script = "#!/bin/sh\n" + "\n".join(prologue) + "\n"
-            script += f'exec /usr/bin/env -i {fixed} {quoted} "$@"\n'
-            path = os.path.join(wrappers, name)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(script)
-        yield wrappers, watch
+        if confined is None:
+            # No Landlock here: `enforced` is False and the caller runs no hook at all.
+            yield launchers, None
+            return
+        # The hooks of this one command reach the grant's destinations through a gate of their
+        # own (its threads live as long as the command).
+        confined.open_network_sync()
+        write_hook_launchers(confined, hooks_dir, names, launchers)
+        yield launchers, confined.watch if names else None
     finally:
-        if gate is not None:
-            gate.close()
-        shutil.rmtree(wrappers, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
+        if confined is not None:
+            confined.cleanup()
+        shutil.rmtree(launchers, ignore_errors=True)
 
 
 __all__ = ["HookConfinement", "confined_hooks_dir", "executable_hooks"]

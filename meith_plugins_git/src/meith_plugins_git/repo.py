@@ -41,6 +41,7 @@ from meith_core import (
     GitMetadataWatch,
     ToolContext,
     ToolError,
+    gitdir_of,
     is_within,
 )
 from meith_plugins_git.discovery_cache import Found
@@ -400,7 +401,9 @@ def check_layout(
             workTree=root,
             gitDir=git_dir,
         )
-    target = _read_gitfile(dotgit, root)
+    target = gitdir_of(dotgit)
+    if target is None:
+        raise _refuse(f"Refusing the repository at {root}: unreadable .git file", workTree=root)
     if target != git_dir:
         raise _refuse(
             f"Refusing the repository at {root}: its .git file names {target}, but git uses "
@@ -463,13 +466,6 @@ def check_grant_scope(scope: str | None, root: str, git_dir: str, common_dir: st
             "lies outside it.",
             {"grantScope": scope, **outside},
         )
-
-
-def _read_gitfile(dotgit: str, root: str) -> str:
-    text = _read_text(dotgit, limit=4096)
-    if text is None or not text.startswith("gitdir:"):
-        raise _refuse(f"Refusing the repository at {root}: unreadable .git file", workTree=root)
-    return os.path.realpath(os.path.join(root, text[len("gitdir:") :].strip()))
 
 
 def _read_text(path: str, limit: int = 4096) -> str | None:

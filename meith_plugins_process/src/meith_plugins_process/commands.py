@@ -27,22 +27,23 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from meith_core import (
+    ConfinedSpawn,
     Diagnostic,
     ErrorCode,
     ToolContext,
     ToolError,
     ToolResult,
-    discard_env_file,
     new_id,
     ok_result,
+    spawn_confined,
 )
 from meith_plugins_process.attach import emit_lines
 from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
-from meith_plugins_process.killer import Target
+from meith_plugins_process.killer import MARKER_ENV, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.models import RunCommandArgs
 from meith_plugins_process.owners import Owner
-from meith_plugins_process.supervisor import Confined, Supervisor
+from meith_plugins_process.supervisor import Supervisor
 
 #: After `timeoutMs`: SIGTERM, then SIGKILL after this long.
 TIMEOUT_GRACE_S: Final = 2.0
@@ -276,7 +277,7 @@ class CommandRunner:
         *,
         cwd: str,
         owner: Owner,
-        confined: Confined | None,
+        confined: ConfinedSpawn | None,
         session_callback: Mapping[str, str] | None,
         diagnostics: list[Diagnostic | dict[str, str]],
     ) -> ToolResult:
@@ -314,7 +315,7 @@ class CommandRunner:
         args: RunCommandArgs,
         cwd: str,
         owner: Owner,
-        confined: Confined | None,
+        confined: ConfinedSpawn | None,
         session_callback: Mapping[str, str] | None,
         diagnostics: list[Diagnostic | dict[str, str]],
     ) -> ToolResult:
@@ -337,28 +338,28 @@ class CommandRunner:
         run = _Run(ctx, args.maxOutputBytes)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        spawn, spawn_env = argv, env
         try:
-            if confined is not None:
-                # The caller's environment reaches only the final execve, after the walls
-                # (`Confined.command`): a loader variable never acts in the wrapper.
-                await confined.open_network()
-                spawn, spawn_env = confined.command(argv, env, run_id)
-            transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(run),
-                *spawn,
-                stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=spawn_env,
-                start_new_session=True,
+            # Confined: the caller's environment reaches only the final execve, after the
+            # walls (`ConfinedSpawn.command`): a loader variable never acts in the wrapper.
+            transport, _ = await spawn_confined(
+                confined,
+                argv,
+                env,
+                markers={MARKER_ENV: run_id},
+                pid_of=lambda started: started[0].get_pid(),
+                start=lambda spawn, spawn_env: loop.subprocess_exec(
+                    lambda: _Protocol(run),
+                    *spawn,
+                    stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=spawn_env,
+                    start_new_session=True,
+                ),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            discard_env_file(spawn_env)
             raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
-        if confined is not None:
-            confined.started(transport.get_pid())
         running = _Running(run_id, transport.get_pid(), run, owner, display)
         self.running[run_id] = running
         # Into the crash record only if it is still running a moment later: most commands an

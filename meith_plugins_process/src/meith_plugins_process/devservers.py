@@ -19,18 +19,19 @@ import anyio.to_thread
 
 from meith_core import (
     CallerInfo,
+    ConfinedSpawn,
     ErrorCode,
     PlantedGitReport,
     ToolError,
-    discard_env_file,
     new_id,
+    spawn_confined,
 )
-from meith_plugins_process.killer import Outcome, Target
+from meith_plugins_process.killer import MARKER_ENV, Outcome, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import OwnedRegistry, Owner
 from meith_plugins_process.ports import port_in_chunk
-from meith_plugins_process.supervisor import Confined, Supervisor
+from meith_plugins_process.supervisor import Supervisor
 from meith_plugins_process.tree import subtree_ports
 
 Status = Literal["starting", "running", "exited", "errored", "stopped"]
@@ -69,7 +70,7 @@ class DevServer:
         name: str | None,
         env_extra: Mapping[str, str] | None,
         owner: Owner,
-        confined: Confined | None = None,
+        confined: ConfinedSpawn | None = None,
     ) -> None:
         self.id = new_id("dev")
         self.owner = owner
@@ -290,7 +291,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
         name: str | None,
         env: Mapping[str, str] | None,
         owner: Owner,
-        confined: Confined | None = None,
+        confined: ConfinedSpawn | None = None,
         session_callback: Mapping[str, str] | None = None,
     ) -> DevServer:
         server = DevServer(
@@ -313,31 +314,31 @@ class DevServerManager(OwnedRegistry[DevServer]):
             calls_back=owner.user,
             session_callback=session_callback,
         )
-        argv = server.argv
         try:
-            if confined is not None:
-                await confined.open_network()
-                argv, child_env = confined.command(server.argv, child_env, server.id)
-            transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(server),
-                *argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=child_env,
-                start_new_session=True,
+            transport, _ = await spawn_confined(
+                confined,
+                server.argv,
+                child_env,
+                markers={MARKER_ENV: server.id},
+                pid_of=lambda started: started[0].get_pid(),
+                start=lambda argv, spawn_env: loop.subprocess_exec(
+                    lambda: _Protocol(server),
+                    *argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=spawn_env,
+                    start_new_session=True,
+                ),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            discard_env_file(child_env)
             server.status = "errored"
             server.system(f"failed to spawn: {exc}")
             server.exited.set()
             return server
         server._transport = transport
         server.pid = transport.get_pid()
-        if confined is not None:
-            confined.started(server.pid)
         server.create_time = self.sup.track(
             server.id, "dev-server", server.pid, server.display_command
         )

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
-import shutil
 import signal
-import sys
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,15 +24,14 @@ import psutil
 import structlog
 
 from meith_core import (
-    Confinement,
-    GitMetadataWatch,
+    CALLBACK_ENV,
+    TOKEN_ENV,
+    ConfinedSpawn,
     MeithHome,
-    NetworkAccess,
-    NetworkGate,
     PlantedGitReport,
-    PortForwarder,
+    add_meith_cli,
     ensure_private_dir,
-    landlock_status,
+    is_session_callback,
     read_json,
     write_json_atomic,
 )
@@ -61,83 +55,6 @@ def _git_scan_interval() -> float:
     except ValueError:
         return GIT_SCAN_INTERVAL_S
     return value if 0 < value <= 86400 else GIT_SCAN_INTERVAL_S
-
-
-#: Where a child finds its session's token (see `ToolContext.child_environment`).
-TOKEN_ENV: Final = "MEITH_SESSION_TOKEN"  # noqa: S105 - a variable name
-#: Variables that lead a child back to meith's trust root or socket: a confined child gets none.
-_CALLBACK_ENV: Final = ("MEITH_HOME", "MEITH_SOCKET", "MEITH_CLI_BIN", TOKEN_ENV)
-
-
-def _is_session(callback: Mapping[str, str] | None) -> bool:
-    """Whether `callback` lets a child call back as an agent session (its token, no home).
-    The local user's (`MEITH_HOME` with its token) is never given to a confined child: it
-    would leave its confinement by calling tools as the local user."""
-    return callback is not None and TOKEN_ENV in callback and "MEITH_HOME" not in callback
-
-
-@dataclass(slots=True)
-class Confined:
-    """How one process is confined: its directory, the kernel plan, its private temp dir, and
-    the gate its network goes through."""
-
-    scope: str
-    plan: Confinement
-    tmpdir: str
-    #: What lets the process call back as its session (the socket as it sees it, the token).
-    callback: Mapping[str, str] | None = None
-    #: The gate of the destinations its grant names (None: no network beyond itself).
-    gate: NetworkGate | None = None
-    #: Where the forwarder inside takes connections for its loopback ports (namespaces only).
-    ports_socket: str | None = None
-    forwarder: PortForwarder | None = field(default=None)
-    #: The watch for git metadata it plants (`meith_core.GitMetadataWatch`).
-    watch: GitMetadataWatch | None = None
-
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        return self.plan.wrap(argv)
-
-    def command(
-        self,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        process_id: str,
-        *,
-        tty: str | None = None,
-    ) -> tuple[list[str], dict[str, str]]:
-        """The argv and (fixed) environment to spawn; `env` reaches only the final execve.
-        `tty`: the process's own terminal, the one /dev/pts entry it may write where it gets
-        no private devpts (a host without user namespaces)."""
-        plan = self.plan
-        if tty is not None and not plan.devpts:
-            plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
-        return plan.command(argv, env, markers={MARKER_ENV: process_id})
-
-    async def open_network(self) -> None:
-        """Start the gate before the process starts (its port, on a host without network
-        namespaces, goes into the plan)."""
-        if self.gate is None:
-            return
-        access = await self.gate.start()
-        if access.proxy_port is not None:
-            self.plan = dataclasses.replace(self.plan, network=access)
-
-    def started(self, pid: int | None) -> None:
-        """Forward the ports it will listen on to the host's loopback (localhost:PORT)."""
-        if pid is None or self.ports_socket is None or self.forwarder is not None:
-            return
-        self.forwarder = PortForwarder(pid, self.ports_socket)
-        self.forwarder.start()
-
-    def forwarded_ports(self) -> dict[int, str | None]:
-        return dict(self.forwarder.ports) if self.forwarder is not None else {}
-
-    def cleanup(self) -> None:
-        if self.forwarder is not None:
-            self.forwarder.close()
-        if self.gate is not None:
-            self.gate.close()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def _create_time(pid: int) -> float | None:
@@ -182,53 +99,24 @@ class Supervisor:
         *,
         net: Sequence[str] = (),
         on_refused: Callable[[str, str], None] | None = None,
-    ) -> Confined | None:
-        """The confinement for a process started under a grant limited to `scope`; None when
-        the grant is not limited or the kernel has no Landlock (the caller says so).
-
-        With a session token in `session_callback` (an agent session's child), the socket it
-        names (the runtime's token-only one for children) stays reachable inside: mounted on a
-        file in the private temp dir, where the runtime's own socket is covered. The local
-        user's call-back variables are never passed in."""
-        if scope is None or not landlock_status().available:
+    ) -> ConfinedSpawn | None:
+        """The confinement for a process started under a grant limited to `scope` (the
+        runtime's socket covered, meith's home out of reach); None when the grant is not
+        limited or the kernel has no Landlock (the caller says so)."""
+        if scope is None:
             return None
-        tmpdir = tempfile.mkdtemp(prefix="meith-confined-")
-        home = self.home.root if self.home is not None else None
-        hide = [self.socket_path] if self.socket_path else []
-        callback = None
-        bind: list[tuple[str, str]] = []
-        if _is_session(session_callback) and self.socket_path:
-            callback = dict(session_callback or {})
-            if landlock_status().namespaces:
-                inner = os.path.join(tmpdir, "meith.sock")
-                with open(inner, "x"):
-                    pass
-                bind.append((callback["MEITH_SOCKET"], inner))
-                callback["MEITH_SOCKET"] = inner
-        namespaces = landlock_status().namespaces
-        gate = None
-        access = NetworkAccess()
-        if net:
-            gate = NetworkGate(
-                list(net),
-                socket_path=os.path.join(tmpdir, "net.sock") if namespaces else None,
-                on_refused=on_refused,
-                grant_hint=f"meith grants add -c starts-process --cwd {scope} --net",
-            )
-            if namespaces:
-                access = NetworkAccess(proxy_socket=gate.socket_path)
-        ports = os.path.join(tmpdir, "ports.sock") if namespaces else None
-        access = dataclasses.replace(access, ports_socket=ports)
-        plan = Confinement.beneath(
-            scope, home=home, extra_dirs=[tmpdir], hide=hide, bind=bind, net=access
+        return ConfinedSpawn.prepare(
+            scope,
+            home=self.home.root if self.home is not None else None,
+            hide=[self.socket_path] if self.socket_path else [],
+            session_callback=session_callback,
+            net=net,
+            on_refused=on_refused,
         )
-        watch = GitMetadataWatch.for_confinement(scope, plan)
-        watch.snapshot()  # the configs at the top of the directory: a few reads, no walk
-        return Confined(scope, plan, tmpdir, callback, gate, ports, watch=watch)
 
     # -- planted git metadata -----------------------------------------------------------
 
-    def scan_git(self, confined: Confined, subject: Mapping[str, Any]) -> PlantedGitReport:
+    def scan_git(self, confined: ConfinedSpawn, subject: Mapping[str, Any]) -> PlantedGitReport:
         """Scan a confined process's directory for git metadata it planted, neutralise and
         report it (blocking: call it in a worker thread, e.g. when a command exited)."""
         if confined.watch is None:
@@ -244,7 +132,7 @@ class Supervisor:
 
     def watch_git(
         self,
-        confined: Confined | None,
+        confined: ConfinedSpawn | None,
         subject: Mapping[str, Any],
         exited: asyncio.Event,
         on_report: Callable[[PlantedGitReport], None] | None = None,
@@ -262,7 +150,7 @@ class Supervisor:
 
     async def _watch_git(
         self,
-        confined: Confined,
+        confined: ConfinedSpawn,
         subject: Mapping[str, Any],
         exited: asyncio.Event,
         on_report: Callable[[PlantedGitReport], None] | None,
@@ -294,7 +182,7 @@ class Supervisor:
         *,
         extra: Mapping[str, str] | None = None,
         defaults: Mapping[str, str] | None = None,
-        confined: Confined | None = None,
+        confined: ConfinedSpawn | None = None,
         calls_back: bool = True,
         session_callback: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
@@ -303,12 +191,11 @@ class Supervisor:
         refuses a process it started that presents no token), `extra` from the caller, and the
         marker (never overridable).
 
-        Without `calls_back` (what an agent session starts) and when confined, a child gets
-        none of the MEITH_* call-back variables that would let it call back as the local user;
-        a child of an agent session gets `session_callback` instead (the socket and its
-        session's token, `ToolContext.child_environment`; for a confined child the socket as
-        mounted inside its confinement): it calls back as that session. A confined child also
-        gets its private TMPDIR.
+        Without `calls_back` (what an agent session starts) a child gets none of the MEITH_*
+        call-back variables that would let it call back as the local user; a child of an agent
+        session gets `session_callback` instead (the socket and its session's token,
+        `ToolContext.child_environment`): it calls back as that session. A confined child's
+        environment is the confinement's (`ConfinedSpawn.child_environment`).
         """
         env = dict(os.environ)
         # An inherited MEITH_SOCKET or token points at some other runtime, not at this one.
@@ -317,26 +204,20 @@ class Supervisor:
         for key, value in (defaults or {}).items():
             env.setdefault(key, value)
         if confined is not None:
-            # Caches under the home directory are not writable in there: default them to the
-            # private temp dir (the caller's `env` may point them elsewhere inside the grant).
-            env["XDG_CACHE_HOME"] = os.path.join(confined.tmpdir, "cache")
-            env["npm_config_cache"] = os.path.join(confined.tmpdir, "npm")
+            env = confined.child_environment(env, extra)
         elif calls_back:
             self._add_callback_env(env)
             # The runtime asks every process it started for a token, the user's included.
             if session_callback and TOKEN_ENV in session_callback:
                 env[TOKEN_ENV] = session_callback[TOKEN_ENV]
-        env.update(extra or {})
-        if confined is not None or not calls_back:
-            for key in _CALLBACK_ENV:
+            env.update(extra or {})
+        else:
+            env.update(extra or {})
+            for key in CALLBACK_ENV:
                 env.pop(key, None)
-            callback = confined.callback if confined is not None else session_callback
-            if callback is not None and _is_session(callback):
-                env.update(callback)
-                self._add_cli(env)
-        if confined is not None:
-            for key in ("TMPDIR", "TMP", "TEMP"):
-                env[key] = confined.tmpdir
+            if session_callback is not None and is_session_callback(session_callback):
+                env.update(session_callback)
+                add_meith_cli(env)
         env[MARKER_ENV] = process_id
         return env
 
@@ -345,17 +226,7 @@ class Supervisor:
             env["MEITH_HOME"] = str(self.home.root)
         if self.socket_path:
             env["MEITH_SOCKET"] = self.socket_path
-        self._add_cli(env)
-
-    def _add_cli(self, env: dict[str, str]) -> None:
-        cli = _meith_cli(env.get("PATH", ""))
-        if cli is not None:
-            env["MEITH_CLI_BIN"] = str(cli)
-            if shutil.which("meith", path=env.get("PATH", "")) is None:
-                # Appended, not prepended: the runtime's venv must not shadow the user's python.
-                env["PATH"] = os.pathsep.join(
-                    p for p in (env.get("PATH", ""), str(cli.parent)) if p
-                )
+        add_meith_cli(env)
 
     # -- the crash record ---------------------------------------------------------------
 
@@ -498,12 +369,3 @@ def _target_of(proc: Any) -> Target | None:
         create_time=float(created) if created is not None else None,
         sig=KIND_SIGNAL.get(str(proc.get("kind")), signal.SIGTERM),
     )
-
-
-def _meith_cli(path: str) -> Path | None:
-    """The `meith` CLI children should call: on PATH, else next to this interpreter."""
-    found = shutil.which("meith", path=path)
-    if found:
-        return Path(found)
-    beside = Path(sys.executable).parent / "meith"
-    return beside if beside.is_file() and os.access(beside, os.X_OK) else None

@@ -21,17 +21,18 @@ from typing import Any, Final, Literal
 
 from meith_core import (
     CallerInfo,
+    ConfinedSpawn,
     ErrorCode,
     PlantedGitReport,
     ToolError,
-    discard_env_file,
     new_id,
+    spawn_confined,
 )
 from meith_plugins_process.devservers import signal_name
-from meith_plugins_process.killer import Target
+from meith_plugins_process.killer import MARKER_ENV, Target
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import OwnedRegistry, Owner
-from meith_plugins_process.supervisor import Confined, Supervisor
+from meith_plugins_process.supervisor import Supervisor
 
 #: kill_terminal's default, as a terminal window closing sends (an interactive shell ignores
 #: SIGTERM, but exits on SIGHUP and passes it on to its jobs).
@@ -96,7 +97,7 @@ class Terminal:
         cols: int,
         rows: int,
         owner: Owner,
-        confined: Confined | None = None,
+        confined: ConfinedSpawn | None = None,
     ) -> None:
         self.id = new_id("term")
         self.owner = owner
@@ -259,7 +260,7 @@ class TerminalManager(OwnedRegistry[Terminal]):
         rows: int,
         env: Mapping[str, str] | None,
         owner: Owner,
-        confined: Confined | None = None,
+        confined: ConfinedSpawn | None = None,
         session_callback: Mapping[str, str] | None = None,
     ) -> Terminal:
         term = Terminal(cwd=cwd, shell=shell, cols=cols, rows=rows, owner=owner, confined=confined)
@@ -274,28 +275,29 @@ class TerminalManager(OwnedRegistry[Terminal]):
         )
         loop = asyncio.get_running_loop()
         master, slave = os.openpty()
-        argv: list[str] = [shell]
         try:
-            if confined is not None:
-                await confined.open_network()
-                argv, child_env = confined.command(
-                    [shell], child_env, term.id, tty=os.ttyname(slave)
-                )
             _set_winsize(slave, cols, rows)
-            transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(term),
-                *argv,
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                cwd=cwd,
-                env=child_env,
-                start_new_session=True,
-                preexec_fn=_take_controlling_tty,
+            transport, _ = await spawn_confined(
+                confined,
+                [shell],
+                child_env,
+                markers={MARKER_ENV: term.id},
+                tty=os.ttyname(slave),
+                pid_of=lambda started: started[0].get_pid(),
+                start=lambda argv, spawn_env: loop.subprocess_exec(
+                    lambda: _Protocol(term),
+                    *argv,
+                    stdin=slave,
+                    stdout=slave,
+                    stderr=slave,
+                    cwd=cwd,
+                    env=spawn_env,
+                    start_new_session=True,
+                    preexec_fn=_take_controlling_tty,
+                ),
             )
         except BaseException as exc:
             os.close(master)
-            discard_env_file(child_env)
             if confined is not None:
                 confined.cleanup()
             if isinstance(exc, OSError | ValueError):
@@ -308,8 +310,6 @@ class TerminalManager(OwnedRegistry[Terminal]):
             os.close(slave)
         term._attach(master, transport)
         term.pid = transport.get_pid()
-        if confined is not None:
-            confined.started(term.pid)
         term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
         # Git metadata it plants is neutralised while it runs and when it exits.
         term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)

@@ -189,7 +189,7 @@ def _editor(command: str) -> TrustEditor:
 
 def _confinement_note(prefix: str | None, caps: Iterable[Capability]) -> None:
     """A directory-confined starts-process grant confines only where the kernel can enforce it."""
-    from meith_core.policy.confinement import landlock_status
+    from meith_core.confine.status import landlock_status
     from meith_core.protocol.capabilities import Capability as Cap
 
     if prefix is None or Cap.STARTS_PROCESS not in caps:

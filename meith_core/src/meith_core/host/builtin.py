@@ -18,11 +18,11 @@ from meith_core._version import __version__
 from meith_core.base.instances import live_instances
 from meith_core.call.context import ToolContext
 from meith_core.call.tooldef import ToolDefinition, tool
+from meith_core.confine.status import landlock_status
 from meith_core.host.plugins.hookspecs import hookimpl
 from meith_core.host.plugins.listing import describe_plugins, plugin_health
 from meith_core.host.runtime import Runtime
 from meith_core.host.settings import PolicySettingError, SettingsError
-from meith_core.policy.confinement import landlock_status
 from meith_core.protocol.constants import PROTOCOL_VERSION
 from meith_core.protocol.errors import ErrorCode, ToolError
 

@@ -1,6 +1,6 @@
 """Where the runtime tells what confinement found planted: the audit trail and `app_health`.
 
-A plugin that runs a confined process scans it with `GitMetadataWatch` (`policy.planted_git`)
+A plugin that runs a confined process scans it with `GitMetadataWatch` (`confine.planted_watch`)
 and hands each non-empty report to `PluginHost.report_planted_git` (and, where there is a
 result, puts `report.diagnostics()` in it). Each report becomes one audit record of its own
 kind, `planted-git` (redacted like every record: a planted credential helper may quote a
@@ -20,7 +20,7 @@ import structlog
 from meith_core.audit.log import AuditLog, now_ms
 from meith_core.audit.redact import redact
 from meith_core.base.ids import new_id
-from meith_core.policy.planted_git import PlantedGitReport
+from meith_core.confine.planted_report import PlantedGitReport
 
 _log = structlog.get_logger("meith.confinement")
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import structlog
 
+from meith_core.base.callback_env import TOKEN_ENV
 from meith_core.base.cancel import CancelToken
 from meith_core.base.home import MeithHome, file_signature
-from meith_core.base.homes import register_home
+from meith_core.base.home_registry import register_home
 from meith_core.base.ids import new_session_id
 from meith_core.call.catalogue import Catalogue
 from meith_core.call.context import EventSink
@@ -36,7 +37,7 @@ from meith_core.host.plugins.pluginhost import PluginHost
 from meith_core.host.settings import SettingsStore, audit_trail
 from meith_core.host.trust_edits import TrustEditor, UnauditedChange
 from meith_core.policy.asking import Approver
-from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
+from meith_core.policy.child_tokens import LOCAL_USER, ChildTokens
 from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import PermissionService
@@ -67,7 +68,7 @@ class Runtime:
     ) -> None:
         logs.default_to_stderr()
         self.home = (home or MeithHome.from_env()).ensure()
-        # Every runtime's home is hidden from every confined process (base.homes).
+        # Every runtime's home is hidden from every confined process (base.home_registry).
         register_home(self.home.root)
         self.cwd = cwd or os.getcwd()
         #: Set by the socket server once it listens; None for a purely in-process host.

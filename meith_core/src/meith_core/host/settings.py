@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import AuditSettings, Limits
 from meith_core.base.home import file_signature, read_json, write_json_atomic
-from meith_core.policy.secret_paths import KEY as SECRET_KEY
-from meith_core.policy.secret_paths import SECTION as SECRET_SECTION
-from meith_core.policy.secret_paths import ConfinementSettings
+from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS
+from meith_core.confine.secret_paths import KEY as SECRET_KEY
+from meith_core.confine.secret_paths import SECTION as SECRET_SECTION
 from meith_core.protocol.framing import dumps_bytes
 
 MAX_SETTINGS_BYTES = 1024 * 1024
@@ -37,6 +37,15 @@ def audit_trail(path: Path, settings: SettingsStore) -> AuditLog:
     """A writer of the trail at `path`, its retention as the `audit` settings say when it
     applies them (every writer of a home's trail must keep what the others keep)."""
     return AuditLog(path, limits=lambda: Limits.from_settings(settings.snapshot().get("audit")))
+
+
+class ConfinementSettings(BaseModel):
+    """The `confinement` settings section (`confine.secret_paths` reads it)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    #: Paths a confined process cannot read and read tools refuse to agents (`~` expands).
+    secretPaths: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATHS))
 
 
 class SettingsError(ValueError):

@@ -31,10 +31,6 @@ import secrets
 
 from meith_core.protocol.caller import CallerKind, ChildBinding
 
-#: The environment variable a child finds its token in (read by `meith_core.client`).
-TOKEN_ENV = "MEITH_SESSION_TOKEN"  # noqa: S105 - a variable name
-
-
 #: The local user's children: they claim as the user's processes do, each connection a session.
 LOCAL_USER: ChildBinding = ChildBinding(CallerKind.CLI, "")
 

@@ -202,9 +202,9 @@ def parse_duration_ms(text: str) -> int:
 
 
 def normalise_net(values: Iterable[str]) -> tuple[str, ...]:
-    """`--net` values as stored: each destination checked (`policy.netgate`), comma lists
+    """`--net` values as stored: each destination checked (`confine.destinations`), comma lists
     split, `any` alone when present."""
-    from meith_core.policy.netgate import parse_destinations
+    from meith_core.confine.destinations import parse_destinations
 
     destinations = [str(d) for d in parse_destinations(values)]
     return ("any",) if "*" in destinations else tuple(destinations)

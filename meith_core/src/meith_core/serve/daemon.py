@@ -25,9 +25,9 @@ from meith_core.base.instances import (
     is_socket,
     read_instances,
 )
+from meith_core.confine.status import landlock_status
 from meith_core.host import logs
 from meith_core.host.runtime import Runtime
-from meith_core.policy.confinement import landlock_status
 from meith_core.protocol.constants import PROTOCOL_VERSION
 from meith_core.serve.capacity import TOKEN_GRACE_S
 from meith_core.serve.prompt import TerminalApprover

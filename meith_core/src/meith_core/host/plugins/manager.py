@@ -20,6 +20,7 @@ import pluggy
 import structlog
 
 from meith_core.call.tooldef import ToolDefinition
+from meith_core.confine.protected import protect_package
 from meith_core.host import logs
 from meith_core.host.plugins import hookspecs
 from meith_core.host.plugins.api import check_compatible, declared_range
@@ -232,6 +233,9 @@ class PluginManager:
             self._fail(record, _short_error(exc))
             return
         record.status = "loaded"
+        # Its code is meith's installation from now on: no agent's tool or confined process
+        # writes it (what the next `meith` run would execute).
+        protect_package(plugin.__name__ if inspect.ismodule(plugin) else type(plugin).__module__)
         record.obj = plugin
         record.tools = tools
         record.fingerprint = plugin_fingerprint(

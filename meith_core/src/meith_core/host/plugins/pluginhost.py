@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from meith_core.base.home import MeithHome
-    from meith_core.policy.planted_git import PlantedGitReport
+    from meith_core.confine.planted_report import PlantedGitReport
     from meith_core.protocol.results import ToolResult
 
 #: `(plugin_id, name, arguments, timeout_ms) -> ToolResult`, bound by the runtime.

@@ -3,15 +3,14 @@
 One list, one check. The list is a policy setting in the trust root (`confinement.secretPaths`
 in `settings.json`, changed only by the local user: `meith settings set confinement.secretPaths
 '[...]'`); its default names the usual credential stores and browser profiles. Every meith home
-of the user (`base.homes`) is always secret, whatever the setting says.
+of the user (`base.home_registry`) is always secret, whatever the setting says.
 
 - `secret_paths(settings)` — the list, expanded and resolved (`~` is the user's home);
 - `is_secret_path(path, settings)` — whether `path` is one of them or lies beneath one: the
   check a read tool makes before opening anything (the files plugin uses this very function);
-- `ConfinementSettings` — the settings section's model (registered by the core).
 
 A confined process gets each existing secret path covered in its mount namespace (an empty
-read-only directory, or /dev/null for a file): see `policy.confinement`.
+read-only directory, or /dev/null for a file): see `confine.plan`.
 """
 
 from __future__ import annotations
@@ -21,10 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from meith_core.base.home import read_json
-from meith_core.base.homes import known_homes, registry_dir, user_tmp_dir
+from meith_core.base.home_registry import known_homes, registry_dir, user_tmp_dir
 from meith_core.base.paths import resolved_within
 
 #: The settings section and key (policy: only the local user changes it).
@@ -61,15 +58,6 @@ DEFAULT_SECRET_PATHS: Final[tuple[str, ...]] = (
     "~/Library/Application Support/Firefox",
     "~/Library/Keychains",
 )
-
-
-class ConfinementSettings(BaseModel):
-    """The `confinement` settings section."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    #: Paths a confined process cannot read and read tools refuse to agents (`~` expands).
-    secretPaths: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATHS))
 
 
 def _expand(path: str) -> str | None:
@@ -129,7 +117,6 @@ def is_secret_path(
 
 __all__ = [
     "DEFAULT_SECRET_PATHS",
-    "ConfinementSettings",
     "configured_secret_paths",
     "is_secret_path",
     "secret_paths",

@@ -1,0 +1,182 @@
+"""Apply the walls of a confinement to this process, then exec a command inside them.
+
+    python -I -S -B RUN [--env-file FILE] --write DIR [--write DIR ...]
+        [--write-file FILE ...] [--read-only PATH ...] [--bind SRC DST ...] [--hide PATH ...]
+        [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
+        [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] -- ARGV...
+
+(RUN: the entry `confine.launcher` compiles.) Run as the child of a spawn (so it is safe in a
+threaded runtime, unlike `preexec_fn`): the walls apply to this process and everything it
+execs or forks from then on.
+
+**Nothing of the caller's runs before the walls.** The spawner starts this wrapper under a
+fixed, minimal environment (`environment.fixed_environment`): no loader variable
+(`LD_PRELOAD`, `GCONV_PATH`, ...) and no `PYTHON*` variable reaches the dynamic loader or the
+interpreter that runs it. The caller's environment is handed over in `--env-file`
+(NUL-separated `KEY=VALUE`, the format of /proc/PID/environ, a 0600 file of this uid), which is
+read as data and removed, and reaches only the final `execve`, after every wall is in place.
+
+Walls, in the order they are built:
+
+- with namespaces (`--read-only`, `--hide`, `--bind`, `--devpts` or `--net`): a user and mount
+  namespace of its own; SRC of each `--bind` mounted on the file DST (the runtime's socket at a
+  path the process can reach once its own is covered); each `--read-only` PATH bind-mounted
+  read-only (repository metadata); `--devpts`: a private devpts instance on /dev/pts (and its
+  ptmx on /dev/ptmx), so no other terminal can be opened; each `--hide` PATH covered (an empty
+  read-only tmpfs over a directory, /dev/null over a file): meith homes and sockets, secrets.
+- `--net`: a network namespace with only loopback. With a PROXYSOCK (a Unix socket of the
+  runtime's network gate), the forwarder (`forwarder.py`) listens on 127.0.0.1 inside and
+  relays to it, and the proxy variables of the child point there; with `--ports SOCK` the same
+  forwarder accepts connections on SOCK (from the runtime) for a port of the namespace's
+  loopback (a dev server the user opens at localhost:PORT).
+- Landlock (`landlock.py`): writing, creating, removing, renaming and truncating only beneath
+  the `--write` directories (and on the `--write-file` files); reads and execution stay
+  allowed unless `--read` limits them (a host without namespaces); with ABI 6+ signals and
+  abstract unix sockets are scoped to the new domain. `--tcp-connect PORT` (ABI 4+,
+  repeatable; `--tcp-connect 0` for none): TCP connections only to those ports (the network
+  wall where no network namespace can be made).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .environment import (
+    ENV_FILE_VAR,
+    LOADER_HOOKS,
+    PROXY_PORT,
+    proxy_environment,
+    read_env_file,
+)
+from .landlock import restrict_self
+from .namespaces import (
+    bind,
+    enter_user_mount_namespace,
+    hide,
+    loopback_up,
+    private_devpts,
+    read_only,
+)
+
+#: Exit status when confinement or exec fails (like a shell's "cannot run").
+EXIT_FAILED = 126
+EXIT_NOT_FOUND = 127
+
+
+_LIST_FLAGS = (
+    "--write",
+    "--write-file",
+    "--read-only",
+    "--hide",
+    "--tcp-connect",
+    "--read",
+    "--read-file",
+)
+_VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--probe-namespaces"]:
+        try:
+            enter_user_mount_namespace(net=True)
+            private_devpts()
+            loopback_up()
+        except OSError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_FAILED
+        return 0
+    lists: dict[str, list[str]] = {flag: [] for flag in _LIST_FLAGS}
+    values: dict[str, str] = {}
+    binds: list[tuple[str, str]] = []
+    devpts = False
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        flag = argv[i]
+        if flag == "--bind" and i + 2 < len(argv):
+            binds.append((argv[i + 1], argv[i + 2]))
+            i += 3
+            continue
+        if flag == "--devpts":
+            devpts = True
+            i += 1
+            continue
+        if flag in lists and i + 1 < len(argv):
+            lists[flag].append(argv[i + 1])
+            i += 2
+            continue
+        if flag in _VALUE_FLAGS and i + 1 < len(argv):
+            values[flag] = argv[i + 1]
+            i += 2
+            continue
+        print(f"meith confine: unexpected argument {flag!r}", file=sys.stderr)
+        return EXIT_FAILED
+    command = argv[i + 1 :]
+    if not command:
+        print("meith confine: no command after --", file=sys.stderr)
+        return EXIT_FAILED
+    net = values.get("--net")
+    if "--env-file" not in values and os.environ.get(ENV_FILE_VAR):
+        values["--env-file"] = os.environ[ENV_FILE_VAR]
+    if "--env-file" not in values:
+        preloaded = [k for k in LOADER_HOOKS if k in os.environ]
+        if preloaded:
+            # The loader has already run that code here, outside every wall: do not go on
+            # as if nothing happened. Spawners hand the environment over in --env-file.
+            print(
+                f"meith confine: refusing to run: {', '.join(preloaded)} reached the wrapper "
+                "itself (spawn it through meith_core.ConfinedSpawn, which gives the caller's "
+                "environment to the command only)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+    try:
+        # Data only: the caller's environment is parsed here and applied at the execve.
+        env = read_env_file(values["--env-file"]) if "--env-file" in values else dict(os.environ)
+        tcp_ports = [int(p) for p in lists["--tcp-connect"]] if lists["--tcp-connect"] else None
+        if net is not None:
+            # Imported before anything is covered: this package's own directory is hidden
+            # from the process too (the per-user directory under /tmp).
+            from .forwarder import start_forwarder
+        if lists["--read-only"] or lists["--hide"] or binds or devpts or net:
+            # Mounts first: once Landlock applies, the mount topology cannot change any more
+            # (so the confined process cannot undo them either).
+            enter_user_mount_namespace(net=net is not None)
+            for source, target in binds:
+                bind(source, target)
+            for path in lists["--read-only"]:
+                read_only(path)
+            if devpts:
+                private_devpts()
+            for path in lists["--hide"]:
+                hide(path)
+            if net is not None:
+                loopback_up()
+                proxy = None if net == "none" else net
+                if proxy is not None or "--ports" in values:
+                    start_forwarder(proxy, values.get("--ports"))
+                if proxy is not None:
+                    env.update(proxy_environment(f"http://127.0.0.1:{PROXY_PORT}"))
+        if "--proxy-url" in values:
+            env.update(proxy_environment(values["--proxy-url"]))
+        limit_reads = bool(lists["--read"])
+        restrict_self(
+            lists["--write"],
+            lists["--write-file"],
+            tcp_ports=tcp_ports,
+            read_dirs=lists["--read"] if limit_reads else None,
+            read_files=lists["--read-file"],
+        )
+    except (OSError, ValueError) as exc:
+        # Never run the command unconfined when confinement was asked for.
+        print(f"meith confine: could not confine the process: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        # The caller's environment and argv: only here, inside every wall.
+        os.execvpe(command[0], command, env)  # noqa: S606 - the command is the caller's
+    except FileNotFoundError:
+        print(f"meith confine: command not found: {command[0]}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except OSError as exc:
+        print(f"meith confine: cannot run {command[0]}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
