@@ -105,7 +105,7 @@ class AsyncLink:
                     fut.set_result(frame)
             return
         if kind == "approval_request":
-            self._spawn(self._answer_approval(frame))
+            self._spawn(self._answer_call_approval(frame))
             return
         if kind == "approval_closed":
             if self.on_approval_closed is not None:
@@ -150,7 +150,7 @@ class AsyncLink:
             with contextlib.suppress(TransportError, OSError):
                 await self._send(ping_frame())
 
-    async def _answer_approval(self, request: dict[str, Any]) -> None:
+    async def _answer_call_approval(self, request: dict[str, Any]) -> None:
         approval_id = request.get("approvalId")
         if not isinstance(approval_id, str):
             return

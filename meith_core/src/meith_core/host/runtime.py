@@ -23,7 +23,7 @@ from meith_core.call.context import EventSink
 from meith_core.call.pipeline import CallPipeline
 from meith_core.call.tooldef import ToolDefinition
 from meith_core.host import logs
-from meith_core.host.approver_chain import AddedApprover, ApproverChain
+from meith_core.host.call_approvers import AddedApprover, ApproverChain
 from meith_core.host.otel import start_export
 from meith_core.host.planted import PlantedFindings
 from meith_core.host.plugin_loading import PluginLoading
@@ -85,7 +85,7 @@ class Runtime(RuntimeSessions):
         #: Approvers the embedding program adds, asked after the plugins' `meith_approve`.
         self.approvers: list[AddedApprover] = self._approvers.added
         self.permissions = PermissionService(
-            approvals=PluginApprovals(self.home.plugins_path),
+            plugin_approvals=PluginApprovals(self.home.plugins_path),
             standing=StandingGrants(self.home.grants_path),
             fingerprint_of=self.plugins.fingerprint_of,
             approver=self._approvers,

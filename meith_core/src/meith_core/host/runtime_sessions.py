@@ -10,7 +10,7 @@ import structlog
 from meith_core.audit.log import AuditLog
 from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_session_id
-from meith_core.host.approver_chain import ApproverChain
+from meith_core.host.call_approvers import ApproverChain
 from meith_core.host.plugins.lifecycle import LifecycleHooks
 from meith_core.host.plugins.manager import PluginManager
 from meith_core.host.trust_edits import TrustEditor, UnauditedChange

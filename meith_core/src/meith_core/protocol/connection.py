@@ -33,7 +33,7 @@ from meith_core.protocol.actions import (
     SendTools,
     StartCall,
 )
-from meith_core.protocol.approval_desk import ApprovalDesk
+from meith_core.protocol.call_approval_desk import CallApprovalDesk
 from meith_core.protocol.caller import ChildBinding
 from meith_core.protocol.constants import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from meith_core.protocol.frames import PONG, error_frame, frame
@@ -75,7 +75,7 @@ class Connection:
         now: float = 0.0,
         max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION,
         max_frame_bytes: int = MAX_FRAME_BYTES,
-        may_answer_approvals: bool = True,
+        may_answer_call_approvals: bool = True,
         resolve_token: Callable[[str], ChildBinding | None] | None = None,
         token_required: bool = False,
         idle_timeout_s: float | None = None,
@@ -85,7 +85,7 @@ class Connection:
         self._who = IdentityRules(
             session_id,
             runtime_cwd=runtime_cwd,
-            may_answer_approvals=may_answer_approvals,
+            may_answer_call_approvals=may_answer_call_approvals,
             resolve_token=resolve_token,
             token_required=token_required,
             resume=resume,
@@ -100,7 +100,7 @@ class Connection:
         #: Request ids of this connection's calls that have not finished.
         self._in_flight: set[str] = set()
         #: Approval requests sent to this connection and not yet answered.
-        self.approvals = ApprovalDesk(self)
+        self.call_approvals = CallApprovalDesk(self)
         self._closed = False
         self._partial_since: float | None = None
         self._last_active = now
@@ -137,8 +137,8 @@ class Connection:
         return len(self._in_flight)
 
     @property
-    def pending_approvals(self) -> int:
-        return self.approvals.pending
+    def pending_call_approvals(self) -> int:
+        return self.call_approvals.pending
 
     # -- bytes in --------------------------------------------------------------------------
 
@@ -191,7 +191,7 @@ class Connection:
             if parsed.requestId in self._in_flight:  # only this connection's own calls
                 out.append(CancelCall(parsed.requestId, "cancelled by the client"))
         elif isinstance(parsed, ApprovalResponse):
-            answered = self.approvals.answer(parsed)
+            answered = self.call_approvals.answer(parsed)
             if answered is not None:
                 out.append(answered)
         elif isinstance(parsed, ListTools):
@@ -342,5 +342,5 @@ class Connection:
         """No more frames: the approval requests still waiting are forgotten, and the calls
         still in flight are to be cancelled (returned)."""
         self._closed = True
-        self.approvals.abandon_all()
+        self.call_approvals.abandon_all()
         return [CancelCall(rid, reason) for rid in self._in_flight]

@@ -68,7 +68,7 @@ class IdentityRules:
         session_id: str,
         *,
         runtime_cwd: str,
-        may_answer_approvals: bool,
+        may_answer_call_approvals: bool,
         resolve_token: Callable[[str], ChildBinding | None] | None,
         token_required: bool,
         resume: Callable[[str], ResumedSession | None] | None,
@@ -82,7 +82,7 @@ class IdentityRules:
         self._token: str | None = None
         self._token_required = token_required
         #: False for a peer the runtime itself started: it may not approve its own calls.
-        self._may_answer_approvals = may_answer_approvals
+        self._may_answer_call_approvals = may_answer_call_approvals
         self._runtime_cwd = runtime_cwd
         self._identity: Identity | None = None
         self._callers: dict[tuple[str | None, ...], CallerInfo] = {}
@@ -130,13 +130,13 @@ class IdentityRules:
             out.append(IdentityFixed(self._identity))
             return None if self._identity.caller.value == claim else claim
         kind = _normalise(claim)
-        approvals = info.approvals and self._may_answer_approvals
+        answers = info.approvals and self._may_answer_call_approvals
         # The console answers for others: only the local user, never a process of the runtime.
-        console = info.console and self._may_answer_approvals and claim == CallerKind.CLI.value
+        console = info.console and self._may_answer_call_approvals and claim == CallerKind.CLI.value
         self._identity = Identity(
             kind,
             sanitize_label(info.label),
-            approvals,
+            answers,
             console=console,
             workspace=self._workspace(info),
         )
@@ -157,9 +157,9 @@ class IdentityRules:
             )
         out.append(SessionResumed(self.session_id, found.session_id))
         self.session_id = found.session_id
-        approvals = hello.clientInfo.approvals and self._may_answer_approvals
+        answers = hello.clientInfo.approvals and self._may_answer_call_approvals
         # A resumed session keeps the workspace it was opened for.
-        self._identity = Identity(found.caller, found.label, approvals, workspace=found.workspace)
+        self._identity = Identity(found.caller, found.label, answers, workspace=found.workspace)
         out.append(IdentityFixed(self._identity))
         return ""
 
