@@ -2,7 +2,7 @@
 
 `Connection` decides everything a connection decides — protocol version, message
 validity, who the caller is (`protocol.identity_rules`), duplicate and excess in-flight calls,
-cancel routing, approval bookkeeping, congestion, idleness — and knows nothing of sockets,
+cancel routing, call-approval bookkeeping, congestion, idleness — and knows nothing of sockets,
 tasks or the runtime. The asyncio adapter (`serve.socket_connection`) feeds it bytes and
 carries out the actions it returns.
 
