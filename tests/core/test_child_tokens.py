@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from meith_core.policy.child_tokens import LOCAL_USER, TOKEN_ENV, ChildTokens
+from meith_core.base.callback_env import TOKEN_ENV
+from meith_core.policy.child_tokens import LOCAL_USER, ChildTokens
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
 from meith_core.protocol.connection import Connection
 from tests.core.test_connection_rules import call, conn, feed, only_error, sent, started
@@ -38,7 +39,7 @@ def test_a_token_makes_the_connection_its_parent_session_whatever_it_claims() ->
         "claude",
     )
     assert caller.claimed_caller == "cli"  # the claim is recorded, not honoured
-    assert c.identity.approvals is False  # a child never approves its own calls
+    assert c.identity.answers_call_approvals is False  # a child never approves its own calls
 
 
 def test_hello_with_a_token_names_the_parent_session() -> None:
@@ -146,7 +147,9 @@ def test_the_local_users_token_claims_as_the_user_does_in_a_session_of_its_own()
         info = {"caller": claim, "label": "bridge", "approvals": True, "sessionToken": token}
         (start,) = started(feed(c, call(clientInfo=info)))
         assert start.caller.caller.value == claim
-        assert c.identity.approvals is False  # a process the runtime started never approves
+        assert (
+            c.identity.answers_call_approvals is False
+        )  # a process the runtime started never approves
         sessions.add(start.caller.session_id)
     assert sessions == {"socket:one", "socket:two"}
 

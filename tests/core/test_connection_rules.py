@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from meith_core import ApprovalAnswer, ApprovalRequest, CallerInfo, CallerKind, Capability
-from meith_core.protocol import approval_desk as connection_approvals
+from meith_core.protocol import call_approval_desk
 from meith_core.protocol.actions import (
-    ApprovalAnswered,
+    CallApprovalAnswered,
     CancelCall,
     Identity,
     IdentityFixed,
@@ -184,7 +184,7 @@ def test_a_later_different_claim_runs_as_the_first_and_is_recorded() -> None:
     assert start.caller.caller is CallerKind.AGENT
     assert start.caller.claimed_caller == "cli"
     assert start.caller.label == "one"
-    assert c.identity == Identity(CallerKind.AGENT, "one", approvals=True)
+    assert c.identity == Identity(CallerKind.AGENT, "one", answers_call_approvals=True)
     # A frame that names no kind claims nothing new.
     (start,) = started(feed(c, call("c", clientInfo={"cwd": "/x"})))
     assert start.caller.claimed_caller is None
@@ -277,15 +277,15 @@ def answer(aid: str, decision: str = "allow_once", by: str = "me") -> dict[str, 
 
 
 def test_only_a_connection_that_said_so_is_asked() -> None:
-    assert conn().approvals.ask(request()) is None
+    assert conn().call_approvals.ask(request()) is None
     c = answering()
     c.close()
-    assert c.approvals.ask(request()) is None
+    assert c.call_approvals.ask(request()) is None
 
 
 def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_approvals, "APPROVAL_TIMEOUT_S", 2.5)
-    ask = answering().approvals.ask(request())
+    monkeypatch.setattr(call_approval_desk, "CALL_APPROVAL_TIMEOUT_S", 2.5)
+    ask = answering().call_approvals.ask(request())
     assert ask is not None
     assert ask.timeout_s == 2.5
     assert ask.approval_id.startswith("ap_")
@@ -309,7 +309,7 @@ def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_truncated_summary_is_sent_as_text() -> None:
     c = answering()
     req = dataclasses.replace(request(), arguments_summary='{"a":"x...[truncated]')
-    ask = c.approvals.ask(req)
+    ask = c.call_approvals.ask(req)
     assert ask is not None
     assert json.loads(ask.data)["arguments"] == '{"a":"x...[truncated]'
 
@@ -324,48 +324,48 @@ def test_a_truncated_summary_is_sent_as_text() -> None:
 )
 def test_an_answer_is_taken_once(decision: str, expected: ApprovalAnswer) -> None:
     c = answering()
-    ask = c.approvals.ask(request())
+    ask = c.call_approvals.ask(request())
     assert ask is not None
     (got,) = feed(c, answer(ask.approval_id, decision, "user\nvia elicitation"))
-    assert isinstance(got, ApprovalAnswered)
+    assert isinstance(got, CallApprovalAnswered)
     assert got.approval_id == ask.approval_id
     assert got.reply.answer is expected
     assert got.reply.answered_by == (
         "uservia elicitation (reported by the calling agent connection 'bot')"
     )
     assert feed(c, answer(ask.approval_id)) == []  # a repeat is ignored
-    assert c.pending_approvals == 0
+    assert c.pending_call_approvals == 0
 
 
 def test_unknown_settled_and_foreign_answers_are_ignored() -> None:
     c, other = answering(), answering()
-    ask = c.approvals.ask(request())
-    theirs = other.approvals.ask(request())
+    ask = c.call_approvals.ask(request())
+    theirs = other.call_approvals.ask(request())
     assert ask is not None
     assert theirs is not None
     assert feed(c, answer("ap_unknown")) == []
     assert feed(c, answer(theirs.approval_id)) == []
-    c.approvals.settled(ask.approval_id)
+    c.call_approvals.settled(ask.approval_id)
     assert feed(c, answer(ask.approval_id)) == []
 
 
 def test_timeouts_and_closing_are_denials_naming_the_connection() -> None:
     c = answering(label=None)
-    late = c.approvals.unanswered(60)
+    late = c.call_approvals.unanswered(60)
     assert late.answer is ApprovalAnswer.DENY
     assert late.answered_by == "the calling agent connection: no answer within 60s"
-    ask = c.approvals.ask(request())
+    ask = c.call_approvals.ask(request())
     assert ask is not None
-    assert c.approvals.pending == 1
+    assert c.call_approvals.pending == 1
     c.close()
-    assert c.approvals.pending == 0  # forgotten: a late answer is ignored
+    assert c.call_approvals.pending == 0  # forgotten: a late answer is ignored
     assert feed(c, answer(ask.approval_id)) == []
-    assert c.approvals.closed_before_answer().answer is ApprovalAnswer.DENY
+    assert c.call_approvals.closed_before_answer().answer is ApprovalAnswer.DENY
 
 
 def test_answered_by_is_bounded() -> None:
     c = answering()
-    ask = c.approvals.ask(request())
+    ask = c.call_approvals.ask(request())
     assert ask is not None
     (got,) = feed(c, answer(ask.approval_id, by="y" * 4000))
     assert got.reply.answered_by.startswith("y" * 80 + " (reported by")
@@ -408,10 +408,10 @@ def test_congestion_follows_the_transport() -> None:
 
 
 def test_a_peer_the_runtime_started_is_never_asked_to_approve() -> None:
-    c = conn(may_answer_approvals=False)
+    c = conn(may_answer_call_approvals=False)
     feed(c, {"type": "hello", "clientInfo": {"caller": "agent", "approvals": True}})
     assert c.identity == Identity(CallerKind.AGENT)
-    assert c.approvals.ask(request()) is None
+    assert c.call_approvals.ask(request()) is None
 
 
 # -- refused tool_call frames are audited (issue 20) -----------------------------------------

@@ -41,7 +41,7 @@ def test_a_local_cli_connection_may_be_the_console() -> None:
     c = conn()
     fixed = [a for a in hello(c, caller="cli", console=True) if isinstance(a, IdentityFixed)]
     assert fixed[0].identity.console is True
-    ask = c.approvals.ask(request())
+    ask = c.call_approvals.ask(request())
     assert ask is not None
     frame = json.loads(ask.data)
     # Asked about another session's call: it is told whose.
@@ -61,7 +61,7 @@ def test_a_local_cli_connection_may_be_the_console() -> None:
     [
         ({}, {"caller": "agent", "console": True}),
         ({}, {"caller": "renderer", "console": True}),
-        ({"may_answer_approvals": False}, {"caller": "cli", "console": True}),
+        ({"may_answer_call_approvals": False}, {"caller": "cli", "console": True}),
         (
             {"resolve_token": lambda _t: ChildBinding(CallerKind.CLI, "", None)},
             {"caller": "cli", "console": True, "sessionToken": "t"},
@@ -73,6 +73,6 @@ def test_nothing_else_is_a_console(kwargs: dict[str, Any], info: dict[str, Any])
     c = conn(**kwargs)
     hello(c, **info)
     assert c.identity.console is False
-    assert c.approvals.ask(request()) is None
+    assert c.call_approvals.ask(request()) is None
     (refused,) = c.receive_data(encode_frame({"type": "revoke_session", "sessionId": "s"}), 0.0)
     assert b"only the local user's console" in refused.data

@@ -121,7 +121,7 @@ async def test_a_plugin_with_no_approval_record_is_denied(files: Runtime, counte
 async def test_a_plugin_with_an_empty_approval_is_denied(files: Runtime, counter: Counter) -> None:
     files.load_plugin("empty", plugin_class(_relay()))
     files.approve_plugin("empty", [])
-    assert files.permissions.approvals.get("empty").capabilities == ()  # type: ignore[union-attr]
+    assert files.permissions.plugin_approvals.get("empty").capabilities == ()  # type: ignore[union-attr]
     result = await files.call("relay", {"text": "write_file"})
     assert result.content["error"]["code"] == "PERMISSION_DENIED"
     assert counter.runs == 0
@@ -148,7 +148,7 @@ async def test_a_plugin_approved_for_writes_files_may_call_a_write_tool(
 ) -> None:
     # The relay itself only declares read-only; approval is what the user consented to.
     files.load_plugin("trusted_relay", plugin_class(_relay()))
-    files.permissions.approvals.approve(
+    files.permissions.plugin_approvals.approve(
         "trusted_relay",
         ["read-only", "writes-files"],
         files.plugins.fingerprint_of("trusted_relay") or "",
@@ -327,7 +327,7 @@ async def test_a_void_approval_also_voids_the_plugin_as_a_caller(
     async with Runtime(meith_home, load_plugins=False) as first:
         first.register(_writer(counter))  # an app tool: no provider gate
         first.load_plugin("relayer", plugin_class(_relay()), version="1")
-        first.permissions.approvals.approve(
+        first.permissions.plugin_approvals.approve(
             "relayer", ["read-only", "writes-files"], first.plugins.fingerprint_of("relayer") or ""
         )
         assert (await first.call("relay", {"text": "write_file"})).content["ok"] is True

@@ -15,13 +15,17 @@ import mcp_types as types
 import pytest
 
 from meith_core import CallerInfo, CallerKind, Capability, ErrorCode, Runtime, ToolContext
-from meith_core.mcp import approval
+from meith_core.mcp import call_approval
 from meith_core.mcp.content import to_call_result
 from meith_core.mcp.http import is_loopback, parse_bind
 from meith_core.mcp.sessions import label_of
 from meith_core.mcp.tools import Selection, annotations_for, offered, to_mcp_tool, why_hidden
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, approval_timeout_s
+from meith_core.protocol.call_approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    call_approval_timeout_s,
+)
 from meith_core.serve.prompt import TerminalApprover
 from tests.core.support import NoArgs, make_tool
 
@@ -177,20 +181,20 @@ def test_artifacts_become_images_or_resources(tmp_path: Path) -> None:
     ],
 )
 def test_only_an_explicit_allow_allows(answer: types.ElicitResult | None, decision: str) -> None:
-    assert approval.decision_of(answer) == decision
+    assert call_approval.decision_of(answer) == decision
 
 
 def test_who_answered_says_the_user_and_a_decline_is_theirs() -> None:
     accepted = types.ElicitResult(action="accept", content={"decision": "deny"})
-    assert approval.answered_by(accepted) == "the user at the MCP client"
-    declined = approval.answered_by(types.ElicitResult(action="decline"))
+    assert call_approval.answered_by(accepted) == "the user at the MCP client"
+    declined = call_approval.answered_by(types.ElicitResult(action="decline"))
     assert declined == "the user at the MCP client, who declined"
-    assert "dismissed" in approval.answered_by(types.ElicitResult(action="cancel"))
-    assert approval.answered_by(None).startswith("nobody")
+    assert "dismissed" in call_approval.answered_by(types.ElicitResult(action="cancel"))
+    assert call_approval.answered_by(None).startswith("nobody")
 
 
 def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
-    message = approval.elicitation_message(
+    message = call_approval.elicitation_message(
         {
             "label": "claude-code",
             "toolName": "git_commit",
@@ -202,7 +206,7 @@ def test_the_elicitation_says_who_what_where_and_redacted_args() -> None:
     )
     for part in ("claude-code", "git_commit", "writes-files", "/src/app", "[redacted]"):
         assert part in message
-    schema = approval.elicitation_schema()["properties"]["decision"]
+    schema = call_approval.elicitation_schema()["properties"]["decision"]
     assert [c["const"] for c in schema["oneOf"]] == ["allow_once", "allow_session", "deny"]
 
 
@@ -215,13 +219,13 @@ def test_the_elicitation_says_plainly_that_a_process_runs_unconfined() -> None:
         "cwd": "/src/app",
         "arguments": {},
     }
-    message = approval.elicitation_message(request)
+    message = call_approval.elicitation_message(request)
     assert "Directory:" not in message  # reads as "confined there"
     assert "NOT confined" in message
     assert "full access" in message
     assert "/src/app" in message
     # The runtime's own sentence wins when it sends one.
-    said = approval.elicitation_message({**request, "runs": "confined to /src/app"})
+    said = call_approval.elicitation_message({**request, "runs": "confined to /src/app"})
     assert "Where: confined to /src/app" in said
 
 
@@ -343,4 +347,4 @@ def test_the_mcp_page_snippets_are_valid_json() -> None:
 )
 def test_the_approval_timeout_knob(value: str | None, seconds: float) -> None:
     environ = {} if value is None else {"MEITH_APPROVAL_TIMEOUT_S": value}
-    assert approval_timeout_s(environ) == seconds
+    assert call_approval_timeout_s(environ) == seconds

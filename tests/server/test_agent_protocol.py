@@ -12,7 +12,7 @@ import pytest
 
 from meith_core.client.aio import AsyncClient
 from meith_core.policy.grants import new_grant
-from meith_core.protocol import approval_desk as connection_approvals
+from meith_core.protocol import call_approval_desk
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +176,7 @@ async def test_deny_and_allow_session_through_the_async_client(served) -> None:
 async def test_no_answer_in_time_is_a_denial_and_a_late_answer_is_ignored(
     served, monkeypatch
 ) -> None:
-    monkeypatch.setattr(connection_approvals, "APPROVAL_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(call_approval_desk, "CALL_APPROVAL_TIMEOUT_S", 0.2)
     conn = await served.connect()
     await conn.call(
         "w", "probe_write", {"name": "late"}, clientInfo={"caller": "agent", "approvals": True}
@@ -279,7 +279,7 @@ async def test_watching_the_tool_list_reports_approval_changes(served, server_op
         assert tools["probe_write"]["approved"] is True
         assert tools["probe_echo"]["approved"] is True
         assert tools["probe_echo"]["idempotent"] is False
-        served.runtime.permissions.approvals.revoke("probe")
+        served.runtime.permissions.plugin_approvals.revoke("probe")
         await asyncio.wait_for(changed.wait(), 10)
         tools = {t["name"]: t for t in await client.list_tools()}
         assert tools["probe_write"]["approved"] is False

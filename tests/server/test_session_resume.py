@@ -128,7 +128,9 @@ async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_c
     from meith_core.mcp.link import RuntimeLink
 
     runtime = served.runtime
-    link = await RuntimeLink.connect(served.socket, label="bridge", cwd="/", approvals=True)
+    link = await RuntimeLink.connect(
+        served.socket, label="bridge", cwd="/", answers_call_approvals=True
+    )
     session_id = link.session_id
     for conn in list(served.server.connections):  # as the idle timeout would
         conn.close("closed under the bridge")
@@ -136,7 +138,7 @@ async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_c
     await _until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
 
     again = await RuntimeLink.connect(
-        served.socket, label="bridge", cwd="/", approvals=True, resume=link
+        served.socket, label="bridge", cwd="/", answers_call_approvals=True, resume=link
     )
     assert (again.resumed, again.session_id) == (True, session_id)
     assert runtime.sessions.get(session_id).approver is not None  # type: ignore[union-attr]
@@ -145,7 +147,7 @@ async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_c
 
     # A session that has ended cannot be resumed: the next link is a new session.
     fresh = await RuntimeLink.connect(
-        served.socket, label="bridge", cwd="/", approvals=True, resume=again
+        served.socket, label="bridge", cwd="/", answers_call_approvals=True, resume=again
     )
     assert fresh.resumed is False
     assert fresh.session_id not in (None, session_id)

@@ -83,8 +83,8 @@ _EXPORTS: dict[str, str] = {
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
-    "ApprovalAnswer": "meith_core.protocol.approval",
-    "ApprovalRequest": "meith_core.protocol.approval",
+    "ApprovalAnswer": "meith_core.protocol.call_approval",
+    "ApprovalRequest": "meith_core.protocol.call_approval",
 }
 
 __all__ = [
@@ -213,7 +213,7 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.request import ActsOn
-    from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability
     from meith_core.protocol.errors import ErrorCode, ToolError

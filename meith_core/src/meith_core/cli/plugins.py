@@ -172,7 +172,7 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
         runtime = loaded_runtime()
         listing = describe_plugins(
             runtime.plugins.records.values(),
-            runtime.permissions.approvals,
+            runtime.permissions.plugin_approvals,
             plugin_health(runtime.plugins),
         )
     if as_json:
@@ -245,7 +245,7 @@ def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
         )
     except UnauditedChange as exc:
         return fail(str(exc), EXIT_TOOL_FAILED)
-    approval = runtime.permissions.approvals.get(plugin_id)
+    approval = runtime.permissions.plugin_approvals.get(plugin_id)
     caps = ", ".join(c.value for c in approval.capabilities) if approval else ""
     sys.stdout.write(f"Approved {plugin_id} {record.version or ''} for: {caps or 'nothing'}\n")
     return EXIT_OK

@@ -208,7 +208,9 @@ class CorePlugin:
         rt.load_new_plugins()
         await rt.wait_late_startups()
         health = await anyio.to_thread.run_sync(plugin_health, rt.plugins)
-        listing = describe_plugins(rt.plugins.records.values(), rt.permissions.approvals, health)
+        listing = describe_plugins(
+            rt.plugins.records.values(), rt.permissions.plugin_approvals, health
+        )
         for entry in listing:
             # Upgraded on disk since it was loaded: this runtime runs the old code until it
             # restarts (and the approval, pinned to the version, is then void).
@@ -223,7 +225,7 @@ class CorePlugin:
         rt = self._rt()
         new = rt.load_new_plugins(force=True)
         await rt.wait_late_startups()
-        return describe_plugins(new, rt.permissions.approvals)
+        return describe_plugins(new, rt.permissions.plugin_approvals)
 
     async def get_app_settings(self, ctx: ToolContext, args: _NoArgs) -> dict[str, Any]:
         """The user settings in $MEITH_HOME/settings.json."""

@@ -23,7 +23,7 @@ from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_id
 from meith_core.host.settings import SettingsStore, audit_trail
 from meith_core.policy.grants import Grant, StandingGrants
-from meith_core.policy.plugin_approvals import Approval, PluginApprovals
+from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.capabilities import Capability
 
@@ -87,7 +87,7 @@ class TrustEditor:
         distribution: str | None,
         version: str | None,
         tools: Iterable[Mapping[str, Any]],
-    ) -> Approval:
+    ) -> PluginApproval:
         """Approve `capabilities` of a plugin, pinned to `fingerprint` (and recording the
         version and tools it covers)."""
         caps, listed = list(capabilities), list(tools)
@@ -113,7 +113,7 @@ class TrustEditor:
         assert approval is not None
         return approval
 
-    def revoke_plugin(self, plugin_id: str) -> Approval | None:
+    def revoke_plugin(self, plugin_id: str) -> PluginApproval | None:
         """The approval withdrawn; None when the plugin had none."""
         return self._change(
             widens=False,

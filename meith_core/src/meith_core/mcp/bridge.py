@@ -27,16 +27,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meith_core._version import __version__
 from meith_core.client._core import TransportError
-from meith_core.mcp import approval
+from meith_core.mcp import call_approval
 from meith_core.mcp.content import error_content, to_call_result
 from meith_core.mcp.link import Answer, CallHandle
 from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
 from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
+from meith_core.protocol.call_approval import DEFAULT_CALL_APPROVAL_TIMEOUT_S
 
 #: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
 #: runtime's own deadline when that is longer; the runtime has denied it by then.
 PARKED_TTL_S = 180.0
-DEFAULT_APPROVAL_TIMEOUT_S = 60.0
 #: The bridge gives up on an elicitation this long after the runtime's own deadline.
 ELICIT_GRACE_S = 5.0
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
@@ -55,7 +55,7 @@ class _Parked:
 def _deadline_s(request: dict[str, Any]) -> float:
     """How long the runtime waits for this approval (its request says)."""
     timeout_ms = request.get("timeoutMs")
-    return timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_APPROVAL_TIMEOUT_S
+    return timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_CALL_APPROVAL_TIMEOUT_S
 
 
 class _MeithServer(Server[Any]):
@@ -184,7 +184,9 @@ class Bridge:
         raw = (params.input_responses or {}).get("approval")
         answer = raw if isinstance(raw, types.ElicitResult) else None
         if not parked.answer.done():
-            parked.answer.set_result((approval.decision_of(answer), approval.answered_by(answer)))
+            parked.answer.set_result(
+                (call_approval.decision_of(answer), call_approval.answered_by(answer))
+            )
         return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
 
     def _expire_parked(self) -> None:
@@ -212,7 +214,9 @@ class Bridge:
                     await self._event(ctx, session, call, payload, artifacts, steps)
                 elif kind == "approval":
                     request, answer = payload
-                    asked = await self._approve(ctx, session, call, request, answer, artifacts)
+                    asked = await self._ask_call_approval(
+                        ctx, session, call, request, answer, artifacts
+                    )
                     if asked is not None:
                         return asked
                 elif kind == "result":
@@ -257,7 +261,7 @@ class Bridge:
                     related_request_id=ctx.request_id,
                 )
 
-    async def _approve(
+    async def _ask_call_approval(
         self,
         ctx: ServerRequestContext[Any, Any],
         session: AgentSession,
@@ -269,22 +273,23 @@ class Bridge:
         if not can_elicit(ctx):
             # Sessions are keyed so this does not happen; never send a request it cannot answer.
             if not answer.done():
-                answer.set_result((approval.DENY, "nobody: the MCP client cannot elicit"))
+                answer.set_result((call_approval.DENY, "nobody: the MCP client cannot elicit"))
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             token = secrets.token_urlsafe(24)
             until = time.monotonic() + max(PARKED_TTL_S, _deadline_s(request) + ELICIT_GRACE_S)
             self._parked[token] = _Parked(session, call, artifacts, answer, until)
             return types.InputRequiredResult(
-                input_requests={"approval": approval.elicit_request(request)}, request_state=token
+                input_requests={"approval": call_approval.elicit_request(request)},
+                request_state=token,
             )
-        decision = approval.DENY
+        decision = call_approval.DENY
         elicited = await self._elicit(ctx, call, request)
         if isinstance(elicited, str):
             answered_by = elicited
         else:
-            answered_by = approval.answered_by(elicited)
-            decision = approval.decision_of(elicited)
+            answered_by = call_approval.answered_by(elicited)
+            decision = call_approval.decision_of(elicited)
         if not answer.done():
             answer.set_result((decision, answered_by))
         return None
@@ -306,8 +311,8 @@ class Bridge:
                     try:
                         answers.append(
                             await ctx.session.elicit_form(
-                                approval.elicitation_message(request),
-                                approval.elicitation_schema(),
+                                call_approval.elicitation_message(request),
+                                call_approval.elicitation_schema(),
                                 related_request_id=ctx.request_id,
                             )
                         )
@@ -345,7 +350,7 @@ class Bridge:
             and required
         ):
             descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
-            hint = approval.denial_hint(
+            hint = call_approval.denial_hint(
                 call.tool,
                 descriptor.get("plugin") if details.get("gate") == "provider" else None,
                 [str(c) for c in required],

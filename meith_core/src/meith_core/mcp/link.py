@@ -67,11 +67,12 @@ class RuntimeLink:
         *,
         label: str,
         cwd: str,
-        approvals: bool,
+        answers_call_approvals: bool,
         resume: RuntimeLink | None = None,
     ) -> RuntimeLink:
-        """`approvals`: whether this session can ask its person (the MCP client can elicit).
-        When it cannot, the runtime asks its other approvers (a `serve` prompt) instead.
+        """`answers_call_approvals`: whether this session can ask its person (the MCP client
+        can elicit). When it cannot, the runtime asks its other approvers (a `serve` prompt)
+        instead.
 
         `resume`: the broken link whose session this one takes over. When the runtime no
         longer keeps it (it ended, or the runtime restarted), a new session is started and
@@ -82,7 +83,7 @@ class RuntimeLink:
             caller="agent",
             cwd=cwd,
             label=label,
-            on_approval=link._on_approval if approvals else None,
+            on_approval=link._on_call_approval if answers_call_approvals else None,
             on_tools_changed=link._tools_changed,
         )
         token = resume.resume_token if resume is not None else None
@@ -158,7 +159,7 @@ class RuntimeLink:
         if self.on_tools_changed is not None:
             self.on_tools_changed()
 
-    async def _on_approval(self, request: dict[str, Any]) -> Answer:
+    async def _on_call_approval(self, request: dict[str, Any]) -> Answer:
         call = self._calls.get(str(request.get("requestId")))
         if call is None or call.done:
             return ("deny", "bridge: the call is no longer waiting")

@@ -150,7 +150,7 @@ class BridgeSessions:
                     self.config.socket_path,
                     label=label,
                     cwd=await self._cwd_for(ctx),
-                    approvals=elicits,
+                    answers_call_approvals=elicits,
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
@@ -174,7 +174,7 @@ class BridgeSessions:
                 self.config.socket_path,
                 label=session.label,
                 cwd=session.cwd,
-                approvals=elicits,
+                answers_call_approvals=elicits,
                 resume=old,
             )
         except TransportError as exc:

@@ -58,7 +58,7 @@ def is_privileged(descriptor: dict[str, Any]) -> bool:
     return any(c in _PRIVILEGED_VALUES for c in capabilities_of(descriptor))
 
 
-def is_approved(descriptor: dict[str, Any]) -> bool:
+def is_plugin_approved(descriptor: dict[str, Any]) -> bool:
     approved = descriptor.get("approved")
     if isinstance(approved, bool):
         return approved
@@ -85,7 +85,7 @@ def why_hidden(
     if is_privileged(descriptor):
         if selection.read_only:
             return f'"{name}" is privileged and this bridge is read-only (--read-only)'
-        if not calling and not is_approved(descriptor):
+        if not calling and not is_plugin_approved(descriptor):
             return (
                 f'"{name}" needs plugin {plugin} to be approved first; '
                 f"the user can run: meith plugins approve {plugin}"

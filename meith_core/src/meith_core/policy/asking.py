@@ -1,5 +1,5 @@
-"""Asking a person: the `Decision` a gate returns, and asking an approver while the call may be
-cancelled (what is asked and answered: `meith_core.protocol.approval`)."""
+"""Asking a person for a call approval: the `Decision` a gate returns, and asking an approver
+while the call may be cancelled (what is asked and answered: `protocol.call_approval`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from meith_core.base.cancel import CancelToken
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalReply, ApprovalRequest
+from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, CallApprovalReply
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,7 @@ class Decision:
     details: dict[str, object] = field(default_factory=dict)
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | ApprovalReply | None]]
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | CallApprovalReply | None]]
 
 
 class PromptCancelled(Exception):
@@ -55,9 +55,9 @@ async def ask_unless_cancelled(
 
 
 def _answer(value: object) -> tuple[ApprovalAnswer | None, str]:
-    """Approvers may answer with the enum, its value or an ApprovalReply; anything else is an
+    """Approvers may answer with the enum, its value or an CallApprovalReply; anything else is an
     approver error. Returns the answer and the words saying who gave it."""
-    if isinstance(value, ApprovalReply):
+    if isinstance(value, CallApprovalReply):
         return _answer(value.answer)[0], f"by {value.answered_by}"
     if value is None or isinstance(value, ApprovalAnswer):
         return value, "at prompt"

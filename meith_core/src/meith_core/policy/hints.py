@@ -26,7 +26,7 @@ def home_prefix(home: Path) -> str:
     return "" if same else f"MEITH_HOME={shlex.quote(str(home))} "
 
 
-def approve_hint(home: Path, plugin_id: str) -> str:
+def approve_plugin_hint(home: Path, plugin_id: str) -> str:
     return f"{home_prefix(home)}meith plugins approve {plugin_id}"
 
 

@@ -3,7 +3,7 @@
 An approval is pinned to the plugin's fingerprint (distribution version + tool descriptors).
 When the plugin changes, the approval is void until the user approves again. It also keeps the
 version and each tool's capabilities it was given for, so what changed since can be said
-(`Approval.changes`), not only that something did.
+(`PluginApproval.changes`), not only that something did.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.protocol.capabilities import Capability, parse_capabilities
 
-APPROVALS_FILE_VERSION = 1
+PLUGIN_APPROVALS_FILE_VERSION = 1
 
 #: A plugin's tools as an approval records them: each tool's name and capabilities.
 ToolCapabilities = tuple[tuple[str, tuple[str, ...]], ...]
@@ -52,7 +52,7 @@ def plugin_fingerprint(
 
 
 @dataclass(frozen=True, slots=True)
-class Approval:
+class PluginApproval:
     plugin_id: str
     capabilities: tuple[Capability, ...]
     fingerprint: str
@@ -121,26 +121,26 @@ class PluginApprovals:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._sig: tuple[int, int, int] | None = None
-        self._approvals: dict[str, Approval] = {}
+        self._approvals: dict[str, PluginApproval] = {}
 
-    def current(self) -> dict[str, Approval]:
+    def current(self) -> dict[str, PluginApproval]:
         sig = file_signature(self.path)
         if sig != self._sig:
             self._sig = sig
             self._approvals = self._load()
         return self._approvals
 
-    def get(self, plugin_id: str) -> Approval | None:
+    def get(self, plugin_id: str) -> PluginApproval | None:
         return self.current().get(plugin_id)
 
-    def _load(self) -> dict[str, Approval]:
+    def _load(self) -> dict[str, PluginApproval]:
         data = read_json(self.path)
         if not isinstance(data, dict) or not isinstance(data.get("plugins"), dict):
             return {}
-        out: dict[str, Approval] = {}
+        out: dict[str, PluginApproval] = {}
         for plugin_id, raw in data["plugins"].items():
             try:
-                out[str(plugin_id)] = Approval(
+                out[str(plugin_id)] = PluginApproval(
                     plugin_id=str(plugin_id),
                     capabilities=parse_capabilities(raw.get("capabilities") or []),
                     fingerprint=str(raw["fingerprint"]),
@@ -162,8 +162,8 @@ class PluginApprovals:
         distribution: str | None = None,
         version: str | None = None,
         tools: Iterable[Mapping[str, Any]] | None = None,
-    ) -> Approval:
-        approval = Approval(
+    ) -> PluginApproval:
+        approval = PluginApproval(
             plugin_id=plugin_id,
             capabilities=parse_capabilities(capabilities),
             fingerprint=fingerprint,
@@ -177,7 +177,7 @@ class PluginApprovals:
         self._save(approvals)
         return approval
 
-    def revoke(self, plugin_id: str) -> Approval | None:
+    def revoke(self, plugin_id: str) -> PluginApproval | None:
         """The approval withdrawn; None when the plugin had none."""
         approvals = dict(self.current())
         gone = approvals.pop(plugin_id, None)
@@ -185,11 +185,11 @@ class PluginApprovals:
             self._save(approvals)
         return gone
 
-    def _save(self, approvals: dict[str, Approval]) -> None:
+    def _save(self, approvals: dict[str, PluginApproval]) -> None:
         write_json_atomic(
             self.path,
             {
-                "version": APPROVALS_FILE_VERSION,
+                "version": PLUGIN_APPROVALS_FILE_VERSION,
                 "plugins": {pid: a.to_json() for pid, a in sorted(approvals.items())},
             },
         )

@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterable
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
 from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.held import GrantCheck, HeldGrant
-from meith_core.policy.hints import approve_hint, grant_hint
-from meith_core.policy.plugin_approvals import Approval, PluginApprovals
+from meith_core.policy.hints import approve_plugin_hint, grant_hint
+from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
 from meith_core.policy.request import ActsOn, AuthRequest, Target
 from meith_core.policy.session_grants import SessionGrants
 from meith_core.policy.sessions import Sessions
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.capabilities import Capability, parse_capabilities, privileged_of
 
@@ -43,14 +43,14 @@ class PermissionService:
     def __init__(
         self,
         *,
-        approvals: PluginApprovals,
+        plugin_approvals: PluginApprovals,
         standing: StandingGrants,
         fingerprint_of: Callable[[str], str | None],
         approver: Approver | None = None,
         host_providers: frozenset[str] = HOST_PROVIDERS,
         sessions: Sessions | None = None,
     ) -> None:
-        self.approvals = approvals
+        self.plugin_approvals = plugin_approvals
         self.standing = standing
         self.approver = approver
         self._fingerprint_of = fingerprint_of
@@ -128,8 +128,8 @@ class PermissionService:
                 return None
             if pid in self._host_providers:
                 return HeldGrant(None)
-            approval, _why = self._approval_for(pid)
-            if approval is not None and set(wanted) <= set(approval.capabilities):
+            plugin_approval, _why = self._plugin_approval_for(pid)
+            if plugin_approval is not None and set(wanted) <= set(plugin_approval.capabilities):
                 return HeldGrant(None)
             return None
         session = caller.session_id
@@ -168,30 +168,30 @@ class PermissionService:
             return self._plugin_caller_gate(caller, request.tool, request.capabilities)
         return await self._session_gate(request)
 
-    def _approval_for(self, plugin_id: str) -> tuple[Approval | None, str | None]:
+    def _plugin_approval_for(self, plugin_id: str) -> tuple[PluginApproval | None, str | None]:
         """The plugin's valid approval, or None with why not."""
-        approval = self.approvals.get(plugin_id)
-        if approval is None:
+        plugin_approval = self.plugin_approvals.get(plugin_id)
+        if plugin_approval is None:
             return None, f"plugin {plugin_id} is not approved"
-        if approval.fingerprint != self._fingerprint_of(plugin_id):
+        if plugin_approval.fingerprint != self._fingerprint_of(plugin_id):
             return None, (
                 f"the approval of plugin {plugin_id} is void because the plugin changed since it "
                 "was approved"
             )
-        return approval, None
+        return plugin_approval, None
 
     def _provider_gate(
         self, tool: str, capabilities: tuple[Capability, ...], plugin_id: str
     ) -> Decision | None:
         if plugin_id in self._host_providers:
             return None
-        approval, why = self._approval_for(plugin_id)
+        plugin_approval, why = self._plugin_approval_for(plugin_id)
         missing = (
-            [c for c in capabilities if c not in approval.capabilities]
-            if approval
+            [c for c in capabilities if c not in plugin_approval.capabilities]
+            if plugin_approval
             else list(capabilities)
         )
-        if approval is not None and not missing:
+        if plugin_approval is not None and not missing:
             return None
         reason = why or f"plugin {plugin_id} is not approved for {_caps(missing)}"
         return Decision(
@@ -199,7 +199,7 @@ class PermissionService:
             reason,
             message=(
                 f'Tool "{tool}" is provided by plugin {plugin_id}, and {reason}. '
-                f"To allow it, run: {approve_hint(self._home, plugin_id)}"
+                f"To allow it, run: {approve_plugin_hint(self._home, plugin_id)}"
             ),
             details={
                 "gate": "provider",
@@ -222,8 +222,8 @@ class PermissionService:
             )
         if pid in self._host_providers:
             return Decision(True, f"plugin {pid} is part of the host")
-        approval, why = self._approval_for(pid)
-        if approval is None or not approval.capabilities:
+        plugin_approval, why = self._plugin_approval_for(pid)
+        if plugin_approval is None or not plugin_approval.capabilities:
             reason = why or f"plugin {pid} has an empty approval"
             return Decision(
                 False,
@@ -231,7 +231,7 @@ class PermissionService:
                 message=f'Plugin {pid} may not call "{tool}": {reason}.',
                 details={"gate": "caller", "caller": "plugin", "plugin": pid},
             )
-        missing = [c for c in capabilities if c not in approval.capabilities]
+        missing = [c for c in capabilities if c not in plugin_approval.capabilities]
         if missing:
             reason = f"plugin {pid} lacks {_caps(missing)}"
             return Decision(
@@ -266,7 +266,7 @@ class PermissionService:
             )
 
         if self.approver is not None:
-            approval = ApprovalRequest(
+            asked = ApprovalRequest(
                 request_id=request.request_id,
                 caller=caller,
                 tool_name=tool,
@@ -278,7 +278,7 @@ class PermissionService:
                 notify=request.notify,
             )
             try:
-                answer, by = await ask_unless_cancelled(self.approver, approval, request.cancel)
+                answer, by = await ask_unless_cancelled(self.approver, asked, request.cancel)
             except PromptCancelled:
                 return deny("cancelled while waiting for approval")
             except Exception as exc:

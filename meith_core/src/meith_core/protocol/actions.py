@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from meith_core.protocol.approval import ApprovalReply
+from meith_core.protocol.call_approval import CallApprovalReply
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.messages import ToolCall
 
@@ -16,7 +16,7 @@ class Identity:
     caller: CallerKind
     label: str | None = None
     #: The connection answers `approval_request` frames.
-    approvals: bool = False
+    answers_call_approvals: bool = False
     #: The session a child's token binds this connection to (its calls are that session's).
     session_id: str | None = None
     #: The local user's console: asked about every session's approval requests.
@@ -73,9 +73,9 @@ class RevokeSession(NamedTuple):
     by: CallerInfo
 
 
-class ApprovalAnswered(NamedTuple):
+class CallApprovalAnswered(NamedTuple):
     approval_id: str
-    reply: ApprovalReply
+    reply: CallApprovalReply
 
 
 class RefusedCall(NamedTuple):
@@ -98,7 +98,7 @@ Action = (
     | SendSessions
     | IdentityFixed
     | SessionResumed
-    | ApprovalAnswered
+    | CallApprovalAnswered
     | RefusedCall
     | RevokeSession
 )
@@ -113,7 +113,7 @@ class ResumedSession(NamedTuple):
     workspace: str | None = None
 
 
-class ApprovalAsk(NamedTuple):
+class CallApprovalAsk(NamedTuple):
     """An approval request to send: its id, the frame, and how long to wait for the answer."""
 
     approval_id: str

@@ -41,7 +41,7 @@ from meith_core.serve.socketbind import (
 
 _log = structlog.get_logger("meith.serve")
 
-Approvals = Literal["prompt", "deny"]
+CallApprovalMode = Literal["prompt", "deny"]
 
 
 def reap_stale_instances(home: MeithHome) -> list[str]:
@@ -122,7 +122,7 @@ def _plugin_line(runtime: Runtime) -> str:
 async def _serve(
     home: MeithHome,
     socket_path: Path | None,
-    approvals: Approvals,
+    approvals: CallApprovalMode,
     label: str | None,
     stop: asyncio.Event,
     idle_timeout_s: float | None = IDLE_TIMEOUT_S,
@@ -211,7 +211,7 @@ def _confinement_line() -> str:
 def serve(
     *,
     socket_path: str | None = None,
-    approvals: Approvals = "deny",
+    approvals: CallApprovalMode = "deny",
     log_format: logs.LogFormat | None = None,
     label: str | None = None,
     idle_timeout_s: float | None = IDLE_TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""The built-in approver of `meith serve --approvals prompt`: asks on the serve terminal."""
+"""The built-in call approver of `meith serve --approvals prompt`: asks on the serve terminal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TextIO
 
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest, where_it_runs
+from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, where_it_runs
 
 #: An unanswered prompt denies after this long, so a forgotten terminal cannot hang callers.
 PROMPT_TIMEOUT_S = 120.0

@@ -18,7 +18,7 @@ from meith_core.base.cancel import CancelToken
 from meith_core.base.ids import new_session_id
 from meith_core.protocol import frames
 from meith_core.protocol.actions import (
-    ApprovalAnswered,
+    CallApprovalAnswered,
     CancelCall,
     IdentityFixed,
     RefusedCall,
@@ -29,7 +29,7 @@ from meith_core.protocol.actions import (
     SessionResumed,
     StartCall,
 )
-from meith_core.protocol.approval import ApprovalReply, ApprovalRequest
+from meith_core.protocol.call_approval import ApprovalRequest, CallApprovalReply
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.connection import Connection
 from meith_core.protocol.events import EventDict
@@ -63,7 +63,7 @@ class SocketConnection(asyncio.Protocol):
         self.peer_pid = 0
         #: Its place in the server's connection counts, while it holds one.
         self.slot: Slot | None = None
-        self._approvals: dict[str, asyncio.Future[ApprovalReply]] = {}
+        self._call_approvals: dict[str, asyncio.Future[CallApprovalReply]] = {}
         #: Set while the transport's write buffer is below the high-water mark.
         self.writable = asyncio.Event()
         self.writable.set()
@@ -105,7 +105,7 @@ class SocketConnection(asyncio.Protocol):
             now=time.monotonic(),
             # A process a tool started must not answer its own approval requests, and calls
             # only as its session, with its token (`SocketServer.admit`).
-            may_answer_approvals=not admitted.descendant,
+            may_answer_call_approvals=not admitted.descendant,
             resolve_token=runtime.child_tokens.resolve,
             token_required=self.token_only or admitted.descendant,
             idle_timeout_s=self.server.idle_timeout_s,
@@ -150,9 +150,9 @@ class SocketConnection(asyncio.Protocol):
                 self.session_id, ident.caller, ident.label, ident.workspace
             )
             if ident.console:
-                server.runtime.set_console_approver(self.session_id, self._ask_approval)
-            elif ident.approvals:
-                server.runtime.set_session_approver(self.session_id, self._ask_approval)
+                server.runtime.set_console_approver(self.session_id, self._ask_call_approval)
+            elif ident.answers_call_approvals:
+                server.runtime.set_session_approver(self.session_id, self._ask_call_approval)
         elif isinstance(action, RevokeSession):
             _log.info("session revoked by the console", sessionId=action.session_id)
             server.runtime.revoke_session(action.session_id, action.by)
@@ -162,8 +162,8 @@ class SocketConnection(asyncio.Protocol):
             server.runtime.pipeline.record_refused(
                 action.caller, action.request_id, action.tool_name, action.reason
             )
-        elif isinstance(action, ApprovalAnswered):
-            fut = self._approvals.get(action.approval_id)
+        elif isinstance(action, CallApprovalAnswered):
+            fut = self._call_approvals.get(action.approval_id)
             if fut is not None and not fut.done():
                 fut.set_result(action.reply)
 
@@ -200,9 +200,9 @@ class SocketConnection(asyncio.Protocol):
             return
         for cancel in rules.close(reason):
             self._cancel(cancel)
-        for fut in self._approvals.values():
+        for fut in self._call_approvals.values():
             if not fut.done():
-                fut.set_result(rules.approvals.closed_before_answer())
+                fut.set_result(rules.call_approvals.closed_before_answer())
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -246,25 +246,25 @@ class SocketConnection(asyncio.Protocol):
 
         return names
 
-    async def _ask_approval(self, request: ApprovalRequest) -> ApprovalReply | None:
+    async def _ask_call_approval(self, request: ApprovalRequest) -> CallApprovalReply | None:
         """The session approver of a connection that said it answers approvals."""
         rules = self.rules
-        ask = rules.approvals.ask(request) if rules is not None else None
+        ask = rules.call_approvals.ask(request) if rules is not None else None
         if rules is None or ask is None:
             return None
-        fut: asyncio.Future[ApprovalReply] = asyncio.get_running_loop().create_future()
-        self._approvals[ask.approval_id] = fut
+        fut: asyncio.Future[CallApprovalReply] = asyncio.get_running_loop().create_future()
+        self._call_approvals[ask.approval_id] = fut
         try:
             self.send(ask.data)
             return await asyncio.wait_for(fut, ask.timeout_s)
         except TimeoutError:
-            return rules.approvals.unanswered(ask.timeout_s)
+            return rules.call_approvals.unanswered(ask.timeout_s)
         finally:
-            self._approvals.pop(ask.approval_id, None)
-            rules.approvals.settled(ask.approval_id)
+            self._call_approvals.pop(ask.approval_id, None)
+            rules.call_approvals.settled(ask.approval_id)
             if rules.identity.console and not (fut.done() and not fut.cancelled()):
                 # Answered elsewhere, timed out or the call went away: the console's card goes.
-                self.send(rules.approvals.closed_frame(ask, request, "no longer waiting"))
+                self.send(rules.call_approvals.closed_frame(ask, request, "no longer waiting"))
 
     # -- frames out ---------------------------------------------------------------------
 

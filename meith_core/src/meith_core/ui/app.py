@@ -95,7 +95,7 @@ def build_app(console: Console) -> Any:
         Route("/", bound(_page), methods=["GET"]),
         Route("/static/{name}", bound(_static), methods=["GET"]),
         Route("/api/events", bound(_events), methods=["GET"]),
-        Route("/api/approvals/{aid}", bound(_answer), methods=["POST"]),
+        Route("/api/approvals/{aid}", bound(_answer_call_approval), methods=["POST"]),
         Route("/api/sessions/{sid}/revoke", bound(_revoke), methods=["POST"]),
         Route("/api/audit/verify", bound(_verify), methods=["POST"]),
         Route("/api/grants", bound(_grants), methods=["GET"]),
@@ -193,7 +193,7 @@ def _error(message: str, status: int = 400) -> JSONResponse:
     return JSONResponse({"ok": False, "error": message}, status_code=status)
 
 
-async def _answer(console: Console, request: Request) -> Response:
+async def _answer_call_approval(console: Console, request: Request) -> Response:
     decision = (await _body(request)).get("decision")
     if decision not in _DECISIONS:
         return _error("decision must be allow_once, allow_session or deny")
@@ -308,7 +308,7 @@ async def _approve_plugin(console: Console, request: Request) -> Response:
             f"plugin {pid} changed since the page showed it: look at it again, then approve", 409
         )
     try:
-        approval = await asyncio.to_thread(
+        plugin_approval = await asyncio.to_thread(
             console.editor().approve_plugin,
             pid,
             entry.get("requestedCapabilities") or [],
@@ -319,7 +319,7 @@ async def _approve_plugin(console: Console, request: Request) -> Response:
         )
     except UnauditedChange as exc:
         return _error(str(exc), 503)
-    return JSONResponse({"ok": True, "approval": approval.to_json()})
+    return JSONResponse({"ok": True, "approval": plugin_approval.to_json()})
 
 
 async def _revoke_plugin(console: Console, request: Request) -> Response:

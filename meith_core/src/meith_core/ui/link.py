@@ -90,7 +90,7 @@ class ConsoleLink:
                     caller="cli",
                     label=CONSOLE_LABEL,
                     console=True,
-                    on_approval=self._on_approval,
+                    on_approval=self._on_call_approval,
                     on_approval_closed=self._on_closed,
                 )
                 self.welcome = await client.hello()
@@ -124,7 +124,7 @@ class ConsoleLink:
 
     # -- approvals ----------------------------------------------------------------------
 
-    async def _on_approval(self, request: dict[str, Any]) -> tuple[str, str]:
+    async def _on_call_approval(self, request: dict[str, Any]) -> tuple[str, str]:
         approval_id = str(request.get("approvalId"))
         fut: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         self.pending[approval_id] = Pending(request, fut)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from meith_core.call.tooldef import ToolDefinition
     from meith_core.host.plugins.pluginhost import PluginHost
     from meith_core.host.settings import SettingsSection
-    from meith_core.protocol.approval import ApprovalAnswer, ApprovalRequest
+    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
 
 PROJECT_NAME = "meith"
 ENTRY_POINT_GROUP = "meith.plugins"

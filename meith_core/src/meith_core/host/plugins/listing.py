@@ -51,7 +51,7 @@ def _check(item: Any) -> dict[str, Any]:
 
 def describe_plugins(
     records: Iterable[PluginRecord],
-    approvals: PluginApprovals,
+    plugin_approvals: PluginApprovals,
     health: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -59,21 +59,23 @@ def describe_plugins(
         entry = record.summary()
         entry["health"] = list((health or {}).get(record.id, ()))
         requested = entry["requestedCapabilities"]
-        approval = approvals.get(record.id)
+        plugin_approval = plugin_approvals.get(record.id)
         if record.id in HOST_PROVIDERS:
             entry["approval"] = {"capabilities": requested, "implicit": True, "valid": True}
-        elif approval is not None:
+        elif plugin_approval is not None:
             entry["approval"] = {
-                "capabilities": [c.value for c in approval.capabilities],
-                "approvedAt": approval.approved_at,
+                "capabilities": [c.value for c in plugin_approval.capabilities],
+                "approvedAt": plugin_approval.approved_at,
                 "implicit": False,
                 # void when the plugin changed (version or tools) since it was approved
-                "valid": approval.fingerprint == record.fingerprint,
+                "valid": plugin_approval.fingerprint == record.fingerprint,
                 # what it was given for, and what changed since (empty while it is valid)
-                "distribution": approval.distribution,
-                "version": approval.version,
-                "fingerprint": approval.fingerprint,
-                "changes": approval.changes(record.fingerprint, record.version, entry["tools"]),
+                "distribution": plugin_approval.distribution,
+                "version": plugin_approval.version,
+                "fingerprint": plugin_approval.fingerprint,
+                "changes": plugin_approval.changes(
+                    record.fingerprint, record.version, entry["tools"]
+                ),
             }
         else:
             entry["approval"] = None

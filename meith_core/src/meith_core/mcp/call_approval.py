@@ -1,4 +1,4 @@
-"""The runtime's approval requests as MCP elicitations, and the answers back.
+"""The runtime's call approval requests as MCP elicitations, and the answers back.
 
 Anything but an explicit "allow" from the person at the client is a denial: a decline, a
 dismissal, a client that cannot elicit, a malformed answer, or silence (the runtime denies
@@ -12,7 +12,7 @@ from typing import Any
 
 import mcp_types as types
 
-from meith_core.protocol.approval import where_it_runs
+from meith_core.protocol.call_approval import where_it_runs
 
 ALLOW_ONCE = "allow_once"
 ALLOW_SESSION = "allow_session"

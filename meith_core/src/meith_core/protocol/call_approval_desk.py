@@ -1,7 +1,8 @@
-"""The approval requests of one connection, without I/O: what was asked, and what an answer means.
+"""The call approvals one connection is asked for, without I/O, and what an answer means.
 
 A connection that said it answers approvals (`clientInfo.approvals`) is asked about its own
-calls, the local user's console (`clientInfo.console`) about every session's: `ask` builds the `approval_request` frame and remembers which call it is for; an
+calls, the local user's console (`clientInfo.console`) about every session's: `ask` builds the
+`approval_request` frame and remembers which call it is for; an
 `approval_response` naming a request still waiting becomes the decision (with who answered,
 as the peer says); one that names anything else — unknown, already answered, timed out — is
 ignored. Part of `Connection` (`protocol.connection`), whose identity it reads.
@@ -14,12 +15,12 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.base.ids import new_id
-from meith_core.protocol.actions import ApprovalAnswered, ApprovalAsk
-from meith_core.protocol.approval import (
+from meith_core.protocol.actions import CallApprovalAnswered, CallApprovalAsk
+from meith_core.protocol.call_approval import (
     ApprovalAnswer,
-    ApprovalReply,
     ApprovalRequest,
-    approval_timeout_s,
+    CallApprovalReply,
+    call_approval_timeout_s,
     where_it_runs,
 )
 from meith_core.protocol.caller import sanitize_label
@@ -31,12 +32,12 @@ if TYPE_CHECKING:
 
 #: How long a connection gets to answer an approval request; no answer is a denial. 60 s
 #: unless `MEITH_APPROVAL_TIMEOUT_S` says otherwise (read once, when the runtime starts).
-APPROVAL_TIMEOUT_S: float = approval_timeout_s(os.environ)
+CALL_APPROVAL_TIMEOUT_S: float = call_approval_timeout_s(os.environ)
 #: Longest `answeredBy` kept (it lands in the audit record's reason).
 MAX_ANSWERED_BY_CHARS: Final = 80
 
 
-class ApprovalDesk:
+class CallApprovalDesk:
     __slots__ = ("_conn", "_waiting")
 
     def __init__(self, conn: Connection) -> None:
@@ -47,15 +48,15 @@ class ApprovalDesk:
     def pending(self) -> int:
         return len(self._waiting)
 
-    def ask(self, request: ApprovalRequest) -> ApprovalAsk | None:
+    def ask(self, request: ApprovalRequest) -> CallApprovalAsk | None:
         """Bookkeep an approval request for one of this connection's calls; None when this
         connection cannot answer (closed, or it did not say it answers approvals)."""
         ident = self._conn.identity
-        if self._conn.closed or not (ident.approvals or ident.console):
+        if self._conn.closed or not (ident.answers_call_approvals or ident.console):
             return None
         approval_id = new_id("ap")
         self._waiting[approval_id] = request.request_id
-        timeout_s = APPROVAL_TIMEOUT_S
+        timeout_s = CALL_APPROVAL_TIMEOUT_S
         # A console is asked about others' calls: it is told whose, the session included.
         whose: dict[str, Any] = (
             {
@@ -79,19 +80,21 @@ class ApprovalDesk:
             **whose,
             timeoutMs=round(timeout_s * 1000),
         )
-        return ApprovalAsk(approval_id, data, timeout_s)
+        return CallApprovalAsk(approval_id, data, timeout_s)
 
     def settled(self, approval_id: str) -> None:
         """The request was answered, timed out or abandoned: a later answer is ignored."""
         self._waiting.pop(approval_id, None)
 
-    def unanswered(self, timeout_s: float) -> ApprovalReply:
-        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: no answer within {timeout_s:g}s")
+    def unanswered(self, timeout_s: float) -> CallApprovalReply:
+        return CallApprovalReply(
+            ApprovalAnswer.DENY, f"{self._who()}: no answer within {timeout_s:g}s"
+        )
 
-    def closed_before_answer(self) -> ApprovalReply:
-        return ApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: closed before answering")
+    def closed_before_answer(self) -> CallApprovalReply:
+        return CallApprovalReply(ApprovalAnswer.DENY, f"{self._who()}: closed before answering")
 
-    def answer(self, msg: ApprovalResponse) -> ApprovalAnswered | None:
+    def answer(self, msg: ApprovalResponse) -> CallApprovalAnswered | None:
         """The decision an `approval_response` carries, or None when it answers nothing that
         is waiting."""
         if self._waiting.pop(msg.approvalId, None) is None:
@@ -101,15 +104,15 @@ class ApprovalDesk:
         # reads as the person's answer, not as the connection's.
         by = (sanitize_label(msg.answeredBy) or "")[:MAX_ANSWERED_BY_CHARS]
         words = f"{by} (reported by {self._who()})" if by else f"{self._who()} (it named no one)"
-        reply = ApprovalReply(ApprovalAnswer(msg.decision), words)
-        return ApprovalAnswered(msg.approvalId, reply)
+        reply = CallApprovalReply(ApprovalAnswer(msg.decision), words)
+        return CallApprovalAnswered(msg.approvalId, reply)
 
     def abandon_all(self) -> list[str]:
         """The connection closed: the ids still waiting, forgotten."""
         pending, self._waiting = list(self._waiting), {}
         return pending
 
-    def closed_frame(self, ask: ApprovalAsk, request: ApprovalRequest, reason: str) -> bytes:
+    def closed_frame(self, ask: CallApprovalAsk, request: ApprovalRequest, reason: str) -> bytes:
         """Tells a console that a request it shows waits no longer (answered elsewhere, timed
         out, or the call went away)."""
         return frame(

@@ -1,4 +1,4 @@
-"""Who answers an approval request, in order: the calling connection when it answers for its
+"""Who is asked for a call approval, in order: the calling connection when it answers for its
 own session, then the plugins' `meith_approve` hooks, then the local user's consoles (`meith
 ui`, all asked at once), then the approvers the embedding program added (the `serve` prompt).
 The first answer wins; no answer is a denial (decided by the permission service).
@@ -16,7 +16,7 @@ import structlog
 from meith_core.host.plugins.manager import PluginManager
 from meith_core.policy.asking import Approver
 from meith_core.policy.sessions import Sessions
-from meith_core.protocol.approval import ApprovalAnswer, ApprovalReply, ApprovalRequest
+from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, CallApprovalReply
 
 _log = structlog.get_logger("meith.runtime")
 
@@ -46,7 +46,7 @@ class ApproverChain:
         """A session ended: if it was a console's, that console is asked no more."""
         self._consoles.pop(session_id, None)
 
-    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | ApprovalReply | None:
+    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | CallApprovalReply | None:
         """The calling connection when it answers approvals itself (its answer, a timeout
         included, is final); else the `meith_approve` hook, the consoles, then approvers the
         embedding program added: first answer wins."""
@@ -77,7 +77,7 @@ class ApproverChain:
 
 async def _first_answer(
     approvers: list[Approver], request: ApprovalRequest
-) -> ApprovalAnswer | ApprovalReply | None:
+) -> ApprovalAnswer | CallApprovalReply | None:
     """Ask every console at once; the first answer wins and the others are withdrawn."""
     tasks = {asyncio.ensure_future(a(request)) for a in approvers}
     try:

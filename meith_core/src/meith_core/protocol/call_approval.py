@@ -1,5 +1,8 @@
-"""What an approver is asked (`ApprovalRequest`) and what it may answer: the shapes behind the
-`approval_request` / `approval_response` frames, shared by the connection rules and the policy."""
+"""A call approval: what a person (an approver) is asked about one call and may answer.
+
+`ApprovalRequest` and `ApprovalAnswer` are public and keep the bare word, as the
+`approval_request` / `approval_response` frames do; shared by the connection rules and the policy.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +15,19 @@ from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import Capability
 
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
-DEFAULT_APPROVAL_TIMEOUT_S = 60.0
+DEFAULT_CALL_APPROVAL_TIMEOUT_S = 60.0
 #: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
-APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
-_MAX_APPROVAL_TIMEOUT_S = 86400.0
+CALL_APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
+_MAX_CALL_APPROVAL_TIMEOUT_S = 86400.0
 
 
-def approval_timeout_s(environ: Mapping[str, str]) -> float:
+def call_approval_timeout_s(environ: Mapping[str, str]) -> float:
     """The approval wait `MEITH_APPROVAL_TIMEOUT_S` asks for, else 60 s (up to a day)."""
     return seconds_from_env(
-        environ, APPROVAL_TIMEOUT_ENV, DEFAULT_APPROVAL_TIMEOUT_S, _MAX_APPROVAL_TIMEOUT_S
+        environ,
+        CALL_APPROVAL_TIMEOUT_ENV,
+        DEFAULT_CALL_APPROVAL_TIMEOUT_S,
+        _MAX_CALL_APPROVAL_TIMEOUT_S,
     )
 
 
@@ -64,7 +70,7 @@ def where_it_runs(capabilities: tuple[Capability, ...] | list[str], cwd: str) ->
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalReply:
+class CallApprovalReply:
     """An answer together with who gave it; `answered_by` lands in the decision's reason."""
 
     answer: ApprovalAnswer
