@@ -191,7 +191,7 @@ async def measure(
     # The pieces, for the breakdown: discovery alone, and git status run with exactly the
     # hardened argv and environment the tool uses (no runtime around it).
     from meith_core import CancelToken
-    from meith_plugins_git.repo import discover
+    from meith_plugins_git.discovery import discover
     from meith_plugins_git.runner import READ_ONLY
     from meith_plugins_git.status import STATUS_OPTIONS
 

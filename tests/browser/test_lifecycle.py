@@ -251,7 +251,7 @@ async def test_without_a_usable_sandbox_the_browser_runs_without_it_and_says_so(
     if os.geteuid() != 0:
         pytest.skip("needs a machine where Chromium's sandbox fails: here, running as root")
     # As root Chromium refuses its sandbox: the "auto" setting must fall back, with a warning.
-    monkeypatch.setattr("meith_plugins_browser.browser.use_sandbox", lambda setting: True)
+    monkeypatch.setattr("meith_plugins_browser.launch.use_sandbox", lambda setting: True)
     plugin = load(runtime)
     opened = await runtime.call("open_browser_tab", {"url": site.url()})
     assert opened.ok, opened.to_wire()

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
 from meith_plugins_browser.artifacts import png_size, write_artifact
-from meith_plugins_browser.browser import playwright_message, use_sandbox
 from meith_plugins_browser.cdp import CdpScope, check_cdp
 from meith_plugins_browser.elements import ElementIds
+from meith_plugins_browser.errors import playwright_message
 from meith_plugins_browser.executable import (
     ENV_VAR,
     INSTALL_HINT,
@@ -24,6 +24,7 @@ from meith_plugins_browser.executable import (
     find_browser,
 )
 from meith_plugins_browser.keys import parse_keys
+from meith_plugins_browser.launch import use_sandbox
 from meith_plugins_browser.logs import ConsoleLog, NetworkLog, console_level
 from meith_plugins_browser.ownership import (
     Access,

@@ -17,8 +17,9 @@ import pytest
 
 from meith_core import CancelToken, landlock_status
 from meith_core.mcp.tools import annotations_for
-from meith_plugins_process.commands import OutputCap, render_result
 from meith_plugins_process.models import RUN_TIMEOUT_MAX_MS
+from meith_plugins_process.outputcap import OutputCap
+from meith_plugins_process.render import render_result
 from tests.harness import MEITH, wait_until
 from tests.process.conftest import Proc
 from tests.process.support import PY, descendants, eventually, gone, ok

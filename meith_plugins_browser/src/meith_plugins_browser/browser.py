@@ -1,7 +1,7 @@
 """One Chromium per runtime, driven through Playwright: started lazily, made safe, watched.
 
-- Started on the first call that needs a page, with the switches of executable.py, in a fresh
-  temporary profile (Playwright's), one browser context for every tab.
+- Started on the first call that needs a page (launch.py), in a fresh temporary profile
+  (Playwright's), one browser context for every tab.
 - The context denies every permission request, refuses downloads, and runs the popup guard in
   every frame; a window that still appears without the host asking for it is closed at once
   and logged to its opener's console entries.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import time
 from collections.abc import Coroutine
@@ -25,15 +24,11 @@ import anyio
 import structlog
 
 from meith_core import ErrorCode, ToolError
-from meith_plugins_browser.executable import (
-    IGNORED_DEFAULT_ARGS,
-    LAUNCH_ARGS,
-    BrowserNotFoundError,
-    FoundBrowser,
-    find_browser,
-)
+from meith_plugins_browser.errors import playwright_message
+from meith_plugins_browser.executable import FoundBrowser
+from meith_plugins_browser.launch import launch
 from meith_plugins_browser.logs import console_level
-from meith_plugins_browser.scripts import POPUP_GUARD, POPUP_LOG_PREFIX
+from meith_plugins_browser.scripts import POPUP_LOG_PREFIX
 from meith_plugins_browser.settings import BrowserSettings
 from meith_plugins_browser.tabs import Tab, TabStore
 
@@ -42,7 +37,6 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("meith.browser")
 
-LAUNCH_TIMEOUT_MS: Final = 30_000
 #: Of the 1.5 s the runtime gives all plugins to stop (the rest continues in the background).
 CLOSE_BUDGET_S: Final = 0.9
 STOP_DRIVER_BUDGET_S: Final = 0.4
@@ -51,65 +45,6 @@ CRASHED: Final = "the browser exited unexpectedly"
 SELF_CLOSED: Final = "the page was closed (by the page or over CDP)"
 #: A page that closed this long before its browser died closed because of it.
 RECENT_CLOSE_S: Final = 2.0
-
-#: Every permission a page can ask for, denied for the whole context (names Chromium does not
-#: know are skipped).
-DENIED_PERMISSIONS: Final[tuple[dict[str, Any], ...]] = (
-    {"name": "geolocation"},
-    {"name": "notifications"},
-    {"name": "camera"},
-    {"name": "microphone"},
-    {"name": "clipboard-read"},
-    {"name": "clipboard-write"},
-    {"name": "midi"},
-    {"name": "midi", "sysex": True},
-    {"name": "push", "userVisibleOnly": True},
-    {"name": "display-capture"},
-    {"name": "background-sync"},
-    {"name": "background-fetch"},
-    {"name": "periodic-background-sync"},
-    {"name": "accelerometer"},
-    {"name": "gyroscope"},
-    {"name": "magnetometer"},
-    {"name": "ambient-light-sensor"},
-    {"name": "idle-detection"},
-    {"name": "storage-access"},
-    {"name": "top-level-storage-access"},
-    {"name": "window-management"},
-    {"name": "local-fonts"},
-    {"name": "speaker-selection"},
-    {"name": "payment-handler"},
-    {"name": "nfc"},
-    {"name": "screen-wake-lock"},
-    {"name": "system-wake-lock"},
-    {"name": "persistent-storage"},
-    {"name": "captured-surface-control"},
-    {"name": "keyboard-lock"},
-    {"name": "pointer-lock"},
-    {"name": "fullscreen", "allowWithoutGesture": True},
-    {"name": "web-app-installation"},
-    {"name": "local-network-access"},
-)
-
-
-#: "Page.goto: " and the like at the start of Playwright's messages.
-_API_PREFIX: Final = re.compile(r"^(?:[A-Z][A-Za-z]*\.[a-z_]+: )+")
-
-
-def playwright_message(exc: BaseException) -> str:
-    """The useful first line of a Playwright error (no call log, no `Error:` prefix)."""
-    text = str(getattr(exc, "message", None) or exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    line = _API_PREFIX.sub("", line.removeprefix("Error: "))
-    return line[:500]
-
-
-def use_sandbox(setting: bool | None) -> bool:
-    """Chromium's own sandbox: on unless set off, or running as root (where it cannot work)."""
-    if setting is not None:
-        return setting
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is None or geteuid() != 0
 
 
 class BrowserHost:
@@ -169,90 +104,33 @@ class BrowserHost:
             return self._context
 
     async def _launch(self, settings: BrowserSettings) -> None:
-        from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import async_playwright
 
         pw = await async_playwright().start()
         try:
-            try:
-                own = pw.chromium.executable_path
-            except Exception:
-                own = None
-            try:
-                found = find_browser(playwright_path=own)
-            except BrowserNotFoundError as exc:
-                raise ToolError(ErrorCode.TOOL_FAILED, str(exc)) from None
-            sandbox = use_sandbox(settings.sandbox)
-            while True:
-                try:
-                    browser = await pw.chromium.launch(
-                        executable_path=found.path,
-                        headless=settings.headless,
-                        chromium_sandbox=sandbox,
-                        args=list(LAUNCH_ARGS),
-                        ignore_default_args=list(IGNORED_DEFAULT_ARGS),
-                        timeout=LAUNCH_TIMEOUT_MS,
-                    )
-                    break
-                except PlaywrightError as exc:
-                    if sandbox and settings.sandbox is None:
-                        # "auto": the machine cannot sandbox (e.g. no user namespaces).
-                        sandbox = False
-                        self._notices.append(
-                            "Chromium's sandbox is not available on this machine; the browser "
-                            "runs without it (set browser.sandbox to silence this)."
-                        )
-                        _log.warning("chromium sandbox unavailable", error=playwright_message(exc))
-                        continue
-                    raise ToolError(
-                        ErrorCode.TOOL_FAILED,
-                        f"Chromium at {found.path} failed to start: {playwright_message(exc)}",
-                        {"executable": found.path, "source": found.source},
-                    ) from None
-            context = await browser.new_context(
-                viewport={"width": settings.viewport.width, "height": settings.viewport.height},
-                accept_downloads=False,
-            )
-            await context.add_init_script(POPUP_GUARD)
-            # Kept open: Chromium drops permission overrides when the session that set them
-            # detaches.
-            session = await browser.new_browser_cdp_session()
-            await self._deny_permissions(session)
-            self._browser_pid = await _browser_pid(session)
+            launched = await launch(pw, settings, self._notices)
             if self._closing:  # the runtime began shutting down meanwhile
                 raise ToolError(ErrorCode.RUNTIME_SHUTTING_DOWN, "The browser is shutting down")
         except BaseException:
             # Stopping the driver closes a browser it launched.
             self._in_background(pw.stop())
             raise
+        browser, context = launched.browser, launched.context
         browser.on("disconnected", self._on_disconnected)
         context.on("page", self._on_context_page)
         self._pw, self._browser, self._context = pw, browser, context
-        self._browser_session = session
+        self._browser_session = launched.session
+        self._browser_pid = launched.pid
         self._lost = False
-        self.found = found
+        self.found = launched.found
         self.launches += 1
         _log.info(
             "browser started",
-            executable=found.path,
+            executable=launched.found.path,
             version=browser.version,
             headless=settings.headless,
-            sandbox=sandbox,
+            sandbox=launched.sandbox,
         )
-
-    async def _deny_permissions(self, session: CDPSession) -> None:
-        ids = (await session.send("Target.getBrowserContexts")).get("browserContextIds", [])
-
-        async def deny(context_id: str, descriptor: dict[str, Any]) -> None:
-            try:
-                await session.send(
-                    "Browser.setPermission",
-                    {"permission": descriptor, "setting": "denied", "browserContextId": context_id},
-                )
-            except Exception as exc:  # a permission this Chromium does not know
-                _log.debug("permission not denied", permission=descriptor, error=str(exc))
-
-        await asyncio.gather(*(deny(c, d) for c in ids for d in DENIED_PERMISSIONS))
 
     # -- pages --------------------------------------------------------------------------
 
@@ -469,17 +347,6 @@ async def _wait(task: asyncio.Future[Any], budget_s: float) -> bool:
 async def _quietly(coro: Any) -> None:
     with contextlib.suppress(Exception):
         await coro
-
-
-async def _browser_pid(session: CDPSession) -> int | None:
-    try:
-        info = await session.send("SystemInfo.getProcessInfo")
-    except Exception:
-        return None
-    for proc in info.get("processInfo", []):
-        if proc.get("type") == "browser":
-            return int(proc["id"])
-    return None
 
 
 async def _close_quietly(page: Any) -> None:

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import anyio
 import structlog
 
+from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.tabs import Tab
-
-if TYPE_CHECKING:
-    from meith_plugins_browser.browser import BrowserHost
 
 _log = structlog.get_logger("meith.browser")
 

@@ -9,8 +9,9 @@ from pydantic import BaseModel
 from meith_core import PluginHost, SettingsSection, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.claims import end_session
+from meith_plugins_browser.page_tools import PageTools
 from meith_plugins_browser.settings import SECTION, BrowserSettings
-from meith_plugins_browser.tools import BrowserTools
+from meith_plugins_browser.tab_tools import TabTools
 
 #: The meith plugin API this plugin is built for.
 MEITH_PLUGIN_API = ">=1,<2"
@@ -21,11 +22,11 @@ class Plugin:
 
     def __init__(self) -> None:
         self.host = BrowserHost()
-        self.tools = BrowserTools(self.host)
+        self.tools = (TabTools(self.host), PageTools(self.host))
 
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
-        return self.tools.definitions()
+        return [d for tools in self.tools for d in tools.definitions()]
 
     @hookimpl
     def meith_settings(self) -> dict[str, type[BaseModel] | SettingsSection]:

@@ -1,8 +1,10 @@
-"""The six workspace tools, bound to one plugin instance (its undo store, locks and rg)."""
+"""The six workspace tools: reading, listing and searching files, writing, patching and undoing."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import threading
+from pathlib import Path
+from typing import Final
 
 from meith_core import (
     ErrorCode,
@@ -14,7 +16,9 @@ from meith_core import (
     tool,
 )
 from meith_plugins_files import edits, render, ripgrep
+from meith_plugins_files.changes import commit_change, conflict, decoded, text_or_none
 from meith_plugins_files.diffs import unified
+from meith_plugins_files.locks import FileLocks
 from meith_plugins_files.models import (
     ApplyPatchArgs,
     ListFilesArgs,
@@ -38,45 +42,110 @@ from meith_plugins_files.scope import (
     secret_excludes,
     workspace_root,
 )
-from meith_plugins_files.textio import BinaryFile, Decoded, decode, encode, sha256_hex
+from meith_plugins_files.textio import encode, sha256_hex
 from meith_plugins_files.undo import UndoStore
-from meith_plugins_files.writer import Current, delete_file, read_current, replace_file
+from meith_plugins_files.writer import delete_file, read_current, replace_file
 
-if TYPE_CHECKING:
-    from meith_plugins_files.plugin import Plugin
-
+#: Under `$MEITH_HOME/state/`: this plugin's private directory.
+STATE_DIR: Final = "files"
 READ: Final = ["read-only"]
 WRITES: Final = ["writes-files"]
 
 
-def _conflict(target: Target, expected: str, actual: str | None) -> ToolError:
-    now = "does not exist" if actual is None else f"has sha256 {actual}"
-    return ToolError(
-        ErrorCode.TOOL_FAILED,
-        f"{target.display} changed: expected sha256 {expected} but it {now}. Read it again "
-        "and redo the change on its current content.",
-        {"reason": "conflict", "expectedSha256": expected, "actualSha256": actual},
-    )
+class FileTools:
+    """What the workspace tools share in one runtime (the per-file locks, the undo store,
+    ripgrep) and the tools."""
 
+    def __init__(self) -> None:
+        self.locks = FileLocks()
+        self._undo: UndoStore | None = None
+        self._guard = threading.Lock()
+        #: The `rg` the search tools run (None: not found yet).
+        self.rg_path: str | None = ripgrep.locate()
 
-def _decoded(target: Target, data: bytes) -> Decoded:
-    try:
-        return decode(data)
-    except BinaryFile as exc:
-        raise ToolError(
-            ErrorCode.TOOL_FAILED,
-            f"{target.display} is a binary file ({exc}); it is not edited as text",
-            {"reason": "binary"},
-        ) from None
+    def open_undo(self, state_dir: Path) -> None:
+        """Open the undo store under the runtime's state directory."""
+        self._undo = UndoStore(state_dir / STATE_DIR / "undo")
 
+    def definitions(self) -> list[ToolDefinition]:
+        return [
+            tool(
+                self.workspace_read_file,
+                effect="reads",
+                acts_on="path:cwd",
+                capabilities=READ,
+                idempotent=True,
+                output=ReadFileResult,
+                render=render.read_file,
+            ),
+            tool(
+                self.workspace_write_file,
+                effect="removes",
+                acts_on="path:cwd",
+                capabilities=WRITES,
+                grant_scope="enforced",
+                idempotent=True,
+                output=WriteResult,
+                render=render.write_file,
+            ),
+            tool(
+                self.workspace_apply_patch,
+                effect="updates",
+                acts_on="path:cwd",
+                capabilities=WRITES,
+                grant_scope="enforced",
+                output=PatchResult,
+                render=render.apply_patch,
+            ),
+            tool(
+                self.workspace_undo,
+                effect="removes",
+                acts_on="path:cwd",
+                capabilities=WRITES,
+                grant_scope="enforced",
+                output=UndoResult,
+                render=render.undo,
+            ),
+            tool(
+                self.workspace_list_files,
+                effect="reads",
+                acts_on="path:cwd",
+                capabilities=READ,
+                idempotent=True,
+                output=ListFilesResult,
+                render=render.list_files,
+            ),
+            tool(
+                self.workspace_search,
+                effect="reads",
+                acts_on="path:cwd",
+                capabilities=READ,
+                idempotent=True,
+                output=SearchResult,
+                render=render.search,
+            ),
+        ]
 
-def build_tools(p: Plugin) -> list[ToolDefinition]:
-    def target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> Target:
-        target = resolve(workspace_root(ctx, cwd), path)
-        check_writable(ctx, target)
-        return target
+    def _store(self, ctx: ToolContext) -> UndoStore:
+        with self._guard:
+            if self._undo is None:
+                self.open_undo(ctx.home.state_dir)
+            assert self._undo is not None
+            return self._undo
 
-    def workspace_read_file(ctx: ToolContext, args: ReadFileArgs) -> ReadFileResult:
+    def _rg(self) -> str:
+        if self.rg_path is None:
+            self.rg_path = ripgrep.locate()
+        if self.rg_path is None:
+            raise ToolError(
+                ErrorCode.TOOL_FAILED,
+                "ripgrep is not installed: install the ripgrep package (pip install "
+                "'ripgrep>=14.1,<14.2') into meith's environment, or put rg on PATH",
+                {"reason": "no ripgrep"},
+            )
+        return self.rg_path
+
+    def workspace_read_file(self, ctx: ToolContext, args: ReadFileArgs) -> ReadFileResult:
         """Read a text file by lines (1-based `offset`, `limit` lines; 2 MiB at most per read).
 
         Returns the lines with `totalLines`, `truncated`, the encoding and the file's `sha256`
@@ -97,18 +166,18 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             lineEnding=w.line_ending,
         )
 
-    def workspace_write_file(ctx: ToolContext, args: WriteFileArgs) -> WriteResult:
+    def workspace_write_file(self, ctx: ToolContext, args: WriteFileArgs) -> WriteResult:
         """Create or replace a file atomically (its mode kept); keeps an undo step.
 
         With `expectedSha256` it refuses when the file is no longer that version. An existing
         file keeps its encoding. Returns the unified diff."""
-        target = target_for_write(ctx, args.cwd, args.path)
-        with p.locks.of(target.path):
+        target = _target_for_write(ctx, args.cwd, args.path)
+        with self.locks.of(target.path):
             cur = read_current(target)
             actual = sha256_hex(cur.data) if cur.data is not None else None
             if args.expectedSha256 is not None and args.expectedSha256 != actual:
-                raise _conflict(target, args.expectedSha256, actual)
-            old = _decoded(target, cur.data) if cur.data is not None else None
+                raise conflict(target, args.expectedSha256, actual)
+            old = decoded(target, cur.data) if cur.data is not None else None
             enc = old.encoding if old is not None else "utf-8"
             try:
                 data = encode(args.content, enc)
@@ -117,8 +186,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     ErrorCode.VALIDATION_ERROR,
                     f"content cannot be written in the file's encoding {enc}: {exc.reason}",
                 ) from None
-            return _commit(
-                p.store(ctx),
+            return commit_change(
+                self._store(ctx),
                 target,
                 cur,
                 actual,
@@ -129,15 +198,15 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 tool_name="workspace_write_file",
             )
 
-    def workspace_apply_patch(ctx: ToolContext, args: ApplyPatchArgs) -> PatchResult:
+    def workspace_apply_patch(self, ctx: ToolContext, args: ApplyPatchArgs) -> PatchResult:
         """Edit one file, all or nothing, and return the unified diff.
 
         Each edit is an exact text `{oldText, newText, replaceAll?}` (oldText must match once,
         or every match with replaceAll) or a range `{start, end, newText}` in characters of
         the text as read. An edit that matches nowhere or more than once fails the whole
         patch and says how many matches and where. `dryRun` returns the diff only."""
-        target = target_for_write(ctx, args.cwd, args.path)
-        with p.locks.of(target.path):
+        target = _target_for_write(ctx, args.cwd, args.path)
+        with self.locks.of(target.path):
             cur = read_current(target)
             if cur.data is None:
                 raise ToolError(
@@ -147,8 +216,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 )
             actual = sha256_hex(cur.data)
             if args.expectedSha256 is not None and args.expectedSha256 != actual:
-                raise _conflict(target, args.expectedSha256, actual)
-            old = _decoded(target, cur.data)
+                raise conflict(target, args.expectedSha256, actual)
+            old = decoded(target, cur.data)
             spans = edits.locate(old.text, args.edits, target.display)
             text = edits.apply(old.text, spans)
             if args.dryRun:
@@ -161,7 +230,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     previousSha256=actual,
                     diff=diff,
                     diffTruncated=cut,
-                    undoSteps=p.store(ctx).count(target.path),
+                    undoSteps=self._store(ctx).count(target.path),
                 )
             try:
                 data = encode(text, old.encoding)
@@ -171,8 +240,8 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                     f"the new text cannot be written in the file's encoding {old.encoding}: "
                     f"{exc.reason}",
                 ) from None
-            done = _commit(
-                p.store(ctx),
+            done = commit_change(
+                self._store(ctx),
                 target,
                 cur,
                 actual,
@@ -193,12 +262,12 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 undoSteps=done.undoSteps,
             )
 
-    def workspace_undo(ctx: ToolContext, args: UndoArgs) -> UndoResult:
+    def workspace_undo(self, ctx: ToolContext, args: UndoArgs) -> UndoResult:
         """Restore the version of a file before meith's last change to it (50 steps a file,
         kept across restarts). Refuses when the file changed since, unless `force`."""
-        target = target_for_write(ctx, args.cwd, args.path)
-        with p.locks.of(target.path):
-            store = p.store(ctx)
+        target = _target_for_write(ctx, args.cwd, args.path)
+        with self.locks.of(target.path):
+            store = self._store(ctx)
             step = store.last(target.path)
             if step is None:
                 raise ToolError(
@@ -220,7 +289,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                         "actualSha256": actual,
                     },
                 )
-            now_text = _text_or_none(cur.data)
+            now_text = text_or_none(cur.data)
             if step.before is None:
                 delete_file(target)
                 left = store.pop(target.path, step)
@@ -245,7 +314,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 target, data, step.mode if step.mode is not None else cur.mode, create_dirs=True
             )
             left = store.pop(target.path, step)
-            diff, cut = unified(now_text, _text_or_none(data), target.display)
+            diff, cut = unified(now_text, text_or_none(data), target.display)
             return UndoResult(
                 path=target.display,
                 restored="previous",
@@ -255,14 +324,14 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 undoSteps=left,
             )
 
-    async def workspace_list_files(ctx: ToolContext, args: ListFilesArgs) -> ListFilesResult:
+    async def workspace_list_files(self, ctx: ToolContext, args: ListFilesArgs) -> ListFilesResult:
         """List files under a directory, sorted: honours .gitignore and skips node_modules,
         .git, build and cache directories (unless `includeIgnored`); never follows links.
         5,000 by default, 20,000 at most."""
         root = workspace_root(ctx, args.cwd)
         target = resolve(root, args.path)
         check_readable(ctx, target.path)
-        rg = p.rg()
+        rg = self._rg()
         walk = ripgrep.Walk(args.includeIgnored, args.glob, tuple(secret_excludes(ctx, root)))
         files, truncated = await ripgrep.list_files(
             rg, str(root), walk, _rg_path(target), args.limit
@@ -270,7 +339,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
         files.sort()
         return ListFilesResult(root=str(root), files=files, count=len(files), truncated=truncated)
 
-    async def workspace_search(ctx: ToolContext, args: SearchArgs) -> ToolResult:
+    async def workspace_search(self, ctx: ToolContext, args: SearchArgs) -> ToolResult:
         """Search file contents with ripgrep: literal text by default, `regex` for a regular
         expression; .gitignore-aware, files over 1 MiB skipped. Each hit has path, line,
         column and text (`contextLines` around it). 500 hits by default, 5,000 at most."""
@@ -284,7 +353,7 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
                 f"{target.display} is not a directory or a regular file",
                 {"reason": "not searchable"},
             )
-        rg = p.rg()
+        rg = self._rg()
         walk = ripgrep.Walk(False, args.glob, tuple(secret_excludes(ctx, root)))
         argv = ripgrep.search_argv(
             rg,
@@ -304,123 +373,13 @@ def build_tools(p: Plugin) -> list[ToolDefinition]:
             {"root": str(root), "matches": matches, "count": len(matches), "truncated": truncated}
         )
 
-    return [
-        tool(
-            workspace_read_file,
-            effect="reads",
-            acts_on="path:cwd",
-            capabilities=READ,
-            idempotent=True,
-            output=ReadFileResult,
-            render=render.read_file,
-        ),
-        tool(
-            workspace_write_file,
-            effect="removes",
-            acts_on="path:cwd",
-            capabilities=WRITES,
-            grant_scope="enforced",
-            idempotent=True,
-            output=WriteResult,
-            render=render.write_file,
-        ),
-        tool(
-            workspace_apply_patch,
-            effect="updates",
-            acts_on="path:cwd",
-            capabilities=WRITES,
-            grant_scope="enforced",
-            output=PatchResult,
-            render=render.apply_patch,
-        ),
-        tool(
-            workspace_undo,
-            effect="removes",
-            acts_on="path:cwd",
-            capabilities=WRITES,
-            grant_scope="enforced",
-            output=UndoResult,
-            render=render.undo,
-        ),
-        tool(
-            workspace_list_files,
-            effect="reads",
-            acts_on="path:cwd",
-            capabilities=READ,
-            idempotent=True,
-            output=ListFilesResult,
-            render=render.list_files,
-        ),
-        tool(
-            workspace_search,
-            effect="reads",
-            acts_on="path:cwd",
-            capabilities=READ,
-            idempotent=True,
-            output=SearchResult,
-            render=render.search,
-        ),
-    ]
+
+def _target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> Target:
+    target = resolve(workspace_root(ctx, cwd), path)
+    check_writable(ctx, target)
+    return target
 
 
 def _rg_path(target: Target) -> str:
     rel = target.relative
     return "." if rel == "." else "./" + rel
-
-
-def _text_or_none(data: bytes | None) -> str | None:
-    if data is None:
-        return None
-    try:
-        return decode(data).text
-    except BinaryFile:
-        return ""
-
-
-def _commit(
-    store: UndoStore,
-    target: Target,
-    cur: Current,
-    old_sha: str | None,
-    old: Decoded | None,
-    text: str,
-    data: bytes,
-    *,
-    create_dirs: bool,
-    tool_name: str,
-) -> WriteResult:
-    """Replace the file with `data` (unless it already is), keep an undo step, diff it.
-    `old_sha` is the sha256 of `cur.data` (None: no file)."""
-    new_sha = sha256_hex(data)
-    if cur.data == data:
-        return WriteResult(
-            path=target.display,
-            created=False,
-            changed=False,
-            bytes=len(data),
-            sha256=new_sha,
-            previousSha256=old_sha,
-            diff="",
-            diffTruncated=False,
-            undoSteps=store.count(target.path),
-        )
-    diff, cut = unified(old.text if old is not None else None, text, target.display)
-    # The step first: a change meith made always has its undo step. A failed write takes
-    # the step back.
-    step, steps = store.push(target.path, cur.data, old_sha, cur.mode, new_sha, tool_name)
-    try:
-        replace_file(target, data, cur.mode, create_dirs=create_dirs)
-    except BaseException:
-        store.pop(target.path, step)
-        raise
-    return WriteResult(
-        path=target.display,
-        created=cur.data is None,
-        changed=True,
-        bytes=len(data),
-        sha256=new_sha,
-        previousSha256=old_sha,
-        diff=diff,
-        diffTruncated=cut,
-        undoSteps=steps,
-    )

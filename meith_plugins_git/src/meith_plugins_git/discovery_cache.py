@@ -38,7 +38,7 @@ Two rules keep a change from slipping between a stat and a read:
 
 Never cached: whatever depends on who calls (the grant scope check, held grants, hook
 confinement), and the layout check, which reads the `.git` file and its back-pointers anew on
-every call (`repo.check_layout`).
+every call (`layout.check_layout`).
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from meith_plugins_git.args import (
     UnstageArgs,
     WorktreeArgs,
 )
+from meith_plugins_git.discovery import discover, require_repo
 from meith_plugins_git.hooks import CHECKOUT_HOOKS, COMMIT_HOOKS, skipped_hooks, with_notice
 from meith_plugins_git.identity import detect_identities, git_settings
 from meith_plugins_git.locks import RepoLocks
-from meith_plugins_git.repo import discover, require_repo
 from meith_plugins_git.runner import Git
 from meith_plugins_git.status import empty_status, read_status
 from meith_plugins_git.validate import repo_path

@@ -42,6 +42,7 @@ from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
 from meith_plugins_process.killer import MARKER_ENV, Target
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.models import RunCommandArgs
+from meith_plugins_process.outputcap import OutputCap
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.supervisor import Supervisor
 
@@ -60,66 +61,6 @@ PROGRESS_S: Final = 5.0
 TOOL_TIMEOUT_MS: Final = 30 * 60 * 1000 + 30_000
 
 _STREAMS: Final = {1: "stdout", 2: "stderr"}
-
-
-class OutputCap:
-    """One stream's bytes within `limit`: the first half and the last half kept, the middle
-    counted."""
-
-    __slots__ = ("_head", "_head_max", "_tail", "_tail_max", "total")
-
-    def __init__(self, limit: int) -> None:
-        self._head_max = limit // 2
-        self._tail_max = limit - self._head_max
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self._head_max - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if data:
-            self._tail += data
-            # Trimmed in bulk, not per chunk: the tail is at most twice its size meanwhile.
-            if len(self._tail) > 2 * self._tail_max + 65536:
-                del self._tail[: len(self._tail) - self._tail_max]
-
-    def render(self) -> tuple[str, int]:
-        """`(text, elided bytes)`: the kept bytes as UTF-8 (invalid bytes replaced), with a
-        marker saying how many bytes are missing where the middle was cut out."""
-        tail = bytes(self._tail[len(self._tail) - self._tail_max :]) if self._tail_max else b""
-        head = bytes(self._head)
-        if self.total == len(head) + len(tail):
-            return (head + tail).decode("utf-8", "replace"), 0
-        # A character cut in two at either edge goes to the elided middle, not to U+FFFD.
-        head, tail = _whole_chars_head(head), _whole_chars_tail(tail)
-        elided = self.total - len(head) - len(tail)
-        marker = f"\n[... {elided} bytes elided ...]\n"
-        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace"), elided
-
-
-def _whole_chars_head(data: bytes) -> bytes:
-    """`data` without a UTF-8 sequence left incomplete at its end."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 == 0x80:
-            continue  # a continuation byte: look further back for its lead
-        if byte >= 0xC0:
-            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return data[:-back] if need > back else data
-        return data
-    return data
-
-
-def _whole_chars_tail(data: bytes) -> bytes:
-    """`data` without the continuation bytes of a sequence that began before it."""
-    skip = 0
-    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
-        skip += 1
-    return data[skip:]
 
 
 class _Run:
@@ -475,33 +416,3 @@ class CommandRunner:
         finally:
             remove()
             waiter.cancel()
-
-
-def _duration(ms: int) -> str:
-    return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
-
-
-def render_result(content: dict[str, Any]) -> str:
-    """The result as a model reads it (`@tool(render=...)`): one line saying how it ended,
-    then each stream that printed anything under its name, the cap's elision marks included.
-
-    `exit 1 in 2.3 s`, `killed by SIGKILL in 40 ms`, `timed out, ended by SIGTERM after
-    120.1 s`; `, confined to DIR` when it ran confined.
-    """
-    took = _duration(int(content.get("durationMs") or 0))
-    signal_ = content.get("signal")
-    if content.get("timedOut"):
-        how = f"ended by {signal_}" if signal_ else f"exit {content.get('exitCode')}"
-        line = f"timed out, {how} after {took}"
-    elif signal_:
-        line = f"killed by {signal_} in {took}"
-    else:
-        line = f"exit {content.get('exitCode')} in {took}"
-    if content.get("confinedTo"):
-        line += f", confined to {content['confinedTo']}"
-    parts = [line]
-    for stream in ("stdout", "stderr"):
-        text = str(content.get(stream) or "").removesuffix("\n")
-        if text:
-            parts.append(f"--- {stream}\n{text}")
-    return "\n".join(parts)

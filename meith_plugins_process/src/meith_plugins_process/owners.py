@@ -67,10 +67,12 @@ class Owner:
 
 
 class Owned(Protocol):
-    """What a registry keeps: something with an id and an owner that can be closed."""
+    """What a registry keeps: something with an id, an owner and the directory it was started
+    in, that can be closed."""
 
     id: str
     owner: Owner
+    cwd: str
 
     def close(self) -> None: ...
 
@@ -108,6 +110,12 @@ class OwnedRegistry(Generic[T]):
                 ownerSession=owner.session_id,
             )
         return item
+
+    def directory_of(self, item_id: str | None) -> str | None:
+        """The directory the item was started in (None: no such item): what a tool on it acts
+        on, whoever calls."""
+        item = self.by_id.get(item_id or "")
+        return item.cwd if item is not None else None
 
     def visible(self, caller: CallerInfo) -> list[T]:
         return [i for i in self.by_id.values() if i.owner.may_access(caller)]

@@ -10,11 +10,14 @@ import anyio.to_thread
 import structlog
 
 from meith_core import PluginHost, ToolDefinition, hookimpl, landlock_status
+from meith_plugins_process.command_tools import CommandTools
 from meith_plugins_process.commands import CommandRunner
+from meith_plugins_process.devserver_tools import DevServerTools
 from meith_plugins_process.devservers import DevServerManager
 from meith_plugins_process.supervisor import Supervisor
+from meith_plugins_process.terminal_tools import TerminalTools
 from meith_plugins_process.terminals import TerminalManager
-from meith_plugins_process.tools import build_tools
+from meith_plugins_process.watch_tools import WatchTools
 
 _log = structlog.get_logger("meith.process")
 
@@ -55,10 +58,16 @@ class Plugin:
         ]
         #: Stops of what ended sessions started, still under way (shutdown ends them all).
         self._session_stops: set[asyncio.Task[None]] = set()
+        self.tools = (
+            TerminalTools(self.supervisor, self.terminals),
+            DevServerTools(self.supervisor, self.dev_servers),
+            WatchTools(self.dev_servers, self.terminals),
+            CommandTools(self.supervisor, self.commands),
+        )
 
     @hookimpl
     def meith_tools(self) -> list[ToolDefinition]:
-        return build_tools(self)
+        return [d for tools in self.tools for d in tools.definitions()]
 
     @hookimpl
     async def meith_startup(self, host: PluginHost) -> None:
