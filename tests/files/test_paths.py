@@ -138,12 +138,12 @@ def test_a_symlink_planted_in_a_parent_after_resolution_is_not_followed(
 ) -> None:
     # The core's write_file_beneath opens each directory without following links: a write to
     # sub/x.txt where sub is (now) a link out is refused rather than landing outside.
-    from meith_plugins_files.scope import Target
+    from meith_plugins_files.scope import WorkspacePath
     from meith_plugins_files.writer import replace_file
 
     (ws / "sub").symlink_to(outside)
     with pytest.raises(Exception, match="symbolic link"):
-        replace_file(Target(ws, ws / "sub" / "x.txt"), b"x", None, create_dirs=False)
+        replace_file(WorkspacePath(ws, ws / "sub" / "x.txt"), b"x", None, create_dirs=False)
     assert not (outside / "x.txt").exists()
 
 

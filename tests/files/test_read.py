@@ -136,15 +136,17 @@ def test_a_fifo_is_not_read(files: MeithHarness, ws: Path) -> None:
 @given(text=st.text(alphabet="ab\n\r\t é", max_size=60))
 def test_windows_of_one_line_put_together_are_the_whole_read(tmp_path: Path, text: str) -> None:
     from meith_plugins_files.reading import read_window
-    from meith_plugins_files.scope import Target
+    from meith_plugins_files.scope import WorkspacePath
 
     path = tmp_path / "t.txt"
     path.write_bytes(text.encode())
-    whole = read_window(Target(tmp_path, path), 1, 1_000_000)
+    whole = read_window(WorkspacePath(tmp_path, path), 1, 1_000_000)
     assert whole.content == text
     assert whole.total_lines == len(text.split("\n")) - (
         1 if text.endswith("\n") or not text else 0
     )
-    pieces = [read_window(Target(tmp_path, path), n, 1) for n in range(1, whole.total_lines + 1)]
+    pieces = [
+        read_window(WorkspacePath(tmp_path, path), n, 1) for n in range(1, whole.total_lines + 1)
+    ]
     assert "".join(w.content for w in pieces) == text
     assert all(w.line_count == 1 for w in pieces)

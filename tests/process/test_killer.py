@@ -9,7 +9,7 @@ import subprocess
 import psutil
 import pytest
 
-from meith_plugins_process.killer import Target, parse_signal, terminate
+from meith_plugins_process.killer import KillTarget, parse_signal, terminate
 from tests.process.support import gone
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ async def test_terminate_ends_groups_in_parallel_and_reports_what_it_found() -> 
     ]
     try:
         targets = [
-            Target(f"dev_{i}", p.pid, psutil.Process(p.pid).create_time(), signal.SIGTERM)
+            KillTarget(f"dev_{i}", p.pid, psutil.Process(p.pid).create_time(), signal.SIGTERM)
             for i, p in enumerate(procs)
         ]
         while any(len(psutil.Process(p.pid).children()) < 1 for p in procs):
@@ -58,9 +58,9 @@ async def test_a_reused_pid_is_not_signalled_and_the_runtime_never_signals_itsel
     try:
         created = psutil.Process(bystander.pid).create_time()
         wrong = [
-            Target("dev_reused", bystander.pid, created - 100, signal.SIGKILL),
-            Target("dev_me", os.getpid(), psutil.Process().create_time(), signal.SIGKILL),
-            Target("dev_parent", os.getppid(), None, signal.SIGKILL),
+            KillTarget("dev_reused", bystander.pid, created - 100, signal.SIGKILL),
+            KillTarget("dev_me", os.getpid(), psutil.Process().create_time(), signal.SIGKILL),
+            KillTarget("dev_parent", os.getppid(), None, signal.SIGKILL),
         ]
         outcomes = await terminate(wrong, grace_s=0.1)
         assert all(o.found == [] for o in outcomes)
@@ -79,14 +79,14 @@ async def test_a_target_the_runtime_itself_runs_inside_is_left_alone(
     sibling = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
         outcomes = await terminate(
-            [Target("term_outer000000", None, None, signal.SIGKILL)], grace_s=0.1
+            [KillTarget("term_outer000000", None, None, signal.SIGKILL)], grace_s=0.1
         )
         assert outcomes[0].found == []
         assert not gone(sibling.pid)
         # The same marker on a target that is not ours is hunted down.
         monkeypatch.delenv("MEITH_PROCESS_ID")
         outcomes = await terminate(
-            [Target("term_outer000000", None, None, signal.SIGKILL)], grace_s=0.1
+            [KillTarget("term_outer000000", None, None, signal.SIGKILL)], grace_s=0.1
         )
         assert sibling.pid in outcomes[0].found
         assert gone(sibling.pid)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from meith_core import ErrorCode, ToolError
 from meith_plugins_files.diffs import unified
 from meith_plugins_files.models import WriteResult
-from meith_plugins_files.scope import Target
+from meith_plugins_files.scope import WorkspacePath
 from meith_plugins_files.textio import BinaryFile, Decoded, decode, sha256_hex
 from meith_plugins_files.undo import UndoStore
 from meith_plugins_files.writer import Current, replace_file
 
 
-def conflict(target: Target, expected: str, actual: str | None) -> ToolError:
+def conflict(target: WorkspacePath, expected: str, actual: str | None) -> ToolError:
     now = "does not exist" if actual is None else f"has sha256 {actual}"
     return ToolError(
         ErrorCode.TOOL_FAILED,
@@ -22,7 +22,7 @@ def conflict(target: Target, expected: str, actual: str | None) -> ToolError:
     )
 
 
-def decoded(target: Target, data: bytes) -> Decoded:
+def decoded(target: WorkspacePath, data: bytes) -> Decoded:
     try:
         return decode(data)
     except BinaryFile as exc:
@@ -44,7 +44,7 @@ def text_or_none(data: bytes | None) -> str | None:
 
 def commit_change(
     store: UndoStore,
-    target: Target,
+    target: WorkspacePath,
     cur: Current,
     old_sha: str | None,
     old: Decoded | None,

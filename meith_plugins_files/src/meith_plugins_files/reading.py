@@ -11,7 +11,7 @@ from typing import Final
 
 from meith_core import ErrorCode, ToolError
 from meith_plugins_files.models import MAX_READ_BYTES
-from meith_plugins_files.scope import Target
+from meith_plugins_files.scope import WorkspacePath
 from meith_plugins_files.textio import (
     SNIFF_BYTES,
     BinaryFile,
@@ -40,7 +40,7 @@ class Window:
     line_ending: LineEnding
 
 
-def open_regular(target: Target) -> tuple[int, os.stat_result]:
+def open_regular(target: WorkspacePath) -> tuple[int, os.stat_result]:
     """An fd of the file (not following a link swapped in after resolution) and its stat."""
     try:
         fd = os.open(target.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -69,7 +69,7 @@ def open_regular(target: Target) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def _binary(target: Target, why: str) -> ToolError:
+def _binary(target: WorkspacePath, why: str) -> ToolError:
     return ToolError(
         ErrorCode.TOOL_FAILED,
         f"{target.display} is a binary file ({why}); it is not read as text",
@@ -77,7 +77,7 @@ def _binary(target: Target, why: str) -> ToolError:
     )
 
 
-def read_window(target: Target, offset: int, limit: int) -> Window:
+def read_window(target: WorkspacePath, offset: int, limit: int) -> Window:
     fd, st = open_regular(target)
     try:
         if st.st_size <= _WHOLE_FILE_BYTES:
@@ -94,7 +94,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _whole(target: Target, fd: int, offset: int, limit: int) -> Window:
+def _whole(target: WorkspacePath, fd: int, offset: int, limit: int) -> Window:
     data = _read_all(fd)
     try:
         decoded = decode(data)
@@ -154,7 +154,7 @@ def _cap(lines: list[str]) -> tuple[list[str], bool]:
     return lines, False
 
 
-def _streamed(target: Target, fd: int, size: int, offset: int, limit: int) -> Window:
+def _streamed(target: WorkspacePath, fd: int, size: int, offset: int, limit: int) -> Window:
     """A large file: hashed and counted whole, only the window decoded and kept."""
     head = os.pread(fd, SNIFF_BYTES, 0)
     if looks_binary(head):

@@ -32,7 +32,7 @@ _COVERING_CAPABILITIES: Final = ("read-only", "writes-files", "starts-process")
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class WorkspacePath:
     """A path resolved inside a workspace root: `relative` is plain (`a/b/c`, no `..`)."""
 
     root: Path
@@ -65,10 +65,10 @@ def workspace_root(ctx: ToolContext, cwd: str | None) -> Path:
     return root
 
 
-def resolve(root: Path, path: str | None) -> Target:
+def resolve(root: Path, path: str | None) -> WorkspacePath:
     """`path` (relative to `root`, or absolute inside it) resolved and contained in `root`."""
     try:
-        return Target(root, resolve_within(root, path or "."))
+        return WorkspacePath(root, resolve_within(root, path or "."))
     except PathEscapeError as exc:
         raise ToolError(
             ErrorCode.VALIDATION_ERROR,
@@ -130,7 +130,7 @@ def secret_excludes(ctx: ToolContext, root: Path) -> list[str]:
     ]
 
 
-def check_writable(ctx: ToolContext, target: Target) -> None:
+def check_writable(ctx: ToolContext, target: WorkspacePath) -> None:
     """Refuse a write outside the grant's directory, or into what no agent's tool ever writes
     (the core's one rule, `write_refusal`: every meith home, meith's installation, git's
     metadata) — the very rule confined processes are kept out by."""

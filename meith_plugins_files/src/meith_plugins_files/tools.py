@@ -35,7 +35,7 @@ from meith_plugins_files.models import (
 )
 from meith_plugins_files.reading import read_window
 from meith_plugins_files.scope import (
-    Target,
+    WorkspacePath,
     check_readable,
     check_writable,
     resolve,
@@ -374,12 +374,12 @@ class FileTools:
         )
 
 
-def _target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> Target:
+def _target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> WorkspacePath:
     target = resolve(workspace_root(ctx, cwd), path)
     check_writable(ctx, target)
     return target
 
 
-def _rg_path(target: Target) -> str:
+def _rg_path(target: WorkspacePath) -> str:
     rel = target.relative
     return "." if rel == "." else "./" + rel

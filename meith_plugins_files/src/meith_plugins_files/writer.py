@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from meith_core import ErrorCode, PathEscapeError, ToolError, write_file_beneath
-from meith_plugins_files.scope import Target
+from meith_plugins_files.scope import WorkspacePath
 
 #: A file larger than this is not edited (its undo copy and its diff would not be small).
 MAX_EDIT_BYTES: Final = 4 * 1024 * 1024
@@ -26,7 +26,7 @@ class Current:
     mode: int | None
 
 
-def read_current(target: Target, *, limit: int = MAX_EDIT_BYTES) -> Current:
+def read_current(target: WorkspacePath, *, limit: int = MAX_EDIT_BYTES) -> Current:
     """The file's content for an edit; a missing file is `Current(None, None)`."""
     try:
         fd = os.open(target.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -80,7 +80,9 @@ def _umask_at_import() -> int:
 _IMPORT_UMASK: Final = _umask_at_import()
 
 
-def replace_file(target: Target, data: bytes, mode: int | None, *, create_dirs: bool) -> None:
+def replace_file(
+    target: WorkspacePath, data: bytes, mode: int | None, *, create_dirs: bool
+) -> None:
     """Write `data` to a temporary file beside the target and rename it over: readers see the
     old content or the new, never half. `mode` is kept (None: a new file, 0666 less umask).
     No symbolic link below the workspace root is followed (the core's `write_file_beneath`)."""
@@ -137,7 +139,7 @@ def _restore_mode(path: Path, mode: int) -> None:
         os.close(fd)
 
 
-def delete_file(target: Target) -> None:
+def delete_file(target: WorkspacePath) -> None:
     """Remove a file meith created (undoing its creation); a link is removed, not followed."""
     try:
         os.unlink(target.path)

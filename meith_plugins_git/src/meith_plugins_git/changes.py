@@ -13,7 +13,7 @@ from meith_plugins_git.runner import READ_ONLY, WRITE
 from meith_plugins_git.status import read_status
 from meith_plugins_git.validate import repo_paths
 
-Target = Literal["worktree", "staged", "both"]
+ChangeSide = Literal["worktree", "staged", "both"]
 
 
 def _need_paths_or_patch(paths: list[str] | None, patch: str | None) -> None:
@@ -67,7 +67,7 @@ async def unstage(
 
 
 async def restore(
-    repo: Repo, locks: RepoLocks, paths: list[str] | None, patch: str | None, target: Target
+    repo: Repo, locks: RepoLocks, paths: list[str] | None, patch: str | None, target: ChangeSide
 ) -> dict[str, Any]:
     _need_paths_or_patch(paths, patch)
     rel = repo_paths(repo, paths) if not patch and paths else []

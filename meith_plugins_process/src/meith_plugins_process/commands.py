@@ -39,7 +39,7 @@ from meith_core import (
 )
 from meith_plugins_process.attach import emit_lines
 from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
-from meith_plugins_process.killer import MARKER_ENV, Target
+from meith_plugins_process.killer import MARKER_ENV, KillTarget
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.models import RunCommandArgs
 from meith_plugins_process.outputcap import OutputCap
@@ -177,12 +177,12 @@ class _Running:
         #: Its session ended while it ran: it was stopped, and its result says so.
         self.ended_by_session = False
 
-    def target(self, sig: signal.Signals = signal.SIGTERM) -> Target:
+    def target(self, sig: signal.Signals = signal.SIGTERM) -> KillTarget:
         """The killer's target. While the leader has not been reaped its pid is still ours;
         once it has, only the marker can tell the command's processes from a reused pid."""
         if self.run.returncode is not None:
-            return Target(self.id, None, None, sig)
-        return Target(self.id, self.pid, self.create_time, sig)
+            return KillTarget(self.id, None, None, sig)
+        return KillTarget(self.id, self.pid, self.create_time, sig)
 
 
 class CommandRunner:
@@ -194,7 +194,7 @@ class CommandRunner:
         self.sup = supervisor
         self.running: dict[str, _Running] = {}
 
-    def targets(self) -> list[Target]:
+    def targets(self) -> list[KillTarget]:
         return [r.target() for r in self.running.values()]
 
     def owned_by(self, session_id: str) -> list[_Running]:

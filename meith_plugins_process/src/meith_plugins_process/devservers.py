@@ -26,7 +26,7 @@ from meith_core import (
     new_id,
     spawn_confined,
 )
-from meith_plugins_process.killer import MARKER_ENV, Outcome, Target
+from meith_plugins_process.killer import MARKER_ENV, KillTarget, Outcome
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import OwnedRegistry, Owner
@@ -129,8 +129,8 @@ class DevServer:
     def display_command(self) -> str:
         return self.command if self.via_shell else shlex.join(self.argv)
 
-    def target(self, sig: signal.Signals) -> Target:
-        return Target(self.id, self.pid, self.create_time, sig)
+    def target(self, sig: signal.Signals) -> KillTarget:
+        return KillTarget(self.id, self.pid, self.create_time, sig)
 
     def system(self, text: str) -> None:
         self.logs.append("system", [text])
@@ -394,7 +394,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
             await self._end(ending, signal.SIGTERM, STOP_GRACE_S)
         return [s.id for s in ending]
 
-    def targets(self) -> list[Target]:
+    def targets(self) -> list[KillTarget]:
         """Every managed dev server, running or not (an exited one may have left children)."""
         return [s.target(signal.SIGTERM) for s in self.by_id.values()]
 

@@ -43,7 +43,7 @@ _POLL_MAX_S: Final = 0.05
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class KillTarget:
     """A managed process to end: its id (the marker), leader pid and start time, signal."""
 
     id: str
@@ -117,7 +117,7 @@ def _protected_pids() -> set[int]:
     return out
 
 
-def find_members(targets: Sequence[Target]) -> dict[str, list[psutil.Process]]:
+def find_members(targets: Sequence[KillTarget]) -> dict[str, list[psutil.Process]]:
     """One pass over the process table: the live members of each target (blocking; run it in
     a worker thread)."""
     protected = _protected_pids()
@@ -194,13 +194,15 @@ def _signal_group(pgid: int | None, create_time: float | None, sig: signal.Signa
     return None
 
 
-def _signal_target(target: Target, procs: Iterable[psutil.Process], sig: signal.Signals) -> None:
+def _signal_target(
+    target: KillTarget, procs: Iterable[psutil.Process], sig: signal.Signals
+) -> None:
     group = _signal_group(target.pid, target.create_time, sig)
     _signal_all(procs, sig, group)
 
 
 async def terminate(
-    targets: Sequence[Target], *, grace_s: float, kill_wait_s: float = 1.0
+    targets: Sequence[KillTarget], *, grace_s: float, kill_wait_s: float = 1.0
 ) -> list[Outcome]:
     """Signal every target at once, wait (in parallel) up to `grace_s` for all members to go,
     SIGKILL what is left, and wait up to `kill_wait_s` more.

@@ -35,7 +35,13 @@ from meith_core import (
     read_json,
     write_json_atomic,
 )
-from meith_plugins_process.killer import MARKER_ENV, Outcome, Target, identity_matches, terminate
+from meith_plugins_process.killer import (
+    MARKER_ENV,
+    KillTarget,
+    Outcome,
+    identity_matches,
+    terminate,
+)
 
 _log = structlog.get_logger("meith.process")
 
@@ -281,7 +287,7 @@ class Supervisor:
     # -- ending processes ---------------------------------------------------------------
 
     async def terminate(
-        self, targets: Sequence[Target], grace_s: float, kill_wait_s: float = 1.0
+        self, targets: Sequence[KillTarget], grace_s: float, kill_wait_s: float = 1.0
     ) -> list[Outcome]:
         outcomes = await terminate(targets, grace_s=grace_s, kill_wait_s=kill_wait_s)
         for out in outcomes:
@@ -297,7 +303,7 @@ class Supervisor:
         state = self.state_dir
         if state is None or not state.is_dir():
             return []
-        targets: list[Target] = []
+        targets: list[KillTarget] = []
         recorded: list[dict[str, Any]] = []
         stale: list[Path] = []
         mine = f"{os.getpid()}-{self._token}.json"
@@ -355,7 +361,7 @@ def _runtime_alive(runtime: Mapping[str, Any]) -> bool:
         return False
 
 
-def _target_of(proc: Any) -> Target | None:
+def _target_of(proc: Any) -> KillTarget | None:
     if not isinstance(proc, dict) or not isinstance(proc.get("id"), str):
         return None
     pid = proc.get("pid")
@@ -363,7 +369,7 @@ def _target_of(proc: Any) -> Target | None:
     if not isinstance(pid, int) or not isinstance(created, int | float):
         # Without a start time the pid proves nothing: only the marker can find survivors.
         pid, created = None, None
-    return Target(
+    return KillTarget(
         id=proc["id"],
         pid=pid,
         create_time=float(created) if created is not None else None,

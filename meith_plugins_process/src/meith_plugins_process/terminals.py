@@ -29,7 +29,7 @@ from meith_core import (
     spawn_confined,
 )
 from meith_plugins_process.devservers import signal_name
-from meith_plugins_process.killer import MARKER_ENV, Target
+from meith_plugins_process.killer import MARKER_ENV, KillTarget
 from meith_plugins_process.logbuffer import LogBuffer, now_ms
 from meith_plugins_process.owners import OwnedRegistry, Owner
 from meith_plugins_process.supervisor import Supervisor
@@ -137,8 +137,8 @@ class Terminal:
             "detached": self.owner.detached,
         }
 
-    def target(self, sig: signal.Signals) -> Target:
-        return Target(self.id, self.pid, self.create_time, sig)
+    def target(self, sig: signal.Signals) -> KillTarget:
+        return KillTarget(self.id, self.pid, self.create_time, sig)
 
     def subject(self) -> dict[str, Any]:
         """Who a planted-git report is about."""
@@ -356,5 +356,5 @@ class TerminalManager(OwnedRegistry[Terminal]):
                 self.sup.untrack(term.id)
         return [t.id for t in ending]
 
-    def targets(self) -> list[Target]:
+    def targets(self) -> list[KillTarget]:
         return [t.target(DEFAULT_KILL_SIGNAL) for t in self.by_id.values()]

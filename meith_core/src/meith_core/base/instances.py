@@ -2,7 +2,7 @@
 
 Standard library only: every CLI invocation runs this.
 
-Target resolution, in order: an explicit socket; `--instance PID|LABEL` among live instances;
+RuntimeTarget resolution, in order: an explicit socket; `--instance PID|LABEL` among live instances;
 the newest live instance; the socket named in `config.json`; the default socket path.
 """
 
@@ -152,7 +152,7 @@ def match_instances(home: MeithHome, selector: str) -> list[InstanceRecord]:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class RuntimeTarget:
     socket_path: str
     source: Literal["socket", "env", "instance", "newest", "config", "default"]
     instance: InstanceRecord | None = None
@@ -160,27 +160,27 @@ class Target:
 
 def resolve_target(
     home: MeithHome, *, socket_path: str | None = None, instance: str | None = None
-) -> Target:
+) -> RuntimeTarget:
     if socket_path:
-        return Target(os.path.abspath(socket_path), "socket")
+        return RuntimeTarget(os.path.abspath(socket_path), "socket")
     if instance:
         matches = match_instances(home, instance)
         if not matches:
             raise TargetError(
                 f'No live instance matches "{instance}". Run "meith instances" to see running instances.'
             )
-        return Target(matches[0].socket_path, "instance", matches[0])
+        return RuntimeTarget(matches[0].socket_path, "instance", matches[0])
     env_socket = os.environ.get("MEITH_SOCKET")
     if env_socket:
-        return Target(env_socket, "env")
+        return RuntimeTarget(env_socket, "env")
     live = live_instances(home)
     if live:
-        return Target(live[0].socket_path, "newest", live[0])
+        return RuntimeTarget(live[0].socket_path, "newest", live[0])
     with contextlib.suppress(OSError, ValueError):
         config = json.loads(home.config_path.read_bytes())
         if isinstance(config, dict) and isinstance(config.get("socketPath"), str):
-            return Target(config["socketPath"], "config")
-    return Target(str(default_socket_path(home)), "default")
+            return RuntimeTarget(config["socketPath"], "config")
+    return RuntimeTarget(str(default_socket_path(home)), "default")
 
 
 def connect_error_message(path: str, exc: OSError) -> str:

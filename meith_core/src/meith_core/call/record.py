@@ -10,14 +10,14 @@ from meith_core.base.cancel import CancelToken
 from meith_core.call.catalogue import RegisteredTool
 from meith_core.call.context import EventSink
 from meith_core.policy.asking import Decision
-from meith_core.policy.request import AuthRequest, Target
+from meith_core.policy.request import AuthRequest, CallTarget
 from meith_core.policy.service import acting_target
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 
 #: The target of a call no gate looks at (no privileged capability): not derived, it costs
 #: syscalls.
-_UNEXAMINED = Target("undeclared", None, "nothing a gate looks at")
+_UNEXAMINED = CallTarget("undeclared", None, "nothing a gate looks at")
 
 
 @dataclass(slots=True)

@@ -9,7 +9,12 @@ from typing import Any
 
 from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_id
-from meith_core.base.instances import Target, TargetError, connect_error_message, resolve_target
+from meith_core.base.instances import (
+    RuntimeTarget,
+    TargetError,
+    connect_error_message,
+    resolve_target,
+)
 from meith_core.base.peers import peer_credentials
 from meith_core.protocol.constants import PROTOCOL_VERSION
 
@@ -40,7 +45,7 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
 
 
-def locate(socket_path: str | None, instance: str | None, home: MeithHome | None) -> Target:
+def locate(socket_path: str | None, instance: str | None, home: MeithHome | None) -> RuntimeTarget:
     try:
         return resolve_target(
             home or MeithHome.from_env(), socket_path=socket_path, instance=instance

@@ -11,7 +11,7 @@ A tool declares what it acts on (`ActsOn`, the `acts_on=` of `@tool`):
 - ``"global"`` (or ``"global:settings"``, ``"global:plugins"``, ``"global:runtime"``) — state
   shared by every session: no directory-confined grant ever covers it.
 
-The permission service derives the acting `Target` from the declaration
+The permission service derives the acting `CallTarget` from the declaration
 (`policy.service.acting_target`); a directory-confined grant covers a call only when the target
 is a directory inside it.
 """
@@ -87,7 +87,7 @@ class ActsOn:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class CallTarget:
     """What one call acts on, as the permission service derived it."""
 
     kind: TargetKind
@@ -115,7 +115,7 @@ class AuthRequest:
     capabilities: tuple[Capability, ...]
     #: The privileged ones among `capabilities` (empty: no gate applies).
     privileged: tuple[Capability, ...]
-    target: Target
+    target: CallTarget
     #: The caller's directory (clientInfo.cwd, else the runtime's): shown to approvers, never
     #: matched against a grant.
     caller_cwd: str

@@ -23,7 +23,7 @@ from meith_core.policy.grants import Grant, StandingGrants
 from meith_core.policy.held import GrantCheck, HeldGrant
 from meith_core.policy.hints import approve_plugin_hint, grant_hint
 from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
-from meith_core.policy.request import ActsOn, AuthRequest, Target
+from meith_core.policy.request import ActsOn, AuthRequest, CallTarget
 from meith_core.policy.session_grants import SessionGrants
 from meith_core.policy.sessions import Sessions
 from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
@@ -362,7 +362,7 @@ class PermissionService:
         )
 
 
-def acting_target(acts_on: ActsOn | None, caller_cwd: str, arguments: object) -> Target:
+def acting_target(acts_on: ActsOn | None, caller_cwd: str, arguments: object) -> CallTarget:
     """What a call acts on, from its tool's declaration: the one place the directory a
     confined grant is matched against is derived.
 
@@ -373,25 +373,25 @@ def acting_target(acts_on: ActsOn | None, caller_cwd: str, arguments: object) ->
     if acts_on is None:
         if isinstance(getattr(arguments, "cwd", None), str):
             return _path_target("cwd", caller_cwd, arguments)
-        return Target("undeclared", None, "something it does not declare")
+        return CallTarget("undeclared", None, "something it does not declare")
     if acts_on.kind == "path":
         return _path_target(acts_on.name, caller_cwd, arguments)
     if acts_on.kind == "global":
         what = "global state" if acts_on.name == "state" else f"global state ({acts_on.name})"
-        return Target("global", None, what)
+        return CallTarget("global", None, what)
     assert acts_on.resolver is not None
     try:
         directory = acts_on.resolver(arguments)
     except Exception:
         directory = None
     if not isinstance(directory, str) or not os.path.isabs(directory) or "\0" in directory:
-        return Target("object", None, f"a {acts_on.name} whose directory is unknown")
-    return Target("object", os.path.realpath(directory), f"the {acts_on.name}'s directory")
+        return CallTarget("object", None, f"a {acts_on.name} whose directory is unknown")
+    return CallTarget("object", os.path.realpath(directory), f"the {acts_on.name}'s directory")
 
 
-def _path_target(argument: str, caller_cwd: str, arguments: object) -> Target:
+def _path_target(argument: str, caller_cwd: str, arguments: object) -> CallTarget:
     value = getattr(arguments, argument, None)
     if not isinstance(value, str) or not value or "\0" in value:
-        return Target("path", None, f"argument {argument}, which names no path")
+        return CallTarget("path", None, f"argument {argument}, which names no path")
     resolved = os.path.realpath(os.path.join(caller_cwd, os.path.expanduser(value)))
-    return Target("path", resolved, f"the path in argument {argument}")
+    return CallTarget("path", resolved, f"the path in argument {argument}")
