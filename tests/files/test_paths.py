@@ -151,3 +151,27 @@ def test_a_cwd_that_is_not_a_directory_is_a_validation_error(files: MeithHarness
     err = fails(files, "workspace_list_files", {"cwd": str(ws / "nope")})
     assert err.code == ErrorCode.VALIDATION_ERROR
     assert os.path.basename(err.details["cwd"]) == "nope"
+
+
+def test_another_registered_home_beneath_the_workspace_is_never_written(
+    files: MeithHarness, ws: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The rule confinement keeps processes out by is the files tools' rule too: not only the
+    runtime's own home, every meith home of the user (an agent with `writes-files --cwd ws`
+    must not rewrite `ws/other-home/grants.json`, another runtime's trust root)."""
+    from meith_core.base.home_registry import register_home
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    other = ws / "other-home"
+    other.mkdir()
+    register_home(other)
+    # Even the trusted in-process caller: the rule is not a grant's, no caller writes there.
+    err = fails(
+        files,
+        "workspace_write_file",
+        {"cwd": str(ws), "path": "other-home/grants.json", "content": "[]"},
+    )
+    assert err.code == ErrorCode.PERMISSION_DENIED
+    assert err.details["reason"] == "meith home"
+    assert not (other / "grants.json").exists()
+    ok(files, "workspace_write_file", {"cwd": str(ws), "path": "mine.txt", "content": "x"})
