@@ -136,14 +136,14 @@ def test_meith_home_is_never_written(files: MeithHarness, ws: Path) -> None:
 def test_a_symlink_planted_in_a_parent_after_resolution_is_not_followed(
     files: MeithHarness, ws: Path, outside: Path
 ) -> None:
-    # The core's write_file_beneath opens each directory without following links: a write to
-    # sub/x.txt where sub is (now) a link out is refused rather than landing outside.
-    from meith_plugins_files.scope import WorkspacePath
-    from meith_plugins_files.writer import replace_file
+    # The writers act in a directory opened through the workspace's descriptor (the core's
+    # Beneath), following no link: a write to sub/x.txt where sub is (now) a link out is
+    # refused rather than landing outside.
+    from meith_core import Beneath, LinkOnTheWay
 
     (ws / "sub").symlink_to(outside)
-    with pytest.raises(Exception, match="symbolic link"):
-        replace_file(WorkspacePath(ws, ws / "sub" / "x.txt"), b"x", None, create_dirs=False)
+    with Beneath(ws) as base, pytest.raises(LinkOnTheWay, match="symbolic link"):
+        base.parent("sub/x.txt", create=True)
     assert not (outside / "x.txt").exists()
 
 

@@ -7,6 +7,7 @@ import codecs
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -140,13 +141,19 @@ def test_windows_of_one_line_put_together_are_the_whole_read(tmp_path: Path, tex
 
     path = tmp_path / "t.txt"
     path.write_bytes(text.encode())
-    whole = read_window(WorkspacePath(tmp_path, path), 1, 1_000_000)
+
+    def read_window_of(offset: int, limit: int) -> Any:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return read_window(WorkspacePath(tmp_path, path), fd, os.fstat(fd), offset, limit)
+        finally:
+            os.close(fd)
+
+    whole = read_window_of(1, 1_000_000)
     assert whole.content == text
     assert whole.total_lines == len(text.split("\n")) - (
         1 if text.endswith("\n") or not text else 0
     )
-    pieces = [
-        read_window(WorkspacePath(tmp_path, path), n, 1) for n in range(1, whole.total_lines + 1)
-    ]
+    pieces = [read_window_of(n, 1) for n in range(1, whole.total_lines + 1)]
     assert "".join(w.content for w in pieces) == text
     assert all(w.line_count == 1 for w in pieces)

@@ -53,7 +53,13 @@ _EXPORTS: dict[str, str] = {
     "write_json_atomic": "meith_core.base.home",
     "read_json": "meith_core.base.home",
     "PRIVATE_FILE_MODE": "meith_core.base.home",
-    "write_file_beneath": "meith_core.base.paths",
+    "write_file_beneath": "meith_core.base.beneath",
+    # paths beneath a directory, opened and used through descriptors
+    "Beneath": "meith_core.base.beneath",
+    "LinkOnTheWay": "meith_core.base.beneath",
+    "real_path": "meith_core.base.beneath",
+    "replace_in": "meith_core.base.beneath",
+    "set_mode_in": "meith_core.base.beneath",
     # settings
     "SettingsSection": "meith_core.host.settings",
     # confinement of started processes (Landlock, namespaces): the one spawn API
@@ -80,6 +86,9 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_SECRET_PATHS": "meith_core.confine.secret_paths",
     "secret_paths": "meith_core.confine.secret_paths",
     "is_secret_path": "meith_core.confine.secret_paths",
+    "secret_patterns": "meith_core.confine.secret_paths",
+    "matches_secret_pattern": "meith_core.confine.secret_paths",
+    "DEFAULT_SECRET_PATTERNS": "meith_core.confine.secret_paths",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -90,6 +99,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "CALLBACK_ENV",
     "DEFAULT_SECRET_PATHS",
+    "DEFAULT_SECRET_PATTERNS",
     "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
@@ -98,6 +108,7 @@ __all__ = [
     "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
+    "Beneath",
     "CallerInfo",
     "CallerKind",
     "CallerPattern",
@@ -109,6 +120,7 @@ __all__ = [
     "ErrorCode",
     "EventKind",
     "GitMetadataWatch",
+    "LinkOnTheWay",
     "MeithHome",
     "PathEscapeError",
     "PatternError",
@@ -136,13 +148,18 @@ __all__ = [
     "is_session_callback",
     "is_within",
     "landlock_status",
+    "matches_secret_pattern",
     "new_id",
     "ok_result",
     "ownership_error",
     "read_json",
+    "real_path",
+    "replace_in",
     "resolve_within",
     "resolved_within",
     "secret_paths",
+    "secret_patterns",
+    "set_mode_in",
     "spawn_confined",
     "tool",
     "write_file_beneath",
@@ -166,6 +183,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from meith_core.base.beneath import (
+        Beneath,
+        LinkOnTheWay,
+        real_path,
+        replace_in,
+        set_mode_in,
+        write_file_beneath,
+    )
     from meith_core.base.callback_env import CALLBACK_ENV, TOKEN_ENV
     from meith_core.base.cancel import CancelToken
     from meith_core.base.home import (
@@ -181,7 +206,6 @@ if TYPE_CHECKING:
         is_within,
         resolve_within,
         resolved_within,
-        write_file_beneath,
     )
     from meith_core.base.patterns import CallerPattern, PatternError, compile_pattern
     from meith_core.call.context import ToolContext
@@ -199,7 +223,14 @@ if TYPE_CHECKING:
     from meith_core.confine.planted_report import PlantedGit, PlantedGitReport
     from meith_core.confine.planted_watch import GitMetadataWatch
     from meith_core.confine.protected import write_refusal
-    from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
+    from meith_core.confine.secret_paths import (
+        DEFAULT_SECRET_PATHS,
+        DEFAULT_SECRET_PATTERNS,
+        is_secret_path,
+        matches_secret_pattern,
+        secret_paths,
+        secret_patterns,
+    )
     from meith_core.confine.spawn import (
         ConfinedSpawn,
         add_meith_cli,

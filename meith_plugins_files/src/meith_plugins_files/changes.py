@@ -6,13 +6,13 @@ from __future__ import annotations
 from meith_core import ErrorCode, ToolError
 from meith_plugins_files.diffs import unified
 from meith_plugins_files.models import WriteResult
-from meith_plugins_files.scope import WorkspacePath
+from meith_plugins_files.opened import Parent
 from meith_plugins_files.textio import BinaryFile, Decoded, decode, sha256_hex
 from meith_plugins_files.undo import UndoStore
 from meith_plugins_files.writer import Current, replace_file
 
 
-def conflict(target: WorkspacePath, expected: str, actual: str | None) -> ToolError:
+def conflict(target: Parent, expected: str, actual: str | None) -> ToolError:
     now = "does not exist" if actual is None else f"has sha256 {actual}"
     return ToolError(
         ErrorCode.TOOL_FAILED,
@@ -22,7 +22,7 @@ def conflict(target: WorkspacePath, expected: str, actual: str | None) -> ToolEr
     )
 
 
-def decoded(target: WorkspacePath, data: bytes) -> Decoded:
+def decoded(target: Parent, data: bytes) -> Decoded:
     try:
         return decode(data)
     except BinaryFile as exc:
@@ -44,14 +44,13 @@ def text_or_none(data: bytes | None) -> str | None:
 
 def commit_change(
     store: UndoStore,
-    target: WorkspacePath,
+    target: Parent,
     cur: Current,
     old_sha: str | None,
     old: Decoded | None,
     text: str,
     data: bytes,
     *,
-    create_dirs: bool,
     tool_name: str,
 ) -> WriteResult:
     """Replace the file with `data` (unless it already is), keep an undo step, diff it.
@@ -74,7 +73,7 @@ def commit_change(
     # the step back.
     step, steps = store.push(target.path, cur.data, old_sha, cur.mode, new_sha, tool_name)
     try:
-        replace_file(target, data, cur.mode, create_dirs=create_dirs)
+        replace_file(target, data, cur.mode)
     except BaseException:
         store.pop(target.path, step)
         raise

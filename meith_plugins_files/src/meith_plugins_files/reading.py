@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,35 +38,6 @@ class Window:
     line_ending: LineEnding
 
 
-def open_regular(target: WorkspacePath) -> tuple[int, os.stat_result]:
-    """An fd of the file (not following a link swapped in after resolution) and its stat."""
-    try:
-        fd = os.open(target.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise ToolError(
-            ErrorCode.TOOL_FAILED,
-            f"{target.display} does not exist",
-            {"reason": "not found", "path": target.display},
-        ) from None
-    except OSError as exc:
-        why = (
-            "is a symbolic link"
-            if exc.errno == errno.ELOOP
-            else f"cannot be opened: {exc.strerror}"
-        )
-        raise ToolError(ErrorCode.TOOL_FAILED, f"{target.display} {why}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        what = (
-            "a directory (use workspace_list_files)"
-            if stat.S_ISDIR(st.st_mode)
-            else "not a regular file"
-        )
-        raise ToolError(ErrorCode.TOOL_FAILED, f"{target.display} is {what}")
-    return fd, st
-
-
 def _binary(target: WorkspacePath, why: str) -> ToolError:
     return ToolError(
         ErrorCode.TOOL_FAILED,
@@ -77,14 +46,14 @@ def _binary(target: WorkspacePath, why: str) -> ToolError:
     )
 
 
-def read_window(target: WorkspacePath, offset: int, limit: int) -> Window:
-    fd, st = open_regular(target)
-    try:
-        if st.st_size <= _WHOLE_FILE_BYTES:
-            return _whole(target, fd, offset, limit)
-        return _streamed(target, fd, st.st_size, offset, limit)
-    finally:
-        os.close(fd)
+def read_window(
+    target: WorkspacePath, fd: int, st: os.stat_result, offset: int, limit: int
+) -> Window:
+    """A window of the text file open at `fd` (its `st`; `target` names it in messages): the
+    tools open it through the workspace's descriptor first (`opened.open_for_read`)."""
+    if st.st_size <= _WHOLE_FILE_BYTES:
+        return _whole(target, fd, offset, limit)
+    return _streamed(target, fd, st.st_size, offset, limit)
 
 
 def _read_all(fd: int) -> bytes:

@@ -83,7 +83,10 @@ class Walk:
 
     include_ignored: bool = False
     glob: str | None = None
+    #: Paths skipped (relative to where rg runs), matched literally.
     excludes: tuple[str, ...] = ()
+    #: File-name patterns skipped wherever they are (globs on the name).
+    excluded_names: tuple[str, ...] = ()
 
     def args(self) -> list[str]:
         out = ["--no-config", "--hidden", "--no-require-git", "--no-messages"]
@@ -94,10 +97,22 @@ class Walk:
             for name in DEFAULT_IGNORED_DIRS:
                 out += ["--glob", f"!{name}/"]
         for rel in self.excludes:
-            out += ["--glob", "!/" + rel]
+            out += ["--glob", "!/" + glob_literal(rel)]
+        for pattern in self.excluded_names:
+            out += ["--glob", "!" + pattern]
         if self.glob:
             out += ["--glob", self.glob]
         return out
+
+
+#: What a glob gives a meaning to; each is escaped with a backslash to stand for itself.
+_GLOB_SPECIAL: Final = frozenset("\\*?[]{}")
+
+
+def glob_literal(path: str) -> str:
+    """`path` as a glob that matches exactly that path (`vault[1]` names `vault[1]`, not
+    `vault1`)."""
+    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in path)
 
 
 def files_argv(rg: str, walk: Walk, path: str) -> list[str]:
@@ -148,9 +163,10 @@ class Run:
     cancellation goes on: no rg outlives its call.
     """
 
-    def __init__(self, argv: list[str], cwd: str) -> None:
+    def __init__(self, argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> None:
         self.argv = argv
         self.cwd = cwd
+        self.pass_fds = pass_fds
         self.proc: subprocess.Popen[bytes] | None = None
         self.stderr = b""
         self.stopped_early = False
@@ -166,6 +182,7 @@ class Run:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             close_fds=True,
+            pass_fds=self.pass_fds,
         )
         try:
             await anyio.to_thread.run_sync(self._serve, consume, abandon_on_cancel=True)
@@ -265,9 +282,10 @@ class Records:
 
 
 async def list_files(
-    rg: str, cwd: str, walk: Walk, path: str, limit: int
+    rg: str, cwd: str, walk: Walk, path: str, limit: int, *, prefix: str = ""
 ) -> tuple[list[str], bool]:
-    """Up to `limit` paths (relative to `cwd`) and whether more were left out."""
+    """Up to `limit` paths (relative to `cwd`, each after `prefix`) and whether more were left
+    out."""
     out: list[str] = []
     truncated = False
     rest = b""
@@ -279,6 +297,8 @@ async def list_files(
         if not sep:  # no complete name yet: all of it is `rest`
             return False
         names = _relative_names(complete) if complete else []
+        if prefix:
+            names = [prefix + n for n in names]
         room = limit - len(out)
         if len(names) > room:
             out.extend(names[:room])
@@ -292,6 +312,7 @@ async def list_files(
     if rest and not truncated:
         tail = _relative(rest)
         if tail is not None:
+            tail = prefix + tail
             if len(out) >= limit:
                 truncated = True
             else:
@@ -368,9 +389,19 @@ def _strip(line: str) -> str:
 
 
 async def search(
-    rg: str, cwd: str, argv: list[str], limit: int, context: int
+    rg: str,
+    cwd: str,
+    argv: list[str],
+    limit: int,
+    context: int,
+    *,
+    prefix: str = "",
+    named: str | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[list[Hit], bool]:
-    """Up to `limit` matching lines and whether more were left out."""
+    """Up to `limit` matching lines and whether more were left out. Hit paths are rg's,
+    relative to `cwd`, after `prefix`; or `named` for every hit (one file searched through its
+    descriptor in `pass_fds`)."""
     hits: list[Hit] = []
     truncated = False
     # Per file: line number -> text of every line seen (matches and context), for context.
@@ -402,6 +433,7 @@ async def search(
                 path = raw_path.decode("utf-8", "replace")
                 if path.startswith("./"):
                     path = path[2:]
+                path = named if named is not None else prefix + path
             text = raw_text.decode("utf-8", "replace")
             if byte_column is None:
                 if context:
@@ -419,7 +451,7 @@ async def search(
                 file_hits.append(hit)
         return False
 
-    run = Run(argv, cwd)
+    run = Run(argv, cwd, pass_fds)
     await run.feed(consume)
     close_file()
     if not truncated and (error := run.failure()) is not None:

@@ -8,6 +8,7 @@ one function each, so the policy has one place to change.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +22,11 @@ from meith_core import (
     ToolError,
     is_secret_path,
     is_within,
+    matches_secret_pattern,
     resolve_within,
     resolved_within,
     secret_paths,
+    secret_patterns,
     write_refusal,
 )
 
@@ -66,9 +69,19 @@ def workspace_root(ctx: ToolContext, cwd: str | None) -> Path:
 
 
 def resolve(root: Path, path: str | None) -> WorkspacePath:
-    """`path` (relative to `root`, or absolute inside it) resolved and contained in `root`."""
+    """`path` (relative to `root`, or absolute inside it) resolved and contained in `root`:
+    links inside the workspace are taken to their targets here, once; the tools then open the
+    result through descriptors (`opened`), following no link."""
     try:
         return WorkspacePath(root, resolve_within(root, path or "."))
+    except OSError as exc:
+        # A component renamed or swapped while it was resolved (readlink of what stopped
+        # being a link): a race, said as one, not a crash.
+        raise ToolError(
+            ErrorCode.TOOL_FAILED,
+            f"{path!r} changed while it was being resolved ({exc.strerror or exc}); try again",
+            {"reason": "path changed", "path": path},
+        ) from None
     except PathEscapeError as exc:
         raise ToolError(
             ErrorCode.VALIDATION_ERROR,
@@ -83,6 +96,27 @@ def _secrets(ctx: ToolContext) -> tuple[str, ...]:
     return secret_paths(ctx.settings, home=ctx.home.root)
 
 
+def _local(ctx: ToolContext) -> bool:
+    """The local user and trusted in-process callers: they read what the user can."""
+    return ctx.caller.trusted or ctx.caller.caller is CallerKind.CLI
+
+
+def check_secret(ctx: ToolContext, path: Path) -> None:
+    """Refuse any caller but the local user a secret path (reading it, or a write or patch
+    whose diff, dry run or "not found" answer would show what is in it)."""
+    if _local(ctx):
+        return
+    if is_secret_path(path, ctx.settings, home=ctx.home.root):
+        kind = ctx.caller.caller
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path} is a secret path: {kind.value} callers never read or write it (the "
+            "secret paths and file names are the confinement.secretPaths and "
+            "confinement.secretPatterns settings: meith settings get confinement)",
+            {"reason": "secret path", "path": str(path)},
+        )
+
+
 def check_readable(ctx: ToolContext, path: Path) -> None:
     """Refuse a read the caller may not make (PERMISSION_DENIED, saying what is readable).
 
@@ -91,15 +125,9 @@ def check_readable(ctx: ToolContext, path: Path) -> None:
     grants cover, and never a secret path.
     """
     kind = ctx.caller.caller
-    if ctx.caller.trusted or kind is CallerKind.CLI:
+    if _local(ctx):
         return
-    if is_secret_path(path, ctx.settings, home=ctx.home.root):
-        raise ToolError(
-            ErrorCode.PERMISSION_DENIED,
-            f"{path} is a secret path: {kind.value} callers never read it (the secret paths "
-            "are the confinement.secretPaths setting: meith settings get confinement)",
-            {"reason": "secret path", "path": str(path)},
-        )
+    check_secret(ctx, path)
     # The session's workspace, fixed when it opened: no frame's cwd widens it.
     workspace = ctx.workspace
     if workspace and is_within(path, workspace):
@@ -117,17 +145,40 @@ def check_readable(ctx: ToolContext, path: Path) -> None:
     )
 
 
-def secret_excludes(ctx: ToolContext, root: Path) -> list[str]:
-    """The secret paths beneath `root`, relative to it: what listing and searching skip for
-    callers that may not read them."""
-    if ctx.caller.trusted or ctx.caller.caller is CallerKind.CLI:
-        return []
+def secret_excludes(ctx: ToolContext, root: Path) -> tuple[list[str], SecretNames]:
+    """What listing and searching from `root` skip for callers that may not read it: the
+    secret paths beneath `root` (relative to it) and the secret file names."""
+    if _local(ctx):
+        return [], SecretNames()
     base = str(root)
-    return [
+    paths = [
         os.path.relpath(secret, base)
         for secret in _secrets(ctx)
         if secret != base and resolved_within(secret, base)
     ]
+    return paths, SecretNames.of(list(secret_patterns(ctx.settings, home=ctx.home.root)))
+
+
+@dataclass(frozen=True, slots=True)
+class SecretNames:
+    """The secret file-name patterns, split for a walk: those rg can skip itself (`for_rg`),
+    and whether the rest must be checked name by name (a pattern a kept name, `!x`, would
+    re-include: rg's positive globs would limit the walk to them)."""
+
+    patterns: tuple[str, ...] = ()
+    for_rg: tuple[str, ...] = ()
+    check: bool = False
+
+    @classmethod
+    def of(cls, patterns: list[str]) -> SecretNames:
+        kept = [p[1:] for p in patterns if p.startswith("!")]
+        named = [p for p in patterns if not p.startswith("!")]
+        plain = tuple(p for p in named if not any(fnmatch.fnmatchcase(k, p) for k in kept))
+        return cls(tuple(patterns), plain, len(plain) < len(named))
+
+    def hides(self, relative: str) -> bool:
+        """Whether a listed name is secret by a pattern rg was not given."""
+        return self.check and matches_secret_pattern(relative.rsplit("/", 1)[-1], self.patterns)
 
 
 def check_writable(ctx: ToolContext, target: WorkspacePath) -> None:
@@ -141,6 +192,7 @@ def check_writable(ctx: ToolContext, target: WorkspacePath) -> None:
             f"{path} is outside the directory this grant is limited to ({ctx.grant_scope})",
             {"reason": "outside grant scope", "grantScope": ctx.grant_scope},
         )
+    check_secret(ctx, path)
     refused = write_refusal(str(path), str(target.root), home=ctx.home.root)
     if refused is not None:
         details = {"reason": refused.reason, "path": str(path)}

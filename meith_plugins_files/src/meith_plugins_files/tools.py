@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from pathlib import Path
 from typing import Final
@@ -13,6 +15,7 @@ from meith_core import (
     ToolError,
     ToolResult,
     ok_result,
+    real_path,
     tool,
 )
 from meith_plugins_files import edits, render, ripgrep
@@ -33,6 +36,7 @@ from meith_plugins_files.models import (
     WriteFileArgs,
     WriteResult,
 )
+from meith_plugins_files.opened import open_for_read, open_for_walk, parent_for_write
 from meith_plugins_files.reading import read_window
 from meith_plugins_files.scope import (
     WorkspacePath,
@@ -152,7 +156,11 @@ class FileTools:
         (pass it as `expectedSha256` when writing). Binary files are refused."""
         target = resolve(workspace_root(ctx, args.cwd), args.path)
         check_readable(ctx, target.path)
-        w = read_window(target, args.offset, args.limit)
+        fd, st = open_for_read(ctx, target)
+        try:
+            w = read_window(target, fd, st, args.offset, args.limit)
+        finally:
+            os.close(fd)
         return ReadFileResult(
             path=target.display,
             content=w.content,
@@ -172,12 +180,15 @@ class FileTools:
         With `expectedSha256` it refuses when the file is no longer that version. An existing
         file keeps its encoding. Returns the unified diff."""
         target = _target_for_write(ctx, args.cwd, args.path)
-        with self.locks.of(target.path):
-            cur = read_current(target)
+        with (
+            self.locks.of(target.path),
+            parent_for_write(ctx, target, create_dirs=args.createDirs) as opened,
+        ):
+            cur = read_current(opened)
             actual = sha256_hex(cur.data) if cur.data is not None else None
             if args.expectedSha256 is not None and args.expectedSha256 != actual:
-                raise conflict(target, args.expectedSha256, actual)
-            old = decoded(target, cur.data) if cur.data is not None else None
+                raise conflict(opened, args.expectedSha256, actual)
+            old = decoded(opened, cur.data) if cur.data is not None else None
             enc = old.encoding if old is not None else "utf-8"
             try:
                 data = encode(args.content, enc)
@@ -188,13 +199,12 @@ class FileTools:
                 ) from None
             return commit_change(
                 self._store(ctx),
-                target,
+                opened,
                 cur,
                 actual,
                 old,
                 args.content,
                 data,
-                create_dirs=args.createDirs,
                 tool_name="workspace_write_file",
             )
 
@@ -206,8 +216,8 @@ class FileTools:
         the text as read. An edit that matches nowhere or more than once fails the whole
         patch and says how many matches and where. `dryRun` returns the diff only."""
         target = _target_for_write(ctx, args.cwd, args.path)
-        with self.locks.of(target.path):
-            cur = read_current(target)
+        with self.locks.of(target.path), parent_for_write(ctx, target) as opened:
+            cur = read_current(opened)
             if cur.data is None:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
@@ -216,8 +226,8 @@ class FileTools:
                 )
             actual = sha256_hex(cur.data)
             if args.expectedSha256 is not None and args.expectedSha256 != actual:
-                raise conflict(target, args.expectedSha256, actual)
-            old = decoded(target, cur.data)
+                raise conflict(opened, args.expectedSha256, actual)
+            old = decoded(opened, cur.data)
             spans = edits.locate(old.text, args.edits, target.display)
             text = edits.apply(old.text, spans)
             if args.dryRun:
@@ -230,7 +240,7 @@ class FileTools:
                     previousSha256=actual,
                     diff=diff,
                     diffTruncated=cut,
-                    undoSteps=self._store(ctx).count(target.path),
+                    undoSteps=self._store(ctx).count(opened.path),
                 )
             try:
                 data = encode(text, old.encoding)
@@ -242,13 +252,12 @@ class FileTools:
                 ) from None
             done = commit_change(
                 self._store(ctx),
-                target,
+                opened,
                 cur,
                 actual,
                 old,
                 text,
                 data,
-                create_dirs=False,
                 tool_name="workspace_apply_patch",
             )
             return PatchResult(
@@ -266,16 +275,16 @@ class FileTools:
         """Restore the version of a file before meith's last change to it (50 steps a file,
         kept across restarts). Refuses when the file changed since, unless `force`."""
         target = _target_for_write(ctx, args.cwd, args.path)
-        with self.locks.of(target.path):
+        with self.locks.of(target.path), parent_for_write(ctx, target) as opened:
             store = self._store(ctx)
-            step = store.last(target.path)
+            step = store.last(opened.path)
             if step is None:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
                     f"no undo step for {target.display}: meith has not changed it",
                     {"reason": "nothing to undo"},
                 )
-            cur = read_current(target)
+            cur = read_current(opened)
             actual = sha256_hex(cur.data) if cur.data is not None else None
             if actual != step.after and not args.force:
                 raise ToolError(
@@ -291,8 +300,8 @@ class FileTools:
                 )
             now_text = text_or_none(cur.data)
             if step.before is None:
-                delete_file(target)
-                left = store.pop(target.path, step)
+                delete_file(opened)
+                left = store.pop(opened.path, step)
                 diff, cut = unified(now_text, None, target.display)
                 return UndoResult(
                     path=target.display,
@@ -303,17 +312,15 @@ class FileTools:
                     undoSteps=left,
                 )
             try:
-                data = store.content(target.path, step)
+                data = store.content(opened.path, step)
             except (OSError, ValueError) as exc:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
                     f"the saved version of {target.display} cannot be read from the undo "
                     f"store: {exc}",
                 ) from None
-            replace_file(
-                target, data, step.mode if step.mode is not None else cur.mode, create_dirs=True
-            )
-            left = store.pop(target.path, step)
+            replace_file(opened, data, step.mode if step.mode is not None else cur.mode)
+            left = store.pop(opened.path, step)
             diff, cut = unified(now_text, text_or_none(data), target.display)
             return UndoResult(
                 path=target.display,
@@ -332,10 +339,21 @@ class FileTools:
         target = resolve(root, args.path)
         check_readable(ctx, target.path)
         rg = self._rg()
-        walk = ripgrep.Walk(args.includeIgnored, args.glob, tuple(secret_excludes(ctx, root)))
-        files, truncated = await ripgrep.list_files(
-            rg, str(root), walk, _rg_path(target), args.limit
-        )
+        with open_for_walk(ctx, target) as fd:
+            # rg walks from the directory as opened (its working directory is the descriptor),
+            # never from a name that could since lead elsewhere.
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                files = [target.relative] if stat.S_ISREG(os.fstat(fd).st_mode) else []
+                return ListFilesResult(
+                    root=str(root), files=files, count=len(files), truncated=False
+                )
+            paths, names = secret_excludes(ctx, Path(real_path(fd)))
+            walk = ripgrep.Walk(args.includeIgnored, args.glob, tuple(paths), names.for_rg)
+            files, truncated = await ripgrep.list_files(
+                rg, _fd_dir(fd), walk, ".", args.limit, prefix=_prefix(target)
+            )
+        if names.check:
+            files = [f for f in files if not names.hides(f)]
         files.sort()
         return ListFilesResult(root=str(root), files=files, count=len(files), truncated=truncated)
 
@@ -346,29 +364,43 @@ class FileTools:
         root = workspace_root(ctx, args.cwd)
         target = resolve(root, args.path)
         check_readable(ctx, target.path)
-        if not (target.path.is_dir() or target.path.is_file()):
-            # A FIFO or device named outright would be read by rg until the deadline.
-            raise ToolError(
-                ErrorCode.TOOL_FAILED,
-                f"{target.display} is not a directory or a regular file",
-                {"reason": "not searchable"},
-            )
         rg = self._rg()
-        walk = ripgrep.Walk(False, args.glob, tuple(secret_excludes(ctx, root)))
-        argv = ripgrep.search_argv(
-            rg,
-            walk,
-            _rg_path(target),
-            query=args.query,
-            regex=args.regex,
-            case_sensitive=args.caseSensitive,
-            context=args.contextLines,
-        )
-        hits, truncated = await ripgrep.search(rg, str(root), argv, args.limit, args.contextLines)
+        with open_for_walk(ctx, target) as fd:
+            mode = os.fstat(fd).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                # A FIFO or device named outright would be read by rg until the deadline.
+                raise ToolError(
+                    ErrorCode.TOOL_FAILED,
+                    f"{target.display} is not a directory or a regular file",
+                    {"reason": "not searchable"},
+                )
+            directory = stat.S_ISDIR(mode)
+            paths, names = secret_excludes(ctx, Path(real_path(fd)))
+            walk = ripgrep.Walk(False, args.glob, tuple(paths), names.for_rg)
+            argv = ripgrep.search_argv(
+                rg,
+                walk,
+                # A file is searched through its descriptor, a directory from it.
+                "." if directory else _fd_dir(fd),
+                query=args.query,
+                regex=args.regex,
+                case_sensitive=args.caseSensitive,
+                context=args.contextLines,
+            )
+            hits, truncated = await ripgrep.search(
+                rg,
+                _fd_dir(fd) if directory else str(root),
+                argv,
+                args.limit,
+                args.contextLines,
+                prefix=_prefix(target),
+                named=None if directory else target.display,
+                pass_fds=() if directory else (fd,),
+            )
         # The `SearchResult` shape, built as plain JSON: a model per hit costs more than the
         # search's own parsing (tests check the result against SearchResult). Hits without
         # context carry no before/after keys: compact for a model.
-        matches = [h.as_json() for h in hits]
+        matches = [h.as_json() for h in hits if not names.hides(h.path)]
         return ok_result(
             {"root": str(root), "matches": matches, "count": len(matches), "truncated": truncated}
         )
@@ -380,6 +412,13 @@ def _target_for_write(ctx: ToolContext, cwd: str | None, path: str) -> Workspace
     return target
 
 
-def _rg_path(target: WorkspacePath) -> str:
-    rel = target.relative
-    return "." if rel == "." else "./" + rel
+def _fd_dir(fd: int) -> str:
+    """The path a child process reaches the object open at `fd` by (its working directory
+    for a directory: chdir happens in the child before it closes the descriptors it does
+    not keep)."""
+    return f"/proc/self/fd/{fd}"
+
+
+def _prefix(target: WorkspacePath) -> str:
+    """What to put before names found beneath `target` to make them workspace-relative."""
+    return "" if target.relative == "." else target.relative + "/"

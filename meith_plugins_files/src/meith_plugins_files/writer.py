@@ -1,4 +1,5 @@
-"""Reading a file whole and replacing it atomically, without following a link on the way."""
+"""Reading a file whole and replacing it atomically, in the directory a write opened
+(`opened.parent_for_write`): through its descriptor, never following a link."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ import errno
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
-from meith_core import ErrorCode, PathEscapeError, ToolError, write_file_beneath
-from meith_plugins_files.scope import WorkspacePath
+from meith_core import ErrorCode, ToolError, replace_in, set_mode_in
+from meith_plugins_files.opened import Parent
 
 #: A file larger than this is not edited (its undo copy and its diff would not be small).
 MAX_EDIT_BYTES: Final = 4 * 1024 * 1024
@@ -26,28 +26,34 @@ class Current:
     mode: int | None
 
 
-def read_current(target: WorkspacePath, *, limit: int = MAX_EDIT_BYTES) -> Current:
+def read_current(parent: Parent, *, limit: int = MAX_EDIT_BYTES) -> Current:
     """The file's content for an edit; a missing file is `Current(None, None)`."""
     try:
-        fd = os.open(target.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(
+            parent.name,
+            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            dir_fd=parent.dir_fd,
+        )
     except FileNotFoundError:
         return Current(None, None)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ToolError(
-                ErrorCode.VALIDATION_ERROR, f"{target.display} is a symbolic link"
+                ErrorCode.VALIDATION_ERROR,
+                f"{parent.display} is a symbolic link; it is not followed",
+                {"reason": "symbolic link", "path": parent.display},
             ) from None
         raise ToolError(
-            ErrorCode.TOOL_FAILED, f"cannot open {target.display}: {exc.strerror}"
+            ErrorCode.TOOL_FAILED, f"cannot open {parent.display}: {exc.strerror}"
         ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(ErrorCode.TOOL_FAILED, f"{target.display} is not a regular file")
+            raise ToolError(ErrorCode.TOOL_FAILED, f"{parent.display} is not a regular file")
         if st.st_size > limit:
             raise ToolError(
                 ErrorCode.TOOL_FAILED,
-                f"{target.display} is {st.st_size} bytes; files over {limit} bytes are not edited",
+                f"{parent.display} is {st.st_size} bytes; files over {limit} bytes are not edited",
                 {"reason": "too large", "size": st.st_size, "limit": limit},
             )
         chunks = []
@@ -80,72 +86,40 @@ def _umask_at_import() -> int:
 _IMPORT_UMASK: Final = _umask_at_import()
 
 
-def replace_file(
-    target: WorkspacePath, data: bytes, mode: int | None, *, create_dirs: bool
-) -> None:
-    """Write `data` to a temporary file beside the target and rename it over: readers see the
-    old content or the new, never half. `mode` is kept (None: a new file, 0666 less umask).
-    No symbolic link below the workspace root is followed (the core's `write_file_beneath`)."""
-    parent = target.path.parent
-    if not parent.is_dir():
-        if not create_dirs:
-            raise ToolError(
-                ErrorCode.TOOL_FAILED,
-                f"directory {os.path.relpath(parent, target.root)} does not exist "
-                "(pass createDirs: true to create it)",
-                {"reason": "no parent directory"},
-            )
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            raise ToolError(
-                ErrorCode.TOOL_FAILED,
-                f"cannot create directory {os.path.relpath(parent, target.root)}: "
-                f"{exc.strerror or exc}",
-            ) from None
+def replace_file(parent: Parent, data: bytes, mode: int | None) -> None:
+    """Write `data` to a temporary file beside the target and rename it over, both in the
+    opened directory: readers see the old content or the new, never half; a link at the name
+    is replaced, never written through. `mode` is kept (None: a new file, 0666 less umask)."""
     wanted = NEW_FILE_MODE & ~_umask() if mode is None else mode
     try:
-        written = write_file_beneath(target.root, target.relative, data, mode=wanted)
-    except PathEscapeError as exc:
-        raise ToolError(ErrorCode.VALIDATION_ERROR, str(exc)) from None
+        replace_in(parent.dir_fd, parent.name, data, mode=wanted)
     except OSError as exc:
         raise ToolError(
-            ErrorCode.TOOL_FAILED, f"cannot write {target.display}: {exc.strerror or exc}"
+            ErrorCode.TOOL_FAILED, f"cannot write {parent.display}: {exc.strerror or exc}"
         ) from None
-    if mode is not None and _mode_of(written) != mode:
+    if mode is not None and _mode_of(parent) != mode:
         # The umask took bits the file had: give them back, on the file just renamed there
         # (opened without following a link, so a swapped-in link is not chmod-ed through).
         # Looked at on the file (one lstat), not computed from the umask (a read of /proc).
-        _restore_mode(Path(written), mode)
+        set_mode_in(parent.dir_fd, parent.name, mode)
 
 
-def _mode_of(path: Path) -> int | None:
+def _mode_of(parent: Parent) -> int | None:
     try:
-        st = os.lstat(path)
+        st = os.lstat(parent.name, dir_fd=parent.dir_fd)
     except OSError:
         return None
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
-def _restore_mode(path: Path, mode: int) -> None:
+def delete_file(parent: Parent) -> None:
+    """Remove a file meith created (undoing its creation), in the opened directory: a link
+    is removed, not followed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-
-
-def delete_file(target: WorkspacePath) -> None:
-    """Remove a file meith created (undoing its creation); a link is removed, not followed."""
-    try:
-        os.unlink(target.path)
+        os.unlink(parent.name, dir_fd=parent.dir_fd)
     except FileNotFoundError:
         pass
     except OSError as exc:
         raise ToolError(
-            ErrorCode.TOOL_FAILED, f"cannot remove {target.display}: {exc.strerror}"
+            ErrorCode.TOOL_FAILED, f"cannot remove {parent.display}: {exc.strerror}"
         ) from None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from meith_core.base.paths import write_file_beneath
+from meith_core.base.beneath import write_file_beneath
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
