@@ -119,6 +119,7 @@ def test_a_worktrees_gitdir_inside_the_workspace_is_never_written(
         {"cwd": str(ws), "path": "meta/config", "content": "x"},
     )
     assert err.details["reason"] == "git metadata"
+    assert err.details["gitdir"] == str(ws / "meta")
     ok(files, "workspace_write_file", {"cwd": str(ws), "path": "tree/ok.txt", "content": "x"})
 
 
@@ -130,6 +131,7 @@ def test_meith_home_is_never_written(files: MeithHarness, ws: Path) -> None:
     )
     assert err.code == ErrorCode.PERMISSION_DENIED
     assert err.details["reason"] == "meith home"
+    assert "gitdir" not in err.details
     assert not grants.exists() or grants.read_text() != "{}"
 
 
@@ -175,3 +177,33 @@ def test_another_registered_home_beneath_the_workspace_is_never_written(
     assert err.details["reason"] == "meith home"
     assert not (other / "grants.json").exists()
     ok(files, "workspace_write_file", {"cwd": str(ws), "path": "mine.txt", "content": "x"})
+
+
+def test_a_cwd_with_a_nul_byte_is_a_validation_error(files: MeithHarness, ws: Path) -> None:
+    err = fails(files, "workspace_list_files", {"cwd": str(ws) + "\0x"})
+    assert err.code == ErrorCode.VALIDATION_ERROR
+    assert "NUL" in err.message
+
+
+def test_a_path_renamed_while_it_is_resolved_is_said_so_not_a_crash(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """realpath reads links one by one: a component that stops being a link between its
+    lstat and its readlink raises EINVAL (seen in a rename race); the tools' one resolver
+    says what happened instead of letting it through as a crash."""
+    import errno
+
+    from meith_core import ToolError
+    from meith_core.base import paths
+    from meith_plugins_files.scope import resolve
+
+    def racing(path: str) -> str:
+        raise OSError(errno.EINVAL, "Invalid argument", path)
+
+    monkeypatch.setattr(paths.os.path, "realpath", racing)
+    with pytest.raises(ToolError) as caught:
+        resolve(ws, "sub/x.txt")
+    monkeypatch.undo()
+    assert caught.value.code == ErrorCode.TOOL_FAILED
+    assert caught.value.details["reason"] == "path changed"
+    assert "Invalid argument" in caught.value.message

@@ -84,7 +84,13 @@ def test_the_local_user_reads_outside_the_workspace(
 def test_a_grant_confined_to_a_directory_makes_it_readable_for_the_agent(
     files: MeithHarness, ws: Path, elsewhere: Path
 ) -> None:
-    agent = files.grant(["writes-files"], caller="agent", confine_to=elsewhere).with_cwd(str(ws))
+    # A session whose workspace is `ws` (not a directory above both): only the grant covers
+    # `elsewhere`.
+    session = files.session("agent", cwd=ws)
+    assert fails(files, "workspace_read_file", read_args(elsewhere), caller=session).details[
+        "reason"
+    ] == ("outside readable scope")
+    agent = files.grant(["writes-files"], caller=session, confine_to=elsewhere)
     assert ok(files, "workspace_read_file", read_args(elsewhere), caller=agent)["content"] == (
         "private notes\n"
     )

@@ -92,6 +92,7 @@ def test_secret_file_names_inside_the_workspace_are_hidden_from_agents(
     (ws / "app").mkdir(parents=True)
     (ws / "app" / ".env").write_text("API_TOKEN=abc\n")
     (ws / "app" / ".env.example").write_text("API_TOKEN=\n")
+    (ws / "app" / ".env.local").write_text("API_TOKEN=local\n")
     (ws / "app" / "server.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     (ws / "app" / "main.py").write_text("API_TOKEN = env()\n")
     agent = files.session("agent", cwd=ws)
@@ -103,6 +104,11 @@ def test_secret_file_names_inside_the_workspace_are_hidden_from_agents(
     assert sorted(m["path"] for m in found["matches"]) == ["app/.env.example", "app/main.py"]
     cli = files.session("cli", cwd=ws)
     assert ok(files, "workspace_read_file", {"cwd": str(ws), "path": "app/.env"}, caller=cli)
+    # The local user lists and searches everything (the user's own files).
+    everything = ok(files, "workspace_list_files", {"cwd": str(ws)}, caller=cli)["files"]
+    assert everything == sorted(
+        ["app/.env", "app/.env.example", "app/.env.local", "app/main.py", "app/server.pem"]
+    )
 
 
 def test_a_secret_path_that_is_a_link_is_secret_where_it_leads(
