@@ -121,7 +121,7 @@ def main() -> None:
         opts.reps = 5
 
     from meith_core.client import Client
-    from meith_plugins_files.ripgrep import locate
+    from meith_plugins_files.rg_run import locate
 
     rg = locate()
     if rg is None:

@@ -12,7 +12,7 @@ import pytest
 
 from meith_core import ErrorCode
 from meith_core.testing import MeithHarness
-from meith_plugins_files import ripgrep
+from meith_plugins_files import rg_run, ripgrep
 from tests.files.conftest import fails, ok
 
 pytestmark = pytest.mark.meith_plugin("files")
@@ -34,16 +34,16 @@ def search(meith: MeithHarness, ws: Path, query: str, **args: object) -> dict:
 
 
 @pytest.fixture
-def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[ripgrep.Run]:
+def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[rg_run.Run]:
     """Every rg run the test starts, kept so the test can look at its process afterwards."""
-    runs: list[ripgrep.Run] = []
-    real_feed = ripgrep.Run.feed
+    runs: list[rg_run.Run] = []
+    real_feed = rg_run.Run.feed
 
-    async def spy(self: ripgrep.Run, consume: Callable[[bytes], bool]) -> None:
+    async def spy(self: rg_run.Run, consume: Callable[[bytes], bool]) -> None:
         runs.append(self)
         await real_feed(self, consume)
 
-    monkeypatch.setattr(ripgrep.Run, "feed", spy)
+    monkeypatch.setattr(rg_run.Run, "feed", spy)
     return runs
 
 
@@ -221,12 +221,12 @@ def test_a_fifo_named_as_the_search_path_is_refused(files: MeithHarness, ws: Pat
 
 @pytest.mark.anyio
 async def test_rg_is_killed_when_the_search_is_cancelled(
-    ws: Path, rg_runs: list[ripgrep.Run]
+    ws: Path, rg_runs: list[rg_run.Run]
 ) -> None:
     import anyio
 
     os.mkfifo(ws / "pipe")  # rg blocks reading it: the call can only end by cancellation
-    rg = ripgrep.locate()
+    rg = rg_run.locate()
     assert rg is not None
     argv = ripgrep.search_argv(
         rg, ripgrep.Walk(), "./pipe", query="x", regex=False, case_sensitive=False, context=0
@@ -240,13 +240,13 @@ async def test_rg_is_killed_when_the_search_is_cancelled(
 
 @pytest.mark.anyio
 async def test_rg_stopped_at_the_limit_is_killed_and_reaped(
-    ws: Path, rg_runs: list[ripgrep.Run]
+    ws: Path, rg_runs: list[rg_run.Run]
 ) -> None:
     """A listing or search that has its `limit` stops reading and kills rg; rg is reaped
     before the call answers, and what was read before the stop is the answer."""
 
     tree(ws, {f"d{i:03}/f{j:02}.txt": "hit\n" * 50 for i in range(100) for j in range(20)})
-    rg = ripgrep.locate()
+    rg = rg_run.locate()
     assert rg is not None
     names, cut = await ripgrep.list_files(rg, str(ws), ripgrep.Walk(), ".", 7)
     argv = ripgrep.search_argv(
@@ -267,9 +267,9 @@ async def test_rg_stopped_at_the_limit_is_killed_and_reaped(
 async def test_a_failure_while_reading_rg_output_kills_rg(ws: Path) -> None:
 
     tree(ws, {f"d{i:03}/f{j:02}.txt": "" for i in range(50) for j in range(20)})
-    rg = ripgrep.locate()
+    rg = rg_run.locate()
     assert rg is not None
-    run = ripgrep.Run(ripgrep.files_argv(rg, ripgrep.Walk(), "."), str(ws))
+    run = rg_run.Run(ripgrep.files_argv(rg, ripgrep.Walk(), "."), str(ws))
 
     def consume(chunk: bytes) -> bool:
         raise RuntimeError("bad read")

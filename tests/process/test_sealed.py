@@ -271,7 +271,9 @@ def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
     assert not is_secret_path(tmp_path / "project" / "README.md")
     mine = {"confinement": {"secretPaths": [str(tmp_path / "vault")]}}
     assert is_secret_path(tmp_path / "vault" / "key", mine)
-    assert not is_secret_path(home / ".ssh" / "id_ed25519", mine)  # the user's list replaces it
+    assert not is_secret_path(home / ".ssh" / "config", mine)  # the user's list replaces it
+    # ... but a key's name is secret wherever it is (confinement.secretPatterns).
+    assert is_secret_path(tmp_path / "project" / "id_ed25519", mine)
     # Every meith home, whatever the setting says.
     other = MeithHome(tmp_path / "other-home").ensure()
     register_home(other.root)

@@ -18,7 +18,7 @@ from meith_core import (
     real_path,
     tool,
 )
-from meith_plugins_files import edits, render, ripgrep
+from meith_plugins_files import edits, render, rg_run, ripgrep
 from meith_plugins_files.changes import commit_change, conflict, decoded, text_or_none
 from meith_plugins_files.diffs import unified
 from meith_plugins_files.locks import FileLocks
@@ -65,7 +65,7 @@ class FileTools:
         self._undo: UndoStore | None = None
         self._guard = threading.Lock()
         #: The `rg` the search tools run (None: not found yet).
-        self.rg_path: str | None = ripgrep.locate()
+        self.rg_path: str | None = rg_run.locate()
 
     def open_undo(self, state_dir: Path) -> None:
         """Open the undo store under the runtime's state directory."""
@@ -139,7 +139,7 @@ class FileTools:
 
     def _rg(self) -> str:
         if self.rg_path is None:
-            self.rg_path = ripgrep.locate()
+            self.rg_path = rg_run.locate()
         if self.rg_path is None:
             raise ToolError(
                 ErrorCode.TOOL_FAILED,
