@@ -1,0 +1,220 @@
+"""What the corpus's attacks share: small programs a confined process runs (an open for
+writing, a connection, a CONNECT through its proxy, a swap loop), and the listeners outside
+it that tell whether anything arrived. Listeners bind 127.0.0.1 or a path in the lab only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from meith_core.doctor.corpus import Seen
+
+if TYPE_CHECKING:
+    from meith_core.doctor.lab import Lab
+
+#: Opens each path argument for writing, writes nothing: `opened PATH` or `refused PATH`.
+OPEN_FOR_WRITE: Final = """
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        print("opened", path)
+    except OSError as exc:
+        print("refused", path, exc.strerror)
+"""
+
+#: `connect KIND ADDRESS [PORT]`: tcp, udp, unix or abstract; sends a line, prints what came
+#: back or why it could not connect.
+CONNECT: Final = """
+import socket, sys
+kind, address = sys.argv[1], sys.argv[2]
+try:
+    if kind in ("tcp", "udp"):
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
+        s.settimeout(5)
+        s.connect((address, int(sys.argv[3])))
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(("\\0" + address) if kind == "abstract" else address)
+    for _ in range(3 if kind == "udp" else 1):
+        s.send(b"meith-doctor-probe\\n")
+    print("connected")
+except OSError as exc:
+    print("refused", exc.errno, exc.strerror)
+"""
+
+#: `proxy_connect HOST PORT`: a CONNECT through the process's `http_proxy`; prints the status
+#: line the proxy answered, and the first bytes past it.
+PROXY_CONNECT: Final = """
+import os, socket, sys
+from urllib.parse import urlsplit
+host, port = sys.argv[1], sys.argv[2]
+proxy = urlsplit(os.environ.get("http_proxy") or os.environ.get("HTTP_PROXY") or "http://127.0.0.1:9")
+try:
+    s = socket.create_connection((proxy.hostname, proxy.port or 80), timeout=10)
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    s.sendall(f"CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n".encode())
+    head = s.recv(4096).decode(errors="replace")
+    print("status", head.split("\\r\\n", 1)[0])
+    if head.split(" ")[1:2] == ["200"]:
+        s.sendall(b"meith-doctor-probe\\n")
+        print("sent")
+except OSError as exc:
+    print("refused", exc.errno, exc.strerror)
+"""
+
+#: Swaps two names with renameat2(RENAME_EXCHANGE) until the stop file appears.
+SWAPPER: Final = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, stop = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), sys.argv[3]
+print("ready", flush=True)
+while not os.path.exists(stop):
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+def script(directory: Path, name: str, source: str) -> str:
+    """`source` written to `directory/name`; the command line that runs it with this Python."""
+    path = directory / name
+    path.write_text(source)
+    return f"{sys.executable} {path}"
+
+
+@contextlib.contextmanager
+def tcp_listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on 127.0.0.1 recording what each connection sends."""
+    with _served(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)) as (sock, got):
+        yield int(sock.getsockname()[1]), got
+
+
+@contextlib.contextmanager
+def udp_listener() -> Iterator[tuple[int, list[bytes]]]:
+    with _served(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0)) as (sock, got):
+        yield int(sock.getsockname()[1]), got
+
+
+@contextlib.contextmanager
+def unix_listener(address: str) -> Iterator[list[bytes]]:
+    """A Unix stream listener at `address` (a path, or `\\0name` for an abstract one)."""
+    with _served(socket.AF_UNIX, socket.SOCK_STREAM, address) as (_sock, got):
+        yield got
+
+
+@contextlib.contextmanager
+def _served(
+    family: int, kind: int, address: str | tuple[str, int]
+) -> Iterator[tuple[socket.socket, list[bytes]]]:
+    sock = socket.socket(family, kind)
+    sock.bind(address)
+    if kind == socket.SOCK_STREAM:
+        sock.listen(16)
+    sock.settimeout(0.1)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                if kind == socket.SOCK_DGRAM:
+                    got.append(sock.recv(1024))
+                    continue
+                conn, _ = sock.accept()
+                with conn:
+                    conn.settimeout(2)
+                    got.append(conn.recv(1024) or b"<connected>")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock, got
+    finally:
+        stop.set()
+        thread.join()
+        sock.close()
+        if isinstance(address, str) and not address.startswith("\0"):
+            with contextlib.suppress(OSError):
+                os.unlink(address)
+
+
+@contextlib.contextmanager
+def swapping(a: Path, b: Path, stop: Path) -> Iterator[None]:
+    """`a` and `b` swapped in a loop by another process for as long as the block runs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(a), str(b), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        yield
+    finally:
+        stop.touch()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def compile_constructor_library(directory: Path, canary: Path) -> Path:
+    """A shared library whose constructor appends its process's pid to `canary`: what a
+    loader variable (LD_PRELOAD, LD_AUDIT) would run."""
+    source = directory / "evil.c"
+    source.write_text(
+        "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n"
+        "unsigned int la_version(unsigned int v) { return v; }\n"
+        "__attribute__((constructor)) static void pwn(void) {\n"
+        f'  int fd = open("{canary}", O_WRONLY | O_CREAT | O_APPEND, 0600);\n'
+        "  if (fd < 0) return;\n"
+        '  char line[32]; int n = snprintf(line, sizeof line, "%d\\n", getpid());\n'
+        "  write(fd, line, n); close(fd);\n}\n"
+    )
+    lib = directory / "evil.so"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True, capture_output=True
+    )
+    return lib
+
+
+def read_as_process(
+    lab: Lab, *, path: str, confined: bool, scope: Path | None = None, marker: str | None = None
+) -> Seen:
+    """`cat PATH` by a process of an agent holding `starts-process` (confined to a fresh
+    workspace, or `scope`): whether `marker` (the lab's secret) came out."""
+    ws = scope or lab.dir("read")
+    done = lab.agent(ws, confined=confined).run(f"cat {path}")
+    leaked = (marker or lab.secret) in done["stdout"]
+    return Seen(leaked, f"exit {done['exitCode']}, {len(done['stdout'])} bytes read" + (
+        f": {done['stdout'].strip()}" if leaked else f" {done['stderr'].strip()}"))
+
+
+def lines(text: str, word: str) -> list[str]:
+    """The lines of `text` that start with `word`."""
+    return [line for line in text.splitlines() if line.split(" ", 1)[0] == word]
+
+
+__all__ = [
+    "CONNECT",
+    "OPEN_FOR_WRITE",
+    "PROXY_CONNECT",
+    "SWAPPER",
+    "compile_constructor_library",
+    "lines",
+    "read_as_process",
+    "script",
+    "swapping",
+    "tcp_listener",
+    "udp_listener",
+    "unix_listener",
+]
