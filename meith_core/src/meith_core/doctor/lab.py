@@ -24,11 +24,14 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.client import Client
 from meith_core.doctor.served import LabError, Served, end_processes
 from meith_core.protocol.results import ToolResult
+
+if TYPE_CHECKING:
+    from meith_core.host.trust_edits import TrustEditor
 
 #: The line a dev server's script ends with, so its output is known to be whole.
 DONE: Final = "meith-doctor-done"
@@ -175,6 +178,9 @@ class Lab:
         self.runtime = Served(root, self.env)
         self._counter = itertools.count(1)
         self._stoppers: list[Any] = []
+        self._agents: list[Agent] = []
+        self._second: Served | None = None
+        self._grants: list[str] = []
         self._pids: list[int] = []
         self.plugins: set[str] = set()
         #: The confinement check of the runtime's `app_health`: its walls, built or not.
@@ -225,8 +231,23 @@ class Lab:
         vault = self.root / "vault"
         vault.mkdir()
         (vault / "token").write_text(self.secret + "\n")
-        settings = {"confinement": {"secretPaths": [*DEFAULT_SECRET_PATHS, str(vault)]}}
+        # A secret path whose name holds glob characters, beside a look-alike that is not.
+        for name, text in (("vault[1]/token.txt", "hunter2 token"), ("vault1/notes.txt", "token notes")):
+            (self.root / "glob" / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / "glob" / name).write_text(text + "\n")
+        listed = [*DEFAULT_SECRET_PATHS, str(vault), str(self.root / "glob" / "vault[1]")]
+        settings = {"confinement": {"secretPaths": listed}}
         (self.runtime.home.root / "settings.json").write_text(json.dumps(settings))
+
+    def second_runtime(self) -> Served:
+        """Another runtime of the same user (its own home, the lab's registry of homes), with
+        the process plugin approved: started on first use, stopped with the lab."""
+        if self._second is None:
+            self._second = Served(self.root / "second", {**self.env, "MEITH_PLUGINS": "process"})
+            self._stoppers.append(self._second.stop)
+            self._second.start()
+            self._second.approve_plugins()
+        return self._second
 
     # -- places -------------------------------------------------------------------------
 
@@ -252,7 +273,6 @@ class Lab:
         session of the local user's instead (its grant then covers every cli session of the
         lab, so give it a directory of its own). No capabilities at all: `capabilities=()`
         is the default grant; pass `"none"` for a session without one."""
-        from meith_core.host.trust_edits import TrustEditor
         from meith_core.policy.grants import new_grant
 
         label = f"doctor-{next(self._counter)}"
@@ -266,10 +286,27 @@ class Lab:
                 net=net,
                 tool=tool,
             )
-            TrustEditor(self.runtime.home, "meith doctor (its own runtime)").add_grant(grant)
+            self._editor().add_grant(grant)
+            self._grants.append(grant.id)
         agent = Agent(self.runtime.client(caller, label=label, cwd=str(scope)), scope, label)
-        self._stoppers.append(agent.close)
+        self._agents.append(agent)
         return agent
+
+    def settle(self) -> None:
+        """End what one run of a trick opened: its sessions (and so what they started) and
+        its grants. A grant left behind would cover the next run's calls too."""
+        agents, self._agents = self._agents, []
+        for agent in agents:
+            agent.close()
+        grants, self._grants = self._grants, []
+        editor = self._editor()
+        for grant_id in grants:
+            editor.revoke_grant(grant_id)
+
+    def _editor(self) -> TrustEditor:
+        from meith_core.host.trust_edits import TrustEditor
+
+        return TrustEditor(self.runtime.home, "meith doctor (its own runtime)")
 
     def sh(self, script: str, cwd: Path, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
         """`sh -c script` as the local user, outside every wall (with the lab's home)."""
@@ -328,6 +365,8 @@ class Lab:
         self._stoppers.append(stop)
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.settle()
         for stop in reversed(self._stoppers):
             with contextlib.suppress(Exception):
                 stop()

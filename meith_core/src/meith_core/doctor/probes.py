@@ -5,6 +5,7 @@ it that tell whether anything arrived. Listeners bind 127.0.0.1 or a path in the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -12,19 +13,21 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.doctor.corpus import Seen
 
 if TYPE_CHECKING:
-    from meith_core.doctor.lab import Lab
+    from meith_core.doctor.lab import Agent, Lab
 
-#: Opens each path argument for writing, writes nothing: `opened PATH` or `refused PATH`.
-OPEN_FOR_WRITE: Final = """
+#: `open.py w|r PATH...`: opens each path for writing (appending) or reading, non-blocking,
+#: and reads or writes nothing: `opened PATH` or `refused PATH why`.
+OPEN: Final = """
 import os, sys
-for path in sys.argv[1:]:
+mode = os.O_WRONLY | os.O_APPEND if sys.argv[1] == "w" else os.O_RDONLY
+for path in sys.argv[2:]:
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        os.close(os.open(path, mode | os.O_NONBLOCK | os.O_NOCTTY))
         print("opened", path)
     except OSError as exc:
         print("refused", path, exc.strerror)
@@ -70,6 +73,33 @@ try:
         print("sent")
 except OSError as exc:
     print("refused", exc.errno, exc.strerror)
+"""
+
+#: `as_user.py MODE SOCKET OUT`: leaves its session behind (its token dropped) and asks the
+#: runtime at SOCKET to serve it as the local user: `served ...` or `refused ...`, printed or,
+#: detached (double fork, setsid), written to OUT.
+AS_USER: Final = """
+import os, sys
+mode, sock, out = sys.argv[1:4]
+os.environ.pop("MEITH_SESSION_TOKEN", None)
+if mode == "detached":
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+from meith_core.client import Client
+try:
+    with Client(sock, caller="cli", cwd=os.getcwd(), connect_timeout=10) as c:
+        said = f"served {c.hello().get('caller')}: {len(c.list_sessions())} sessions listed"
+except Exception as exc:
+    said = f"refused {type(exc).__name__}: {exc}"
+if mode == "detached":
+    with open(out + ".tmp", "w") as fh:
+        fh.write(said)
+    os.rename(out + ".tmp", out)
+else:
+    print(said)
 """
 
 #: Swaps two names with renameat2(RENAME_EXCHANGE) until the stop file appears.
@@ -199,17 +229,30 @@ def read_as_process(
         f": {done['stdout'].strip()}" if leaked else f" {done['stderr'].strip()}"))
 
 
+def leaks(agent: Agent, secret: str, calls: list[tuple[str, dict[str, Any]]]) -> Seen:
+    """Each call in turn: whether any answer (result, error, diagnostics) shows `secret`."""
+    said = []
+    for tool, arguments in calls:
+        answer = json.dumps(agent.call(tool, arguments).to_wire())
+        if secret in answer:
+            return Seen(True, f"{tool} {json.dumps(arguments)} answered: {answer}")
+        said.append(f"{tool}: {answer[:200]}")
+    return Seen(False, " | ".join(said))
+
+
 def lines(text: str, word: str) -> list[str]:
     """The lines of `text` that start with `word`."""
     return [line for line in text.splitlines() if line.split(" ", 1)[0] == word]
 
 
 __all__ = [
+    "AS_USER",
     "CONNECT",
-    "OPEN_FOR_WRITE",
+    "OPEN",
     "PROXY_CONNECT",
     "SWAPPER",
     "compile_constructor_library",
+    "leaks",
     "lines",
     "read_as_process",
     "script",

@@ -87,7 +87,7 @@ def run_entry(lab: Lab, entry: Entry) -> Result:
 
 
 def _play(trick: Callable[[Lab], Seen], lab: Lab) -> Seen | str:
-    """A trick's Seen, or why it could not be played."""
+    """A trick's Seen, or why it could not be played; what it opened is ended after."""
     try:
         return trick(lab)
     except LabError as exc:
@@ -95,6 +95,8 @@ def _play(trick: Callable[[Lab], Seen], lab: Lab) -> Seen | str:
     except Exception as exc:
         tail = traceback.format_exception(exc)[-3:]
         return f"{type(exc).__name__}: {exc} ({''.join(tail).strip()[-400:]})"
+    finally:
+        lab.settle()
 
 
 def _cut(text: str) -> str:

@@ -44,6 +44,7 @@ class Served:
 
     def __init__(self, root: Path, env: Mapping[str, str]) -> None:
         self.root = root
+        root.mkdir(exist_ok=True)
         self.home = MeithHome(root / "meith-home").ensure()
         run = root / "run"
         run.mkdir(mode=0o700, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import OPEN_FOR_WRITE, lines, script
+from meith_core.doctor.probes import OPEN, lines, script
 
 
 def installed_modules() -> list[str]:
@@ -28,8 +28,8 @@ def installed_modules() -> list[str]:
 def _open(lab: Lab, *, confined: bool) -> Seen:
     targets = installed_modules()
     scope = Path(os.path.commonpath([os.path.dirname(t) for t in targets]))
-    probe = script(lab.dir("installation", outside=True), "open.py", OPEN_FOR_WRITE)
-    done = lab.agent(scope, confined=confined).run(f"{probe} {' '.join(targets)}")
+    probe = script(lab.dir("installation", outside=True), "open.py", OPEN)
+    done = lab.agent(scope, confined=confined).run(f"{probe} w {' '.join(targets)}")
     opened = lines(done["stdout"], "opened")
     if confined:
         return Seen(bool(opened), done["stdout"] + done["stderr"])

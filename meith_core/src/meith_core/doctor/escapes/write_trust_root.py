@@ -7,15 +7,15 @@ from functools import partial
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import OPEN_FOR_WRITE, lines, script
+from meith_core.doctor.probes import OPEN, lines, script
 
 
 def _open(lab: Lab, *, confined: bool) -> Seen:
     # The grant's directory holds the runtime's home: carved out, however wide the grant.
     grants = lab.runtime.home.grants_path
     grants.touch()
-    probe = script(lab.dir("trust-root", outside=True), "open.py", OPEN_FOR_WRITE)
-    done = lab.agent(lab.root, confined=confined).run(f"{probe} {grants}")
+    probe = script(lab.dir("trust-root", outside=True), "open.py", OPEN)
+    done = lab.agent(lab.root, confined=confined).run(f"{probe} w {grants}")
     return Seen(bool(lines(done["stdout"], "opened")), done["stdout"] + done["stderr"])
 
 
