@@ -152,16 +152,30 @@ def _served(
     got: list[bytes] = []
     stop = threading.Event()
 
+    def take() -> bool:
+        """One datagram or connection, if one is there: whether there was."""
+        try:
+            if kind == socket.SOCK_DGRAM:
+                got.append(sock.recv(1024))
+                return True
+            conn, _ = sock.accept()
+        except OSError:
+            return False
+        with conn:
+            conn.settimeout(2)
+            try:
+                got.append(conn.recv(1024) or b"<connected>")
+            except OSError:
+                got.append(b"<connected>")
+        return True
+
     def serve() -> None:
         while not stop.is_set():
-            with contextlib.suppress(OSError):
-                if kind == socket.SOCK_DGRAM:
-                    got.append(sock.recv(1024))
-                    continue
-                conn, _ = sock.accept()
-                with conn:
-                    conn.settimeout(2)
-                    got.append(conn.recv(1024) or b"<connected>")
+            take()
+        # What arrived while the block ended is counted too.
+        sock.settimeout(0)
+        while take():
+            pass
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -195,6 +209,21 @@ def swapping(a: Path, b: Path, stop: Path) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def connectable(port: int) -> bool:
+    """Whether something accepts TCP connections on the host's 127.0.0.1:`port`."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def compile_constructor_library(directory: Path, canary: Path) -> Path:
@@ -252,6 +281,8 @@ __all__ = [
     "PROXY_CONNECT",
     "SWAPPER",
     "compile_constructor_library",
+    "connectable",
+    "free_port",
     "leaks",
     "lines",
     "read_as_process",
