@@ -320,7 +320,7 @@ class Lab:
             check=False,
         )
 
-    def git(self, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def git(self, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """The user's own git, later, outside every wall."""
         env = {
             **self.env,
@@ -333,6 +333,7 @@ class Lab:
             [shutil.which("git", path=env.get("PATH")) or "git", *args],
             cwd=cwd,
             env=env,
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=60,

@@ -102,6 +102,32 @@ else:
     print(said)
 """
 
+#: `detach.py GO COMMAND`: leaves the process the runtime started behind (fork, setsid,
+#: fork) and execs `sh -c` with a clean environment (no marker of meith's) that waits for GO
+#: (a minute at most; GO is in its command line: `running(GO)` finds it), then runs COMMAND.
+#: The process it was started as exits once that `sh` runs.
+DETACH: Final = """
+import os, sys, time
+go, command = sys.argv[1:3]
+ready = go + ".detached"
+if os.fork():
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+wait = (
+    f"touch {ready}; n=0; while [ ! -e {go} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); "
+    f"done; [ -e {go} ] && {{ {command}; }}"
+)
+os.execve("/bin/sh", ["sh", "-c", wait], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+"""
+
 #: Swaps two names with renameat2(RENAME_EXCHANGE) until the stop file appears.
 SWAPPER: Final = r"""
 import ctypes, os, sys
@@ -211,6 +237,28 @@ def swapping(a: Path, b: Path, stop: Path) -> Iterator[None]:
             proc.wait()
 
 
+def running(token: str) -> list[int]:
+    """The processes whose command line holds `token` and that have not exited (zombies
+    have). Found by what they run, not by a pid they report: a pid read inside another PID
+    namespace is not the host's."""
+    found = []
+    needle = token.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if needle not in fh.read():
+                    continue
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(b")") + 2 :][:1] != b"Z":
+            found.append(int(name))
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -258,6 +306,30 @@ def read_as_process(
         f": {done['stdout'].strip()}" if leaked else f" {done['stderr'].strip()}"))
 
 
+def planted(
+    lab: Lab,
+    *,
+    confined: bool,
+    plant: str,
+    then: tuple[tuple[str, ...], ...],
+    stdin: str | None = None,
+    prepare: str = "",
+) -> Seen:
+    """`plant` (a shell line; CANARY in it names a file outside) run by an agent's process in
+    a fresh workspace (after the user ran `prepare` there), then each of `then` (a directory
+    and git's arguments) run by the user's own git: whether CANARY was made."""
+    ws, out = lab.dir("planted"), lab.dir("planted", outside=True)
+    canary = out / "ran"
+    if prepare:
+        lab.sh(prepare, ws)
+    done = lab.agent(ws, confined=confined).run(plant.replace("CANARY", str(canary)))
+    for where, *args in then:
+        lab.git(ws / where, *args, stdin=stdin)
+    ran = canary.exists()
+    return Seen(ran, f"planted (exit {done['exitCode']}{' ' + done['stderr'].strip()[:200] if done['stderr'].strip() else ''}); "
+                + ("the user's git ran it" if ran else "the user's git ran nothing"))
+
+
 def leaks(agent: Agent, secret: str, calls: list[tuple[str, dict[str, Any]]]) -> Seen:
     """Each call in turn: whether any answer (result, error, diagnostics) shows `secret`."""
     said = []
@@ -277,6 +349,7 @@ def lines(text: str, word: str) -> list[str]:
 __all__ = [
     "AS_USER",
     "CONNECT",
+    "DETACH",
     "OPEN",
     "PROXY_CONNECT",
     "SWAPPER",
@@ -284,6 +357,8 @@ __all__ = [
     "connectable",
     "free_port",
     "leaks",
+    "planted",
+    "running",
     "lines",
     "read_as_process",
     "script",
