@@ -224,6 +224,11 @@ class Lab:
             path.parent.mkdir(mode=0o700, exist_ok=True)
             path.write_text(text)
             path.chmod(0o600)
+        # The user's git identity: the agents' commits need one, like the user's.
+        (self.home / ".gitconfig").write_text(
+            "[user]\n\tname = meith doctor\n\temail = doctor@example.org\n"
+            "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+        )
         kube = self.home / "dotfiles" / "kube"
         kube.mkdir(parents=True)
         (kube / "config").write_text(f"token: {self.secret}\n")

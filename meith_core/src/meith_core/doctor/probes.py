@@ -330,6 +330,24 @@ def planted(
                 + ("the user's git ran it" if ran else "the user's git ran nothing"))
 
 
+def repository(lab: Lab, where: Path, **files: str) -> Path:
+    """A repository of the user's at `where` with one commit of `files` (name: text)."""
+    where.mkdir(parents=True, exist_ok=True)
+    lab.git(where, "init", "-q")
+    for name, text in (files or {"README": "hello\n"}).items():
+        (where / name).write_text(text)
+    lab.git(where, "add", "-A")
+    lab.git(where, "commit", "-q", "-m", "the user's commit")
+    return where
+
+
+def hook(path: Path, body: str) -> None:
+    """An executable shell script at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
 def leaks(agent: Agent, secret: str, calls: list[tuple[str, dict[str, Any]]]) -> Seen:
     """Each call in turn: whether any answer (result, error, diagnostics) shows `secret`."""
     said = []
@@ -356,11 +374,13 @@ __all__ = [
     "compile_constructor_library",
     "connectable",
     "free_port",
+    "hook",
     "leaks",
     "planted",
     "running",
     "lines",
     "read_as_process",
+    "repository",
     "script",
     "swapping",
     "tcp_listener",
