@@ -35,6 +35,7 @@ WALLS: Final[dict[str, str]] = {
     "git-tools": "the git tools run no program a repository names",
     "files-tools": "the files tools act only inside their scope, races included",
     "lifetime": "nothing a call started outlives it",
+    "sessions": "an agent session never reads or acts on what another session started",
     "trust-root": "no caller but the local user changes grants, approvals or policy",
     "audit": "the audit trail keeps every record, and says when it cannot",
 }

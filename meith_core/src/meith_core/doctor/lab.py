@@ -254,6 +254,18 @@ class Lab:
             self._second.approve_plugins()
         return self._second
 
+    @contextlib.contextmanager
+    def private_runtime(self) -> Iterator[Served]:
+        """A runtime of one entry's own (the process plugin approved), for an attack that
+        damages what it attacks (the trail); stopped when the block ends."""
+        served = Served(self.root / f"private-{next(self._counter)}", {**self.env, "MEITH_PLUGINS": "process"})
+        try:
+            served.start()
+            served.approve_plugins()
+            yield served
+        finally:
+            served.stop()
+
     # -- places -------------------------------------------------------------------------
 
     def dir(self, name: str, *, outside: bool = False) -> Path:
