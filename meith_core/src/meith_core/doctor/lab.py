@@ -237,7 +237,10 @@ class Lab:
         vault.mkdir()
         (vault / "token").write_text(self.secret + "\n")
         # A secret path whose name holds glob characters, beside a look-alike that is not.
-        for name, text in (("vault[1]/token.txt", "hunter2 token"), ("vault1/notes.txt", "token notes")):
+        for name, text in (
+            ("vault[1]/token.txt", "hunter2 token"),
+            ("vault1/notes.txt", "token notes"),
+        ):
             (self.root / "glob" / name).parent.mkdir(parents=True, exist_ok=True)
             (self.root / "glob" / name).write_text(text + "\n")
         listed = [*DEFAULT_SECRET_PATHS, str(vault), str(self.root / "glob" / "vault[1]")]
@@ -258,7 +261,9 @@ class Lab:
     def private_runtime(self) -> Iterator[Served]:
         """A runtime of one entry's own (the process plugin approved), for an attack that
         damages what it attacks (the trail); stopped when the block ends."""
-        served = Served(self.root / f"private-{next(self._counter)}", {**self.env, "MEITH_PLUGINS": "process"})
+        served = Served(
+            self.root / f"private-{next(self._counter)}", {**self.env, "MEITH_PLUGINS": "process"}
+        )
         try:
             served.start()
             served.approve_plugins()
@@ -325,7 +330,9 @@ class Lab:
 
         return TrustEditor(self.runtime.home, "meith doctor (its own runtime)")
 
-    def sh(self, script: str, cwd: Path, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+    def sh(
+        self, script: str, cwd: Path, timeout_s: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
         """`sh -c script` as the local user, outside every wall (with the lab's home)."""
         return subprocess.run(
             ["/bin/sh", "-c", script],
@@ -337,7 +344,9 @@ class Lab:
             check=False,
         )
 
-    def git(self, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def git(
+        self, cwd: Path, *args: str, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """The user's own git, later, outside every wall."""
         env = {
             **self.env,

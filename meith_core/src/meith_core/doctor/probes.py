@@ -237,6 +237,12 @@ def swapping(a: Path, b: Path, stop: Path) -> Iterator[None]:
             proc.wait()
 
 
+def sleeper(token: str) -> str:
+    """A command line that sleeps five minutes as one process whose command line holds
+    `token` (for `running`)."""
+    return f"{sys.executable} -c 'import time; time.sleep(300)' {token}"
+
+
 def running(token: str) -> list[int]:
     """The processes whose command line holds `token` and that have not exited (zombies
     have). Found by what they run, not by a pid they report: a pid read inside another PID
@@ -302,8 +308,11 @@ def read_as_process(
     ws = scope or lab.dir("read")
     done = lab.agent(ws, confined=confined).run(f"cat {path}")
     leaked = (marker or lab.secret) in done["stdout"]
-    return Seen(leaked, f"exit {done['exitCode']}, {len(done['stdout'])} bytes read" + (
-        f": {done['stdout'].strip()}" if leaked else f" {done['stderr'].strip()}"))
+    return Seen(
+        leaked,
+        f"exit {done['exitCode']}, {len(done['stdout'])} bytes read"
+        + (f": {done['stdout'].strip()}" if leaked else f" {done['stderr'].strip()}"),
+    )
 
 
 def planted(
@@ -326,8 +335,11 @@ def planted(
     for where, *args in then:
         lab.git(ws / where, *args, stdin=stdin)
     ran = canary.exists()
-    return Seen(ran, f"planted (exit {done['exitCode']}{' ' + done['stderr'].strip()[:200] if done['stderr'].strip() else ''}); "
-                + ("the user's git ran it" if ran else "the user's git ran nothing"))
+    return Seen(
+        ran,
+        f"planted (exit {done['exitCode']}{' ' + done['stderr'].strip()[:200] if done['stderr'].strip() else ''}); "
+        + ("the user's git ran it" if ran else "the user's git ran nothing"),
+    )
 
 
 def repository(lab: Lab, where: Path, **files: str) -> Path:
@@ -378,6 +390,7 @@ __all__ = [
     "leaks",
     "planted",
     "running",
+    "sleeper",
     "lines",
     "read_as_process",
     "repository",

@@ -77,7 +77,11 @@ def run_entry(lab: Lab, entry: Entry) -> Result:
     if isinstance(control, str):
         return done("skipped", f"inconclusive: the control failed: {control}", True)
     if not control.worked:
-        return done("skipped", f"inconclusive: the control did not work here: {_cut(control.evidence)}", True)
+        return done(
+            "skipped",
+            f"inconclusive: the control did not work here: {_cut(control.evidence)}",
+            True,
+        )
     seen = _play(entry.trick, lab)
     if isinstance(seen, str):
         return done("skipped", f"inconclusive: the attack could not be played: {seen}", True)

@@ -20,8 +20,11 @@ def _read(lab: Lab, *, as_agent: bool) -> Seen:
         entries = lab.runtime.content("get_audit_log", {"limit": 200})
     text = json.dumps(entries)
     seen = victim.session_id in text or marker in text
-    return Seen(seen, f"{len(entries['entries'])} records read; the other session's "
-                + ("are among them" if seen else "are not"))
+    return Seen(
+        seen,
+        f"{len(entries['entries'])} records read; the other session's "
+        + ("are among them" if seen else "are not"),
+    )
 
 
 def _user(lab: Lab) -> Seen:

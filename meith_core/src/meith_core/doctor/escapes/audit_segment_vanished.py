@@ -52,8 +52,11 @@ def _verified(lab: Lab) -> Seen:
         report = verify(served.home.audit_path)
         noticed = [k for k in _kinds(served) if "vanish" in k or "segment" in k]
     said = "OK" if report.ok else f"BROKEN ({report.problems[0]['problem']})"
-    return Seen(report.ok and not noticed, f"after the deletion, meith audit verify says {said}; "
-                + (f"the trail records it ({noticed})" if noticed else "no record says a segment vanished"))
+    return Seen(
+        report.ok and not noticed,
+        f"after the deletion, meith audit verify says {said}; "
+        + (f"the trail records it ({noticed})" if noticed else "no record says a segment vanished"),
+    )
 
 
 ENTRY = Entry(

@@ -15,7 +15,9 @@ def _audit(lab: Lab, *, confined: bool) -> Seen:
     lib = compile_constructor_library(ws, canary)
     done = lab.agent(ws, confined=confined).run("true", env={"LD_AUDIT": str(lib)})
     ran = canary.read_text().split() if canary.exists() else []
-    return Seen(bool(ran), f"exit {done['exitCode']}; the library wrote outside in {len(ran)} process(es)")
+    return Seen(
+        bool(ran), f"exit {done['exitCode']}; the library wrote outside in {len(ran)} process(es)"
+    )
 
 
 ENTRY = Entry(

@@ -14,9 +14,14 @@ def _preload(lab: Lab, *, confined: bool) -> Seen:
     ws, out = lab.dir("preload"), lab.dir("preload", outside=True)
     canary = out / "ran"
     lib = compile_constructor_library(ws, canary)
-    text = lab.agent(ws, confined=confined).dev("echo seen:$LD_PRELOAD", env={"LD_PRELOAD": str(lib)})
+    text = lab.agent(ws, confined=confined).dev(
+        "echo seen:$LD_PRELOAD", env={"LD_PRELOAD": str(lib)}
+    )
     ran = canary.read_text().split() if canary.exists() else []
-    return Seen(bool(ran), f"the library's constructor wrote outside in {len(ran)} process(es); the command saw: {text.splitlines()[0] if text else ''}")
+    return Seen(
+        bool(ran),
+        f"the library's constructor wrote outside in {len(ran)} process(es); the command saw: {text.splitlines()[0] if text else ''}",
+    )
 
 
 ENTRY = Entry(

@@ -31,7 +31,14 @@ def _agent(lab: Lab) -> Seen:
     agent = lab.agent(lab.root, "writes-files")
     said = []
     for target in targets:
-        result = agent.call("workspace_write_file", {"cwd": str(lab.root), "path": str(target.relative_to(lab.root)), "content": "#!/bin/sh\ntrue\n"})
+        result = agent.call(
+            "workspace_write_file",
+            {
+                "cwd": str(lab.root),
+                "path": str(target.relative_to(lab.root)),
+                "content": "#!/bin/sh\ntrue\n",
+            },
+        )
         said.append(f"{target.name}: {result.error.message[:120] if result.error else 'written'}")
     written = [t for t in targets if t.exists()]
     return Seen(bool(written), "; ".join(said))

@@ -28,7 +28,9 @@ def _by_name(lab: Lab) -> Seen:
         for i in range(100 * CALLS):
             try:
                 if lab.secret in (ws / "sub" / "id").read_text():
-                    return Seen(True, f"a read by name returned the outside file after {i + 1} tries")
+                    return Seen(
+                        True, f"a read by name returned the outside file after {i + 1} tries"
+                    )
             except OSError:
                 continue
     return Seen(False, f"{100 * CALLS} reads by name never returned the outside file")
@@ -45,8 +47,11 @@ def _agent(lab: Lab) -> Seen:
                 return Seen(True, f"call {i + 1} returned the outside file: {result.content}")
             if result.error is not None and "raised" in result.error.message:
                 crashed += 1
-    return Seen(crashed > 0, f"{CALLS} reads never returned the outside file"
-                + (f"; {crashed} answered with a crash" if crashed else ""))
+    return Seen(
+        crashed > 0,
+        f"{CALLS} reads never returned the outside file"
+        + (f"; {crashed} answered with a crash" if crashed else ""),
+    )
 
 
 ENTRY = Entry(

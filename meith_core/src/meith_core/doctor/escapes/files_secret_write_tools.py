@@ -23,7 +23,10 @@ def _probe(lab: Lab, *, caller: str) -> Seen:
         agent,
         lab.secret,
         [
-            ("workspace_apply_patch", {**at, "edits": [{"oldText": "KEY", "newText": "K"}], "dryRun": True}),
+            (
+                "workspace_apply_patch",
+                {**at, "edits": [{"oldText": "KEY", "newText": "K"}], "dryRun": True},
+            ),
             ("workspace_apply_patch", {**at, "edits": [guess]}),
             ("workspace_write_file", {**at, "content": "replaced\n"}),
             ("workspace_undo", {**at, "force": True}),

@@ -13,9 +13,11 @@ from meith_core.doctor.probes import hook, repository
 def _hostile(lab: Lab) -> tuple[Path, Path]:
     ws, out = lab.dir("config-programs"), lab.dir("config-programs", outside=True)
     canary = out / "ran"
-    repo = repository(lab, ws / "repo", **{"a.txt": "aaaa\n", ".gitattributes": "*.txt diff=evil filter=evil\n"})
+    repo = repository(
+        lab, ws / "repo", **{"a.txt": "aaaa\n", ".gitattributes": "*.txt diff=evil filter=evil\n"}
+    )
     program = out / "program.sh"
-    hook(program, f"touch {canary}\ncat \"$1\" 2>/dev/null\nexit 0")
+    hook(program, f'touch {canary}\ncat "$1" 2>/dev/null\nexit 0')
     with open(repo / ".git" / "config", "a") as fh:
         fh.write(
             f"[core]\n\tfsmonitor = {program}\n[diff]\n\texternal = {program}\n"
@@ -36,7 +38,11 @@ def _agent(lab: Lab) -> Seen:
     repo, canary = _hostile(lab)
     agent = lab.agent(repo.parent, "none")
     said = []
-    for tool, extra in (("git_status", {}), ("git_diff", {"includePatches": True}), ("git_log", {"limit": 3})):
+    for tool, extra in (
+        ("git_status", {}),
+        ("git_diff", {"includePatches": True}),
+        ("git_log", {"limit": 3}),
+    ):
         result = agent.call(tool, {"cwd": str(repo), **extra})
         said.append(f"{tool} ok={result.ok}")
     return Seen(canary.exists(), ", ".join(said))

@@ -24,8 +24,11 @@ def _agent(lab: Lab) -> Seen:
     agent.content("git_commit", {"cwd": str(repo), "message": "the agent's"})
     if not (repo / "hook-ran").read_text():
         raise LabError("the repository's hook did not run at all")
-    return Seen(canary.exists(), "git_commit ran the hook; "
-                + ("it wrote outside" if canary.exists() else "it could not write outside"))
+    return Seen(
+        canary.exists(),
+        "git_commit ran the hook; "
+        + ("it wrote outside" if canary.exists() else "it could not write outside"),
+    )
 
 
 ENTRY = Entry(

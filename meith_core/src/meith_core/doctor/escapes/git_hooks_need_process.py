@@ -31,8 +31,10 @@ def _agent(lab: Lab) -> Seen:
     repo, canary = staged(lab, "touch CANARY")
     agent = lab.agent(repo.parent, "writes-files")
     agent.content("git_commit", {"cwd": str(repo), "message": "the agent's"})
-    return Seen(canary.exists(), "git_commit committed; " + (
-        "the hook ran" if canary.exists() else "the hook did not run"))
+    return Seen(
+        canary.exists(),
+        "git_commit committed; " + ("the hook ran" if canary.exists() else "the hook did not run"),
+    )
 
 
 ENTRY = Entry(

@@ -28,8 +28,10 @@ def _agent(lab: Lab) -> Seen:
     repo, canary = _planted(lab)
     agent = lab.agent(repo.parent, "writes-files", "starts-process")
     agent.content("git_commit", {"cwd": str(repo), "message": "the agent's"})
-    return Seen(canary.exists(), "git_commit committed; " + (
-        "the hook ran" if canary.exists() else "the hook did not run"))
+    return Seen(
+        canary.exists(),
+        "git_commit committed; " + ("the hook ran" if canary.exists() else "the hook did not run"),
+    )
 
 
 ENTRY = Entry(

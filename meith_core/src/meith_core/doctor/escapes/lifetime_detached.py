@@ -18,7 +18,7 @@ def detached(lab: Lab, *, confined: bool, command: str = "true") -> tuple[Path, 
     file that releases the grandchild into `command`, and whether it outlived the call."""
     ws = lab.dir("detached")
     go = ws / "go"
-    line = f"{script(ws, 'detach.py', DETACH)} {go} \"{command}\""
+    line = f'{script(ws, "detach.py", DETACH)} {go} "{command}"'
     if confined:
         done = lab.agent(ws).run(line)
         said = f"run_command answered exit {done['exitCode']}"
@@ -27,8 +27,10 @@ def detached(lab: Lab, *, confined: bool, command: str = "true") -> tuple[Path, 
     left = running(str(go))
     for pid in left:
         lab.track(pid)
-    return go, Seen(bool(left), f"{said}; its detached grandchild "
-                    + (f"still runs (pid {left})" if left else "is gone"))
+    return go, Seen(
+        bool(left),
+        f"{said}; its detached grandchild " + (f"still runs (pid {left})" if left else "is gone"),
+    )
 
 
 def _outlives(lab: Lab, *, confined: bool) -> Seen:

@@ -6,7 +6,7 @@ import secrets
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab, LabError, until
-from meith_core.doctor.probes import running
+from meith_core.doctor.probes import running, sleeper
 
 #: What a session started stops within its grace; this bounds the wait, generously.
 STOP_WAIT_S = 30.0
@@ -14,7 +14,7 @@ STOP_WAIT_S = 30.0
 
 def _start(lab: Lab) -> str:
     token = f"meith-doctor-{secrets.token_hex(6)}"
-    lab.agent(lab.dir("session-end")).start(f"sh -c 'sleep 300; :' {token}")
+    lab.agent(lab.dir("session-end")).start(f"exec {sleeper(token)}")
     until(lambda: running(token), 30, "the dev server")
     return token
 

@@ -12,7 +12,9 @@ from meith_core.doctor.probes import CONNECT, script, tcp_listener
 def _tcp(lab: Lab, *, confined: bool) -> Seen:
     ws = lab.dir("tcp")
     with tcp_listener() as (port, got):
-        said = lab.agent(ws, confined=confined).run(f"{script(ws, 'c.py', CONNECT)} tcp 127.0.0.1 {port}")
+        said = lab.agent(ws, confined=confined).run(
+            f"{script(ws, 'c.py', CONNECT)} tcp 127.0.0.1 {port}"
+        )
     return Seen(bool(got), f"{said['stdout'].strip()}; the listener received {got!r}")
 
 

@@ -12,7 +12,9 @@ from meith_core.doctor.probes import CONNECT, script, udp_listener
 def _udp(lab: Lab, *, confined: bool) -> Seen:
     ws = lab.dir("udp")
     with udp_listener() as (port, got):
-        said = lab.agent(ws, confined=confined).run(f"{script(ws, 'c.py', CONNECT)} udp 127.0.0.1 {port}")
+        said = lab.agent(ws, confined=confined).run(
+            f"{script(ws, 'c.py', CONNECT)} udp 127.0.0.1 {port}"
+        )
     return Seen(bool(got), f"{said['stdout'].strip()}; the listener received {got!r}")
 
 

@@ -19,10 +19,13 @@ def _other(lab: Lab, *, confined: bool) -> Seen:
             return Seen(bool(got), f"{said.strip()}; the listener received {got!r}")
         said = agent.run(f"{script(ws, 'p.py', PROXY_CONNECT)} 127.0.0.1 {other}")["stdout"]
     audited = [
-        r for r in lab.audit_records()
+        r
+        for r in lab.audit_records()
         if r.get("outcome") == "NETWORK_REFUSED" and f"127.0.0.1:{other}" in json.dumps(r)
     ]
-    evidence = f"{said.strip()}; the listener received {got!r}; {len(audited)} NETWORK_REFUSED record(s)"
+    evidence = (
+        f"{said.strip()}; the listener received {got!r}; {len(audited)} NETWORK_REFUSED record(s)"
+    )
     return Seen(bool(got) or not audited, evidence)
 
 

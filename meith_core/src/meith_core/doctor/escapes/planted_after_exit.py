@@ -14,7 +14,9 @@ from meith_core.doctor.served import end_processes
 
 def _late(lab: Lab, *, confined: bool) -> Seen:
     canary = lab.dir("late", outside=True) / "ran"
-    plant = f"git init -q late && git -C late config core.fsmonitor 'touch {canary}' && touch planted"
+    plant = (
+        f"git init -q late && git -C late config core.fsmonitor 'touch {canary}' && touch planted"
+    )
     go, seen = detached(lab, confined=confined, command=plant)
     if not seen.worked:
         return Seen(False, seen.evidence + ": nothing was left to plant")
@@ -23,9 +25,16 @@ def _late(lab: Lab, *, confined: bool) -> Seen:
     until(lambda: (ws / "planted").exists() or not running(str(go)), 60, "the late planting")
     end_processes(running(str(go)))
     lab.git(ws / "late", "status")
-    return Seen(canary.exists(), seen.evidence + "; " + (
-        "it planted after the call, and the user's git ran it" if canary.exists()
-        else "the user's git ran nothing"))
+    return Seen(
+        canary.exists(),
+        seen.evidence
+        + "; "
+        + (
+            "it planted after the call, and the user's git ran it"
+            if canary.exists()
+            else "the user's git ran nothing"
+        ),
+    )
 
 
 ENTRY = Entry(

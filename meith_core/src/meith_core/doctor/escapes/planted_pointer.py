@@ -21,7 +21,10 @@ def _pointer(lab: Lab, *, confined: bool) -> Seen:
     )
     try:
         return planted(
-            lab, confined=confined, plant=plant, then=(("ptr", "credential", "fill"),),
+            lab,
+            confined=confined,
+            plant=plant,
+            then=(("ptr", "credential", "fill"),),
             stdin="protocol=https\nhost=example.org\n\n",
         )
     finally:

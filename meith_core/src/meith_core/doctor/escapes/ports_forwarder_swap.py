@@ -41,10 +41,17 @@ def _swap(lab: Lab) -> Seen:
     dev = agent.start(f"{script(ws, 'swap.py', _SWAP)} {port} {lab.runtime.socket} {go}")
     until(lambda: connectable(port), 30, f"127.0.0.1:{port} to be forwarded")
     go.touch()
-    said = until(lambda: any(w in agent.logs(dev) for w in ("swapped", "refused")) and agent.logs(dev), 30, "the swap")
+    said = until(
+        lambda: any(w in agent.logs(dev) for w in ("swapped", "refused")) and agent.logs(dev),
+        30,
+        "the swap",
+    )
     frames = _hello(port)
     served = any(f.get("type") == "welcome" for f in frames)
-    return Seen(served, f"{said.strip()}; 127.0.0.1:{port} answered a cli hello with {json.dumps(frames)[:500]}")
+    return Seen(
+        served,
+        f"{said.strip()}; 127.0.0.1:{port} answered a cli hello with {json.dumps(frames)[:500]}",
+    )
 
 
 def _hello(port: int) -> list[dict[str, object]]:

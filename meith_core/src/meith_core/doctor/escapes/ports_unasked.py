@@ -33,7 +33,9 @@ def _squat(lab: Lab, *, confined: bool) -> Seen:
     agent = lab.agent(ws, confined=confined)
     answer: dict[str, Any] = {}
     call = threading.Thread(
-        target=lambda: answer.update(agent.run(f"{script(ws, 'l.py', _LISTEN)} {port} {ready} {stop}"))
+        target=lambda: answer.update(
+            agent.run(f"{script(ws, 'l.py', _LISTEN)} {port} {ready} {stop}")
+        )
     )
     call.start()
     try:
@@ -46,8 +48,11 @@ def _squat(lab: Lab, *, confined: bool) -> Seen:
     finally:
         stop.touch()
         call.join(60)
-    return Seen(taken, f"127.0.0.1:{port} on the host {'was' if taken else 'was not'} opened "
-                f"while a `run_command` listened on it (watched {WATCH_S:.0f} s)")
+    return Seen(
+        taken,
+        f"127.0.0.1:{port} on the host {'was' if taken else 'was not'} opened "
+        f"while a `run_command` listened on it (watched {WATCH_S:.0f} s)",
+    )
 
 
 ENTRY = Entry(

@@ -35,7 +35,10 @@ def _stranger(lab: Lab) -> Seen:
         said.append(f"{tool}: {answer[:120]}")
         if lab.secret in answer:
             return Seen(True, f"{tool} showed the output: {answer[:300]}")
-    running = any(s["id"] == dev and s.get("status") == "running" for s in owner.content("list_dev_servers", {}))
+    running = any(
+        s["id"] == dev and s.get("status") == "running"
+        for s in owner.content("list_dev_servers", {})
+    )
     return Seen(not running, " | ".join(said) + ("" if running else " | it was stopped"))
 
 

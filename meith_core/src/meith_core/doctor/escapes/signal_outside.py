@@ -23,8 +23,11 @@ def _kill(lab: Lab, *, confined: bool) -> Seen:
     finally:
         victim.kill()
         victim.wait()
-    return Seen(died, f"kill exit {done['stdout'].strip()} {done['stderr'].strip()}; "
-                + ("the victim died" if died else "the victim lives"))
+    return Seen(
+        died,
+        f"kill exit {done['stdout'].strip()} {done['stderr'].strip()}; "
+        + ("the victim died" if died else "the victim lives"),
+    )
 
 
 ENTRY = Entry(

@@ -15,7 +15,9 @@ def _connect(lab: Lab, *, confined: bool) -> Seen:
     ws = lab.dir("abstract")
     name = f"meith-doctor-{secrets.token_hex(6)}"
     with unix_listener("\0" + name) as got:
-        said = lab.agent(ws, confined=confined).run(f"{script(ws, 'c.py', CONNECT)} abstract {name}")
+        said = lab.agent(ws, confined=confined).run(
+            f"{script(ws, 'c.py', CONNECT)} abstract {name}"
+        )
     return Seen(bool(got), f"{said['stdout'].strip()}; the listener received {got!r}")
 
 

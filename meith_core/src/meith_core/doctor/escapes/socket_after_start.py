@@ -15,7 +15,9 @@ def _later(lab: Lab, *, confined: bool) -> Seen:
     connect = script(ws, "c.py", CONNECT)
     agent = lab.agent(ws, confined=confined)
     # It waits for the socket to exist, then tries.
-    dev = agent.start(f"while [ ! -e {ws}/go ]; do sleep 0.05; done; {connect} unix {path}; echo done")
+    dev = agent.start(
+        f"while [ ! -e {ws}/go ]; do sleep 0.05; done; {connect} unix {path}; echo done"
+    )
     with unix_listener(path) as got:
         (ws / "go").touch()
         said = until(lambda: "done" in agent.logs(dev) and agent.logs(dev), 30, "the attempt")

@@ -13,9 +13,20 @@ def _tmux(lab: Lab, *, confined: bool) -> Seen:
     ws, out = lab.dir("tmux"), lab.dir("tmux", outside=True)
     sock = out / "tmux.sock"
     base = ["tmux", "-S", str(sock), "-f", "/dev/null"]
-    subprocess.run([*base, "new-session", "-d", "-s", "doctor", "sleep 600"], env=lab.env, check=True, timeout=30)
+    subprocess.run(
+        [*base, "new-session", "-d", "-s", "doctor", "sleep 600"],
+        env=lab.env,
+        check=True,
+        timeout=30,
+    )
     try:
-        pid = subprocess.run([*base, "display", "-p", "#{pid}"], env=lab.env, capture_output=True, text=True, timeout=30)
+        pid = subprocess.run(
+            [*base, "display", "-p", "#{pid}"],
+            env=lab.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if pid.stdout.strip().isdigit():
             lab.track(int(pid.stdout))
         canary = out / "ran"
@@ -24,8 +35,11 @@ def _tmux(lab: Lab, *, confined: bool) -> Seen:
         )
         if done["stdout"].strip() == "0":  # accepted: the window's command is starting
             until(canary.exists, 30, "the tmux window's command")
-        return Seen(canary.exists(), f"tmux exit {done['stdout'].strip()} {done['stderr'].strip()}"
-                    + ("; the command ran outside" if canary.exists() else ""))
+        return Seen(
+            canary.exists(),
+            f"tmux exit {done['stdout'].strip()} {done['stderr'].strip()}"
+            + ("; the command ran outside" if canary.exists() else ""),
+        )
     finally:
         subprocess.run([*base, "kill-server"], env=lab.env, capture_output=True, timeout=30)
 

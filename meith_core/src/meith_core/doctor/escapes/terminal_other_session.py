@@ -19,8 +19,11 @@ def _inject(lab: Lab, *, confined: bool) -> Seen:
     # The line goes to the terminal's screen: its output, as its owner reads it.
     seen = other.logs(term["id"])
     injected = "meith-doctor-injected" in seen
-    return Seen(injected, f"{tty}: exit {done['stdout'].strip()} {done['stderr'].strip()}; "
-                + ("the owner's terminal shows the line" if injected else "nothing shown"))
+    return Seen(
+        injected,
+        f"{tty}: exit {done['stdout'].strip()} {done['stderr'].strip()}; "
+        + ("the owner's terminal shows the line" if injected else "nothing shown"),
+    )
 
 
 ENTRY = Entry(

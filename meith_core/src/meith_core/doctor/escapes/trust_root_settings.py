@@ -21,9 +21,14 @@ def _user(lab: Lab) -> Seen:
     done = subprocess.run(
         [*meith_command(), "settings", "set", "confinement.secretPaths", json.dumps(current)],
         env={**lab.env, "MEITH_HOME": str(lab.runtime.home.root)},
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
-    return Seen(done.returncode == 0, f"`meith settings set confinement.secretPaths` exit {done.returncode}")
+    return Seen(
+        done.returncode == 0, f"`meith settings set confinement.secretPaths` exit {done.returncode}"
+    )
 
 
 def _agent(lab: Lab) -> Seen:
@@ -32,7 +37,9 @@ def _agent(lab: Lab) -> Seen:
     said = []
     for change in ({"confinement": {"secretPaths": []}}, {"browser": {"extraSchemes": ["file"]}}):
         result = agent.call("set_app_settings", {"settings": change})
-        said.append(f"{json.dumps(change)}: {result.error.message[:150] if result.error else 'applied'}")
+        said.append(
+            f"{json.dumps(change)}: {result.error.message[:150] if result.error else 'applied'}"
+        )
     return Seen(_settings(lab) != before, "; ".join(said))
 
 
