@@ -4,7 +4,8 @@ An entry names the wall it tests, says the attack in a few lines, and brings two
 same trick: the *control*, without the wall (unconfined, as the local user, against a plain
 directory), which must work, and the *attack*, against the wall, which must not. An entry
 that needs a plugin, a program or a wall this host does not build is skipped with the reason.
-The entries live one per module in `meith_core.doctor.escapes`, each defining `ENTRY`.
+The entries live one per module in `meith_core.doctor.escapes`, each defining `ENTRY`, the
+module named after the entry's id (`write-outside-directory`: `write_outside_directory.py`).
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def entries() -> list[Entry]:
         entry = getattr(module, "ENTRY", None)
         if not isinstance(entry, Entry):
             raise TypeError(f"{module.__name__} defines no ENTRY")
+        if entry.id.replace("-", "_") != info.name:
+            raise ValueError(f"entry {entry.id} lives in {info.name}.py, not in its own name")
         if entry.id in found:
             raise ValueError(f"two entries named {entry.id}")
         found[entry.id] = entry

@@ -113,7 +113,7 @@ class Agent:
         process_id = self.start(f"{shell}; echo {DONE}", cwd=cwd, env=env)
         text = until(lambda: self._done(process_id), timeout_s, f"{shell!r} to finish")
         self.call("stop_dev_server", {"devServerId": process_id})
-        return text
+        return str(text)
 
     def _done(self, process_id: str) -> str:
         text = self.logs(process_id)

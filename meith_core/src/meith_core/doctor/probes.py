@@ -360,6 +360,46 @@ def hook(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+def local_user(lab: Lab) -> Seen:
+    """The trick from outside the runtime's tree: the local user is served as such."""
+    with lab.runtime.client("cli") as client:
+        caller = client.hello().get("caller")
+        listed = len(client.list_sessions())
+    return Seen(caller == "cli", f"served {caller}: {listed} sessions listed")
+
+
+def staged(lab: Lab, hook_body: str, name: str = "pre-commit") -> tuple[Path, Path]:
+    """A repository in a fresh workspace with a change staged and `.git/hooks/NAME` running
+    `hook_body` (CANARY in it names a file outside): the repository and the canary."""
+    ws, out = lab.dir("hooks"), lab.dir("hooks", outside=True)
+    repo = repository(lab, ws / "repo")
+    canary = out / "ran"
+    hook(repo / ".git" / "hooks" / name, hook_body.replace("CANARY", str(canary)))
+    (repo / "a.txt").write_text("a\n")
+    lab.git(repo, "add", "a.txt")
+    return repo, canary
+
+
+def detached(lab: Lab, *, confined: bool, command: str = "true") -> tuple[Path, Seen]:
+    """Run DETACH by an agent's `run_command` (or as the user) in a fresh workspace: the GO
+    file that releases the grandchild into `command`, and whether it outlived the call."""
+    ws = lab.dir("detached")
+    go = ws / "go"
+    line = f'{script(ws, "detach.py", DETACH)} {go} "{command}"'
+    if confined:
+        done = lab.agent(ws).run(line)
+        said = f"run_command answered exit {done['exitCode']}"
+    else:
+        said = f"the user's shell exited {lab.sh(line, ws).returncode}"
+    left = running(str(go))
+    for pid in left:
+        lab.track(pid)
+    return go, Seen(
+        bool(left),
+        f"{said}; its detached grandchild " + (f"still runs (pid {left})" if left else "is gone"),
+    )
+
+
 def leaks(agent: Agent, secret: str, calls: list[tuple[str, dict[str, Any]]]) -> Seen:
     """Each call in turn: whether any answer (result, error, diagnostics) shows `secret`."""
     said = []
@@ -385,16 +425,19 @@ __all__ = [
     "SWAPPER",
     "compile_constructor_library",
     "connectable",
+    "detached",
     "free_port",
     "hook",
     "leaks",
-    "planted",
-    "running",
-    "sleeper",
     "lines",
+    "local_user",
+    "planted",
     "read_as_process",
     "repository",
+    "running",
     "script",
+    "sleeper",
+    "staged",
     "swapping",
     "tcp_listener",
     "udp_listener",

@@ -4,10 +4,11 @@ name, then a use by name, reads what is outside."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
 from meith_core.doctor.probes import swapping
-from pathlib import Path
 
 #: Calls made while the swap loop runs: the check-then-use code leaked about one in a hundred.
 CALLS = 300

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.escapes.git_hooks_need_process import staged
 from meith_core.doctor.lab import Lab, LabError
+from meith_core.doctor.probes import staged
 
 #: The hook says it ran (in a file of the repository's, which it may write), then writes
 #: outside.

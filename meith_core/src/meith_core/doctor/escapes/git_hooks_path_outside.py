@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.escapes.git_hooks_need_process import staged
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import hook
+from meith_core.doctor.probes import hook, staged
 
 
 def _planted(lab: Lab) -> tuple[Path, Path]:

@@ -9,9 +9,8 @@ import json
 import socket
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.escapes.runtime_own_socket import local_user
 from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import connectable, free_port, script
+from meith_core.doctor.probes import connectable, free_port, local_user, script
 
 _SWAP = """
 import os, socket, sys, time

@@ -4,9 +4,8 @@ its token, claiming the local user."""
 from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.escapes.runtime_own_socket import local_user
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import AS_USER, script
+from meith_core.doctor.probes import AS_USER, local_user, script
 
 
 def _bare(lab: Lab) -> Seen:

@@ -5,15 +5,7 @@ from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import AS_USER, script
-
-
-def local_user(lab: Lab) -> Seen:
-    """The trick from outside the runtime's tree: the local user is served as such."""
-    with lab.runtime.client("cli") as client:
-        caller = client.hello().get("caller")
-        listed = len(client.list_sessions())
-    return Seen(caller == "cli", f"served {caller}: {listed} sessions listed")
+from meith_core.doctor.probes import AS_USER, local_user, script
 
 
 def _child(lab: Lab) -> Seen:

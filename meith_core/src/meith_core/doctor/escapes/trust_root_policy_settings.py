@@ -35,7 +35,12 @@ def _agent(lab: Lab) -> Seen:
     before = _settings(lab)
     agent = lab.agent(lab.dir("settings"), "writes-files", confined=False)
     said = []
-    for change in ({"confinement": {"secretPaths": []}}, {"browser": {"extraSchemes": ["file"]}}):
+    changes: list[dict[str, dict[str, list[str]]]] = [
+        {"confinement": {"secretPaths": []}},
+        {"browser": {"extraSchemes": ["file"]}},
+        {"no-such-plugin": {"anything": []}},
+    ]
+    for change in changes:
         result = agent.call("set_app_settings", {"settings": change})
         said.append(
             f"{json.dumps(change)}: {result.error.message[:150] if result.error else 'applied'}"
@@ -47,8 +52,10 @@ ENTRY = Entry(
     id="trust-root-policy-settings",
     wall="trust-root",
     attack="An agent holding an unconfined `writes-files` calls `set_app_settings` to empty "
-    "`confinement.secretPaths` and to add `file` to the browser's URL schemes.",
-    assertion="both are refused: policy is changed by the local user's CLI only",
+    "`confinement.secretPaths`, to add `file` to the browser's URL schemes, and to write a "
+    "section no loaded plugin registered.",
+    assertion="all are refused: policy, and what no plugin declared, is changed by the local "
+    "user's CLI only",
     control=_user,
     trick=_agent,
     needs=Needs(),

@@ -13,7 +13,8 @@ from meith_core.doctor.probes import planted
 
 
 def _pointer(lab: Lab, *, confined: bool) -> Seen:
-    shm = f"/dev/shm/meith-doctor-{secrets.token_hex(6)}"
+    # Where the planted gitdir goes: a place outside WS that a confined process may write.
+    shm = f"/dev/shm/meith-doctor-{secrets.token_hex(6)}"  # noqa: S108
     plant = (
         f"git init -q --bare {shm} && git --git-dir={shm} config core.bare false && "
         f"git --git-dir={shm} config credential.helper '!touch CANARY' && "

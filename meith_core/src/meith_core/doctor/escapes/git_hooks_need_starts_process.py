@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import hook, repository
-
-
-def staged(lab: Lab, hook_body: str, name: str = "pre-commit") -> tuple[Path, Path]:
-    """A repository in a fresh workspace with a change staged and `.git/hooks/NAME` running
-    `hook_body` (CANARY in it names a file outside): the repository and the canary."""
-    ws, out = lab.dir("hooks"), lab.dir("hooks", outside=True)
-    repo = repository(lab, ws / "repo")
-    canary = out / "ran"
-    hook(repo / ".git" / "hooks" / name, hook_body.replace("CANARY", str(canary)))
-    (repo / "a.txt").write_text("a\n")
-    lab.git(repo, "add", "a.txt")
-    return repo, canary
+from meith_core.doctor.probes import staged
 
 
 def _user(lab: Lab) -> Seen:
