@@ -59,6 +59,8 @@ TEST_DEPS = [
     "hypothesis>=6.100",
     "opentelemetry-sdk>=1.27",
     "opentelemetry-exporter-otlp-proto-http>=1.27",
+    # `meith doctor --walls --json` is checked against its schema.
+    "jsonschema>=4.18",
 ]
 
 
