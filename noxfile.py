@@ -186,6 +186,20 @@ DOCS_DEPS = ["mkdocs==1.6.1", "markdown==3.11.3"]
 
 
 @nox.session
+def walls_card(session: nox.Session) -> None:
+    """docs/walls-card.md: `meith doctor --walls --markdown` on this machine (run it on the
+    machine CI runs on, and commit the card). A breached entry is in the card; the corpus's
+    own test (`tests/core/doctor/test_corpus.py`) is what fails on it."""
+    session.install(*PACKAGES)
+    card = os.path.join("docs", "walls-card.md")
+    with open(card + ".tmp", "w", encoding="utf-8") as out:
+        session.run("meith", "doctor", "--walls", "--markdown", stdout=out, success_codes=[0, 1])
+    os.replace(card + ".tmp", card)
+    with open(card, encoding="utf-8") as written:
+        session.log(f"wrote {card}: {written.read().strip().splitlines()[-1]}")
+
+
+@nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) built with --strict: a broken link or anchor, a page
     missing from the nav, any warning fails. Built into the session's temp dir; `nox -s docs --
