@@ -289,6 +289,7 @@ class Lab:
         confined: bool = True,
         tool: str | None = None,
         caller: str = "agent",
+        uses: int | None = None,
     ) -> Agent:
         """An agent session working in `scope`, granted `capabilities` (starts-process by
         default) confined to `scope`, or anywhere when not `confined`; `caller="cli"`: a
@@ -307,9 +308,14 @@ class Lab:
                 agent=label if caller == "agent" else None,
                 net=net,
                 tool=tool,
+                uses=uses,
             )
             self._editor().add_grant(grant)
             self._grants.append(grant.id)
+        return self.session(caller, label, scope)
+
+    def session(self, caller: str, label: str, scope: Path) -> Agent:
+        """Another session of `caller` with `label` (the grants of that label apply to it)."""
         agent = Agent(self.runtime.client(caller, label=label, cwd=str(scope)), scope, label)
         self._agents.append(agent)
         return agent
@@ -341,6 +347,24 @@ class Lab:
             capture_output=True,
             text=True,
             timeout=timeout_s,
+            check=False,
+        )
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The `meith` command as the local user, on the lab's runtime and home."""
+        from meith_core.doctor.served import meith_command
+
+        env = {
+            **self.env,
+            "MEITH_HOME": str(self.runtime.home.root),
+            "MEITH_SOCKET": self.runtime.socket,
+        }
+        return subprocess.run(
+            [*meith_command(), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
             check=False,
         )
 

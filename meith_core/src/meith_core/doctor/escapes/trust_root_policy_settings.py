@@ -4,11 +4,9 @@ paths, or lets the browser open `file:` URLs."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.served import meith_command
 
 
 def _settings(lab: Lab) -> str:
@@ -18,14 +16,7 @@ def _settings(lab: Lab) -> str:
 def _user(lab: Lab) -> Seen:
     # The local user's door: the same value written again, so nothing changes.
     current = json.loads(_settings(lab))["confinement"]["secretPaths"]
-    done = subprocess.run(
-        [*meith_command(), "settings", "set", "confinement.secretPaths", json.dumps(current)],
-        env={**lab.env, "MEITH_HOME": str(lab.runtime.home.root)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = lab.cli("settings", "set", "confinement.secretPaths", json.dumps(current))
     return Seen(
         done.returncode == 0, f"`meith settings set confinement.secretPaths` exit {done.returncode}"
     )
