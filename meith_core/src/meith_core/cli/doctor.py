@@ -109,9 +109,10 @@ def run_walls(only: list[str], as_json: bool, markdown: bool, verbose: bool) -> 
     from meith_core.cli.output import EXIT_USAGE, fail
     from meith_core.doctor import card
     from meith_core.doctor.corpus import entries, select
-    from meith_core.doctor.lab import Lab, LabError
+    from meith_core.doctor.lab import Lab
     from meith_core.doctor.progress import Progress
     from meith_core.doctor.runner import run_corpus
+    from meith_core.doctor.served import LabError
 
     try:
         chosen = select(entries(), only)

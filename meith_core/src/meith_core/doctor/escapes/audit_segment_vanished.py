@@ -7,8 +7,8 @@ import contextlib
 import json
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, LabError
-from meith_core.doctor.served import Served
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.served import LabError, Served
 
 
 def _privileged_call(lab: Lab, served: Served, marker: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+from meith_core.doctor.agent import Agent
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Agent, Lab
+from meith_core.doctor.lab import Lab
 
 
 def _opened(lab: Lab) -> tuple[Agent, str]:

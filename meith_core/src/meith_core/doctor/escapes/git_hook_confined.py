@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, LabError
+from meith_core.doctor.lab import Lab
 from meith_core.doctor.probes import staged
+from meith_core.doctor.served import LabError
 
 #: The hook says it ran (in a file of the repository's, which it may write), then writes
 #: outside.

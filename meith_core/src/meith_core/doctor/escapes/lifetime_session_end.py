@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import secrets
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, LabError, until
+from meith_core.doctor.lab import Lab
 from meith_core.doctor.probes import running, sleeper
+from meith_core.doctor.served import LabError
 
 #: What a session started stops within its grace; this bounds the wait, generously.
 STOP_WAIT_S = 30.0

@@ -6,7 +6,8 @@ from functools import partial
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import CONNECT, script, udp_listener
+from meith_core.doctor.probes import udp_listener
+from meith_core.doctor.programs import CONNECT, script
 
 
 def _udp(lab: Lab, *, confined: bool) -> Seen:

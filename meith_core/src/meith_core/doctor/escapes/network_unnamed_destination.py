@@ -7,7 +7,8 @@ from functools import partial
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import CONNECT, PROXY_CONNECT, script, tcp_listener
+from meith_core.doctor.probes import tcp_listener
+from meith_core.doctor.programs import CONNECT, PROXY_CONNECT, script
 
 
 def _other(lab: Lab, *, confined: bool) -> Seen:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from functools import partial
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
+from meith_core.doctor.lab import Lab
 from meith_core.doctor.probes import detached, running
 from meith_core.doctor.served import end_processes
 

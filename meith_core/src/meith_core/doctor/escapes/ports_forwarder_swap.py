@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import socket
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import connectable, free_port, local_user, script
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.probes import connectable, free_port, local_user
+from meith_core.doctor.programs import script
 
 _SWAP = """
 import os, socket, sys, time

@@ -7,9 +7,11 @@ import threading
 from functools import partial
 from typing import Any
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import connectable, free_port, script
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.probes import connectable, free_port
+from meith_core.doctor.programs import script
 
 _LISTEN = """
 import os, socket, sys, time

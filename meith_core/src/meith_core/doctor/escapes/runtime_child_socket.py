@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import AS_USER, local_user, script
+from meith_core.doctor.probes import local_user
+from meith_core.doctor.programs import AS_USER, script
 
 
 def _bare(lab: Lab) -> Seen:

@@ -3,9 +3,11 @@ the runtime started), then connects to the runtime's socket claiming the local u
 
 from __future__ import annotations
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import AS_USER, local_user, script
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.probes import local_user
+from meith_core.doctor.programs import AS_USER, script
 
 
 def _detached(lab: Lab) -> Seen:

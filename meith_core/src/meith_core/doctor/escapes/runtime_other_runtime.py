@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import script
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.programs import script
 from meith_core.doctor.served import meith_command
 
 _ASK = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import script
+from meith_core.doctor.programs import script
 
 _LIST = (
     "import os\n"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from meith_core.doctor.agent import Agent, until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Agent, Lab, until
+from meith_core.doctor.lab import Lab
 
 
 def _started(lab: Lab) -> tuple[Agent, str]:

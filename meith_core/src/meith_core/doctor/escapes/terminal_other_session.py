@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import partial
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
+from meith_core.doctor.lab import Lab
 
 
 def _inject(lab: Lab, *, confined: bool) -> Seen:

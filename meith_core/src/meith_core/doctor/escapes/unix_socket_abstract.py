@@ -8,7 +8,8 @@ from functools import partial
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import CONNECT, script, unix_listener
+from meith_core.doctor.probes import unix_listener
+from meith_core.doctor.programs import CONNECT, script
 
 
 def _connect(lab: Lab, *, confined: bool) -> Seen:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from meith_core.doctor.agent import until
 from meith_core.doctor.corpus import Entry, Needs, Seen
-from meith_core.doctor.lab import Lab, until
-from meith_core.doctor.probes import CONNECT, script, unix_listener
+from meith_core.doctor.lab import Lab
+from meith_core.doctor.probes import unix_listener
+from meith_core.doctor.programs import CONNECT, script
 
 
 def _later(lab: Lab, *, confined: bool) -> Seen:

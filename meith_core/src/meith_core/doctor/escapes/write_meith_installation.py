@@ -11,7 +11,8 @@ from pathlib import Path
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import OPEN, lines, script
+from meith_core.doctor.probes import lines
+from meith_core.doctor.programs import OPEN, script
 
 
 def installed_modules() -> list[str]:

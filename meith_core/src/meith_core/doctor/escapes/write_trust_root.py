@@ -7,7 +7,8 @@ from functools import partial
 
 from meith_core.doctor.corpus import Entry, Needs, Seen
 from meith_core.doctor.lab import Lab
-from meith_core.doctor.probes import OPEN, lines, script
+from meith_core.doctor.probes import lines
+from meith_core.doctor.programs import OPEN, script
 
 
 def _open(lab: Lab, *, confined: bool) -> Seen:
