@@ -119,6 +119,7 @@ def run_walls(only: list[str], as_json: bool, markdown: bool, verbose: bool) -> 
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
     progress = Progress(len(chosen), sys.stderr)
+    progress.starting()
     start = time.monotonic()
     try:
         with Lab.open() as lab:

@@ -19,6 +19,18 @@ class Progress:
         self.tty = stream.isatty()
         self.counts = {"held": 0, "breached": 0, "skipped": 0}
 
+    def starting(self) -> None:
+        """Before the first entry: the lab's runtime starts (a few seconds)."""
+        if self.tty:
+            self.stream.write(
+                f"\r\x1b[K[{'-' * WIDTH}] 0/{self.total} starting a runtime of its own"
+            )
+        else:
+            self.stream.write(
+                f"meith doctor: starting a runtime of its own for {self.total} entries\n"
+            )
+        self.stream.flush()
+
     def __call__(self, index: int, entry: Entry, result: Result | None) -> None:
         if result is not None:
             self.counts[result.result] += 1
