@@ -282,6 +282,21 @@ class Lab:
             check=False,
         )
 
+    def cli_as_child(self, socket: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """The `meith` command as a process a session started would run it: its socket and
+        token, no home."""
+        from meith_core.doctor.served import meith_command
+
+        env = {**self.env, "MEITH_SOCKET": socket, "MEITH_SESSION_TOKEN": token}
+        return subprocess.run(
+            [*meith_command(), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
     def git(
         self, cwd: Path, *args: str, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
