@@ -205,11 +205,10 @@ class Lab:
         caller: str = "agent",
         uses: int | None = None,
     ) -> Agent:
-        """An agent session working in `scope`, granted `capabilities` (starts-process by
-        default) confined to `scope`, or anywhere when not `confined`; `caller="cli"`: a
-        session of the local user's instead (its grant then covers every cli session of the
-        lab, so give it a directory of its own). No capabilities at all: `capabilities=()`
-        is the default grant; pass `"none"` for a session without one."""
+        """An agent session working in `scope`, granted `capabilities` (default:
+        starts-process; `"none"`: no grant at all) confined to `scope`, or anywhere when not
+        `confined`. `caller="cli"`: a session of the local user's instead (its grant covers
+        every cli session of the lab until the run ends, so give it a directory of its own)."""
         from meith_core.policy.grants import new_grant
 
         label = f"doctor-{next(self._counter)}"
