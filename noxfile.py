@@ -59,6 +59,8 @@ TEST_DEPS = [
     "hypothesis>=6.100",
     "opentelemetry-sdk>=1.27",
     "opentelemetry-exporter-otlp-proto-http>=1.27",
+    # `meith doctor --walls --json` is checked against its schema.
+    "jsonschema>=4.18",
 ]
 
 
@@ -181,6 +183,20 @@ def bench_smoke(session: nox.Session) -> None:
 #: The documentation site's builder, pinned (mkdocs.yml uses only what it ships: the
 #: readthedocs theme, hooks, the toc/tables/fenced_code extensions).
 DOCS_DEPS = ["mkdocs==1.6.1", "markdown==3.11.3"]
+
+
+@nox.session
+def walls_card(session: nox.Session) -> None:
+    """docs/walls-card.md: `meith doctor --walls --markdown` on this machine (run it on the
+    machine CI runs on, and commit the card). A breached entry is in the card; the corpus's
+    own test (`tests/core/doctor/test_corpus.py`) is what fails on it."""
+    session.install(*PACKAGES)
+    card = os.path.join("docs", "walls-card.md")
+    with open(card + ".tmp", "w", encoding="utf-8") as out:
+        session.run("meith", "doctor", "--walls", "--markdown", stdout=out, success_codes=[0, 1])
+    os.replace(card + ".tmp", card)
+    with open(card, encoding="utf-8") as written:
+        session.log(f"wrote {card}: {written.read().strip().splitlines()[-1]}")
 
 
 @nox.session

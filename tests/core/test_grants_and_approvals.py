@@ -23,6 +23,7 @@ from meith_core import (
     hookimpl,
 )
 from meith_core.policy.grants import StandingGrants, new_grant
+from meith_core.protocol.capabilities import parse_capabilities
 from tests.core.support import CwdArgs, NoArgs, TextArgs, make_tool
 
 
@@ -245,6 +246,24 @@ async def test_a_grant_without_prefix_runs_without_a_scope(scoped: Runtime) -> N
     cli = scoped.open_session("cli")
     scoped.grant(cli, ["writes-files"])
     assert (await scoped.call("write_a", caller=cli)).content == {"scope": None}
+
+
+@pytest.mark.anyio
+async def test_a_grant_for_a_named_agent_is_held_by_that_agent_only(
+    scoped: Runtime, tmp_path: Path
+) -> None:
+    """What a tool learns of its caller's grants (`ctx.held_grant`: the git plugin's hooks)
+    counts a `--agent NAME` grant for that agent, and for no other (it counted for none)."""
+    standing(scoped).add(
+        new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), agent="named")
+    )
+    named = scoped.open_session("agent", cwd=str(tmp_path), label="named")
+    other = scoped.open_session("agent", cwd=str(tmp_path), label="other")
+    caps = parse_capabilities(["starts-process"])
+    held = scoped.permissions.held(named, "git_commit", caps, str(tmp_path))
+    assert held is not None
+    assert held.scope == str(tmp_path)
+    assert scoped.permissions.held(other, "git_commit", caps, str(tmp_path)) is None
 
 
 # -- the meith_approve hook -------------------------------------------------------------

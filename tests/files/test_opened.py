@@ -9,28 +9,16 @@ printed it, and `workspace_undo force` deleted the outside file."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from meith_core.doctor import probes
 from meith_core.testing import MeithHarness
 
 pytestmark = [pytest.mark.meith_plugin("files"), pytest.mark.slow]
 
-#: Swaps two names with renameat2(RENAME_EXCHANGE) until the stop file appears.
-SWAPPER = r"""
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-a, b, stop = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), sys.argv[3]
-print("ready", flush=True)
-n = 0
-while not os.path.exists(stop):
-    libc.renameat2(-100, a, -100, b, 2)
-    n += 1
-"""
 #: Calls per test: the old code leaked in about one call of a hundred.
 CALLS = 400
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- outside\n"
@@ -52,19 +40,8 @@ def swapping(ws: Path, outside: Path, tmp_path: Path) -> Iterator[None]:
     (ws / "sub").mkdir()
     (ws / "sub" / "id_rsa").write_text("decoy\n")
     (ws / "link").symlink_to(outside)
-    stop = tmp_path / "stop"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SWAPPER, str(ws / "sub"), str(ws / "link"), str(stop)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    try:
+    with probes.swapping(ws / "sub", ws / "link", tmp_path / "stop"):
         yield
-    finally:
-        stop.touch()
-        proc.wait(timeout=30)
 
 
 def _never_crashed(result: object) -> None:

@@ -1,5 +1,6 @@
 """What the sealed-confinement tests share: a confined run through the real process plugin,
-and loopback listeners (127.0.0.1 only, never any other address)."""
+and loopback listeners (127.0.0.1 only, never any other address; those the escape corpus
+uses too come from `meith_core.doctor.probes`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import contextlib
 import http.server
 import os
 import shutil
-import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,12 @@ from typing import Any
 import pytest
 
 from meith_core import CallerInfo, landlock_status
+from meith_core.doctor.probes import (
+    compile_constructor_library,
+    free_port,
+    tcp_listener,
+    udp_listener,
+)
 from tests.process.conftest import Proc
 from tests.process.support import eventually, ok
 
@@ -82,60 +87,6 @@ def results(text: str) -> dict[str, str]:
     return found
 
 
-@contextlib.contextmanager
-def tcp_listener() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP listener on 127.0.0.1 that records what each connection sends."""
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    srv.settimeout(0.2)
-    got: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                with contextlib.suppress(OSError):
-                    got.append(conn.recv(1024) or b"<connected>")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield srv.getsockname()[1], got
-    finally:
-        stop.set()
-        thread.join()
-        srv.close()
-
-
-@contextlib.contextmanager
-def udp_listener() -> Iterator[tuple[int, list[bytes]]]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    got: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                got.append(sock.recv(1024))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield sock.getsockname()[1], got
-    finally:
-        stop.set()
-        thread.join()
-        sock.close()
-
-
 class _Handler(http.server.BaseHTTPRequestHandler):
     body = b"hello from the loopback\n"
 
@@ -162,37 +113,28 @@ def http_server() -> Iterator[int]:
         httpd.server_close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def compile_constructor_library(directory: Path, canary: Path) -> Path:
-    """A shared library whose constructor appends `pid exe` to `canary` (an LD_PRELOAD or
-    LD_AUDIT payload, as an agent's confined process could compile it in its directory)."""
-    source = directory / "evil.c"
-    source.write_text(
-        "#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n"
-        "unsigned int la_version(unsigned int v) { return v; }\n"
-        "__attribute__((constructor)) static void pwn(void) {\n"
-        f'  int fd = open("{canary}", O_WRONLY | O_CREAT | O_APPEND, 0600);\n'
-        "  if (fd < 0) return;\n"
-        '  char exe[512] = ""; ssize_t n = readlink("/proc/self/exe", exe, 500);\n'
-        "  if (n > 0) exe[n] = 0;\n"
-        '  char line[600]; int len = snprintf(line, sizeof line, "%d %s\\n", getpid(), exe);\n'
-        "  write(fd, line, len); close(fd);\n}\n"
-    )
-    lib = directory / "evil.so"
-    subprocess.run(
-        ["cc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True, capture_output=True
-    )
-    return lib
-
-
 async def until(predicate: Any, what: str) -> Any:
     return await eventually(predicate, what, deadline_s=30)
 
 
 async def sleep_a_little() -> None:
     await asyncio.sleep(0.05)
+
+
+__all__ = [
+    "DONE",
+    "agent",
+    "compile_constructor_library",
+    "free_port",
+    "http_server",
+    "logs",
+    "needs_cc",
+    "needs_landlock",
+    "needs_namespaces",
+    "results",
+    "run_dev",
+    "sleep_a_little",
+    "tcp_listener",
+    "udp_listener",
+    "until",
+]

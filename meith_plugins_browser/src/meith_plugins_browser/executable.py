@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 from collections.abc import Callable, Mapping
@@ -81,3 +82,29 @@ def find_browser(
         if found:
             return FoundBrowser(found, "path")
     raise BrowserNotFoundError(INSTALL_HINT)
+
+
+def playwright_download() -> str | None:
+    """The Chromium `playwright install chromium` downloaded, found without starting
+    Playwright (its driver is a Node process): its default cache, or
+    `PLAYWRIGHT_BROWSERS_PATH`."""
+    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.expanduser(
+        "~/.cache/ms-playwright"
+    )
+    for pattern in (
+        "chromium-*/chrome-linux*/chrome",
+        "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
+    ):
+        found = sorted(glob.glob(os.path.join(root, pattern)))
+        if found:
+            return found[-1]
+    return None
+
+
+def health_check() -> dict[str, str]:
+    """The plugin's health check: which Chromium a browser tool would start, or how to get one."""
+    try:
+        found = find_browser(playwright_path=playwright_download())
+    except BrowserNotFoundError as exc:
+        return {"name": "chromium", "status": "degraded", "message": str(exc)}
+    return {"name": "chromium", "status": "ok", "message": f"{found.path} ({found.source})"}

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from meith_core import PluginHost, SettingsSection, ToolDefinition, hookimpl
 from meith_plugins_browser.browser import BrowserHost
 from meith_plugins_browser.claims import end_session
+from meith_plugins_browser.executable import health_check
 from meith_plugins_browser.page_tools import PageTools
 from meith_plugins_browser.settings import SECTION, BrowserSettings
 from meith_plugins_browser.tab_tools import TabTools
@@ -37,6 +38,10 @@ class Plugin:
                 BrowserSettings, policy={"extraSchemes", "cdpUnrestricted", "sandbox"}
             )
         }
+
+    @hookimpl
+    def meith_health(self) -> list[dict[str, Any]]:
+        return [health_check()]
 
     @hookimpl
     async def meith_session_ended(self, host: PluginHost, session_id: str) -> None:

@@ -250,6 +250,8 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(settings_app, name="settings")
 
 
+from meith_core.cli.doctor import register as _register_doctor  # noqa: E402
 from meith_core.cli.mcp import register as _register_mcp  # noqa: E402
 
 _register_mcp(app)  # `meith mcp`, `meith sessions`
+_register_doctor(app)  # `meith doctor`

@@ -117,25 +117,6 @@ def plugins_revoke(plugin_id: Annotated[str, typer.Argument(help="The plugin id.
 # -- implementation ---------------------------------------------------------------------------
 
 
-def loaded_runtime() -> Any:
-    """A runtime with its plugins loaded (their tools and settings sections), not started."""
-    import logging
-
-    import structlog
-
-    from meith_core.host.runtime import Runtime
-
-    # The listing shows plugin failures (with --verbose, their tracebacks); logging them on
-    # stderr as well would only repeat it.
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-    )
-    runtime = Runtime(MeithHome.from_env().ensure())
-    runtime.discover_plugins()
-    return runtime
-
-
 def _ask_runtime(tool: str) -> tuple[Any, str] | None:
     """`tool`'s content from the running runtime and words naming that runtime; None when no
     runtime is reachable (or it cannot answer)."""
@@ -155,7 +136,7 @@ def _ask_runtime(tool: str) -> tuple[Any, str] | None:
 
 
 def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
-    from meith_core.host.plugins.listing import describe_plugins, plugin_health
+    from meith_core.host.plugins.listing import loaded_runtime, runtime_listing
 
     # What the running runtime has loaded is what its tools are; the environment may differ
     # (a plugin installed since, a MEITH_PLUGINS of its own).
@@ -169,12 +150,7 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
             "No meith runtime is running: these are the plugins installed here, which a "
             "runtime started now would load.\n"
         )
-        runtime = loaded_runtime()
-        listing = describe_plugins(
-            runtime.plugins.records.values(),
-            runtime.permissions.plugin_approvals,
-            plugin_health(runtime.plugins),
-        )
+        listing = runtime_listing(loaded_runtime())
     if as_json:
         sys.stdout.write(pretty(listing) + "\n")
         return EXIT_OK
@@ -216,6 +192,7 @@ def run_plugins_list(as_json: bool, verbose: bool = False) -> int:
 
 
 def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
+    from meith_core.host.plugins.listing import loaded_runtime
     from meith_core.host.trust_edits import UnauditedChange
     from meith_core.protocol.capabilities import parse_capabilities
 

@@ -13,7 +13,6 @@ import typer
 from meith_core.base.home import MeithHome
 from meith_core.cli.options import examples
 from meith_core.cli.output import EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, fail, pretty
-from meith_core.cli.plugins import loaded_runtime
 
 settings_app = typer.Typer(
     help="Read and change $MEITH_HOME/settings.json.", no_args_is_help=False, rich_markup_mode=None
@@ -58,6 +57,7 @@ def settings_set(
 
 
 def run_settings_get(key: str | None) -> int:
+    from meith_core.host.plugins.listing import loaded_runtime
     from meith_core.host.settings import SettingsStore
 
     store = SettingsStore(MeithHome.from_env().ensure().settings_path)
@@ -75,6 +75,7 @@ def run_settings_get(key: str | None) -> int:
 
 
 def run_settings_set(key: str, raw: str) -> int:
+    from meith_core.host.plugins.listing import loaded_runtime
     from meith_core.host.settings import SettingsError
 
     try:

@@ -54,6 +54,12 @@ class LandlockStatus:
     #: Whether user, mount and network namespaces work here (hiding meith's homes, sockets and
     #: the secret paths, read-only repository metadata, a private devpts, the network wall).
     namespaces: bool = False
+    #: What keeps user namespaces from working, as far as this host says (empty: not known).
+    userns_why: str = ""
+
+    @property
+    def _userns_fix(self) -> str:
+        return f"{self.userns_why}: {_USERNS_FIX}" if self.userns_why else _USERNS_FIX
 
     @property
     def available(self) -> bool:
@@ -118,7 +124,7 @@ class LandlockStatus:
                 "homes-and-sockets-hidden",
                 ns,
                 "every meith home and runtime socket covered in the mount namespace",
-                _USERNS_FIX
+                self._userns_fix
                 + " (without: their files cannot be read, but sockets stay connectable; "
                 "admission still refuses the process)",
             ),
@@ -136,19 +142,19 @@ class LandlockStatus:
                 "git-metadata",
                 ns,
                 "existing .git mounted read-only",
-                _USERNS_FIX,
+                self._userns_fix,
             ),
             Wall(
                 "network",
                 ns or self.tcp_rules,
                 net_how,
-                _USERNS_FIX + "; or Linux 6.7+ (Landlock ABI 4) for TCP-only rules",
+                self._userns_fix + "; or Linux 6.7+ (Landlock ABI 4) for TCP-only rules",
             ),
             Wall(
                 "udp",
                 ns,
                 "UDP has nowhere to go from a network namespace with only loopback",
-                _USERNS_FIX,
+                self._userns_fix,
             ),
         ]
 
@@ -178,7 +184,7 @@ class LandlockStatus:
         missing = ", ".join(w.name for w in self.missing())
         return (
             text + f"; user namespaces are unavailable, so these walls are MISSING: {missing} "
-            f"(fix: {_USERNS_FIX})"
+            f"(fix: {self._userns_fix})"
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -203,7 +209,44 @@ def landlock_status() -> LandlockStatus:
     if forced.isdigit():
         abi = min(abi, int(forced))
     no_ns = os.environ.get(NO_NAMESPACES_ENV, "").strip() not in ("", "0")
-    return LandlockStatus(abi, abi >= 1 and not no_ns and _namespaces_work())
+    works = abi >= 1 and not no_ns and _namespaces_work()
+    why = "" if works or abi < 1 else _userns_why(forced=no_ns)
+    return LandlockStatus(abi, works, why)
+
+
+#: Kernel settings that turn unprivileged user namespaces off: (file, the value that does,
+#: what it means).
+_USERNS_SWITCHES = (
+    (
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "1",
+        "user namespaces restricted by AppArmor (kernel.apparmor_restrict_unprivileged_userns=1)",
+    ),
+    (
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "0",
+        "unprivileged user namespaces disabled (kernel.unprivileged_userns_clone=0)",
+    ),
+    (
+        "/proc/sys/user/max_user_namespaces",
+        "0",
+        "user namespaces disabled (user.max_user_namespaces=0)",
+    ),
+)
+
+
+def _userns_why(*, forced: bool) -> str:
+    """Why user namespaces do not work here, as far as the kernel's settings tell."""
+    if forced:
+        return f"{NO_NAMESPACES_ENV}=1 is set (it makes meith take user namespaces as missing)"
+    for path, value, why in _USERNS_SWITCHES:
+        try:
+            with open(path) as fh:
+                if fh.read().strip() == value:
+                    return why
+        except OSError:
+            continue
+    return "user namespaces cannot be created here (a container's seccomp profile, or a kernel without them)"
 
 
 def _namespaces_work() -> bool:

@@ -135,7 +135,7 @@ class PermissionService:
         session = caller.session_id
         if not session:
             return None
-        grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd)
+        grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd, caller.label)
         return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:

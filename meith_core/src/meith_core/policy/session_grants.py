@@ -78,14 +78,21 @@ class SessionGrants:
         return list(self._sessions.own_grants(session))
 
     def first_held(
-        self, kind: CallerKind, session: str, tool: str, wanted: tuple[Capability, ...], cwd: str
+        self,
+        kind: CallerKind,
+        session: str,
+        tool: str,
+        wanted: tuple[Capability, ...],
+        cwd: str,
+        label: str | None = None,
     ) -> Grant | None:
-        """The grant a call needing `wanted` would use first, without spending a use."""
+        """The grant a call needing `wanted` would use first, without spending a use
+        (`label`: the agent's, which a grant for a named agent must match)."""
         if session in self._revoked:
             return None
         now = time.time_ns() // 1_000_000
         for grant in self._candidates(kind, session):
-            if grant.expired(now) or not grant.covers(tool, wanted, cwd):
+            if grant.expired(now) or not grant.covers(tool, wanted, cwd, label):
                 continue
             if grant.uses is None or grant.uses > 0:
                 return grant

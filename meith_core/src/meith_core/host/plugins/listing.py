@@ -4,13 +4,47 @@ health checks plugins contribute (`meith_health`) to it and to `app_health`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.host.plugins.manager import PluginManager, PluginRecord
 from meith_core.policy.plugin_approvals import PluginApprovals
 from meith_core.policy.service import HOST_PROVIDERS
 
+if TYPE_CHECKING:
+    from meith_core.base.home import MeithHome
+    from meith_core.host.runtime import Runtime
+
 HEALTH_STATUSES: Final = ("ok", "warn", "degraded", "error")
+
+
+def loaded_runtime(home: MeithHome | None = None) -> Runtime:
+    """A runtime on `home` (default: `MEITH_HOME`'s) with its plugins loaded (their tools and
+    settings sections), not started: what `meith plugins`, `meith settings` and `meith
+    doctor` read when no runtime runs. Plugin failures are in its listing, not logged."""
+    import logging
+    import sys
+
+    import structlog
+
+    from meith_core.base.home import MeithHome
+    from meith_core.host.runtime import Runtime
+
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+    runtime = Runtime((home or MeithHome.from_env()).ensure())
+    runtime.discover_plugins()
+    return runtime
+
+
+def runtime_listing(runtime: Runtime) -> list[dict[str, Any]]:
+    """`describe_plugins` of a runtime's own plugins, approvals and health."""
+    return describe_plugins(
+        runtime.plugins.records.values(),
+        runtime.permissions.plugin_approvals,
+        plugin_health(runtime.plugins),
+    )
 
 
 def plugin_health(manager: PluginManager) -> dict[str, list[dict[str, Any]]]:
