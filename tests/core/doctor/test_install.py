@@ -37,9 +37,9 @@ def _line(checks: list[install.Check], name: str) -> install.Check:
 def test_a_missing_ripgrep_is_a_line_with_its_fix(
     home: MeithHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from meith_plugins_files import ripgrep
+    from meith_plugins_files import rg_run
 
-    monkeypatch.setattr(ripgrep, "locate", lambda: None)
+    monkeypatch.setattr(rg_run, "locate", lambda: None)
     checks = install.plugins(home)
     rg = _line(checks, "files.ripgrep")
     assert rg.status == "warn"
