@@ -119,6 +119,12 @@ def test_cwd_option_sets_the_working_directory_the_runtime_sees(shared, tmp_path
         ),
         (["call", "probe_echo", "--timeout", "soon"], 2, "--timeout must be a positive integer"),
         (["call", "probe_echo", "stray"], 2, "unexpected argument 'stray'"),
+        (["call", "probe_sleep", "--seconds"], 2, "error: --seconds needs a value (number)"),
+        (
+            ["call", "probe_echo", "--valeu", "1"],
+            2,
+            "error: probe_echo has no parameter --valeu. Did you mean --value?",
+        ),
         (
             ["call", "probe_echo", "--socket", "/nonexistent/s.sock"],
             3,

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from meith_core.cli.spelling import did_you_mean
+
 #: Global options: consumed by the CLI, never forwarded. Value-taking ones map to True.
 RESERVED: dict[str, bool] = {
     "socket": True,
@@ -65,8 +67,43 @@ class CallLine:
         props: dict[str, Any] = (input_schema or {}).get("properties") or {}
         out: dict[str, Any] = {}
         for key, values in self.flags.items():
-            out[key] = coerce_for(props.get(key), values)
+            prop = props.get(key)
+            kinds = _kinds(prop)
+            if True in values and kinds and "boolean" not in kinds:
+                # `--limit` with its value forgotten is a mistake, not `true` (nor 1).
+                raise UsageError(f"--{key} needs a value ({type_of(prop or {})})")
+            out[key] = coerce_for(prop, values)
         return {**out, **self.explicit} if self.explicit else out
+
+
+def check_names(tool: str, arguments: dict[str, Any], input_schema: dict[str, Any] | None) -> None:
+    """Refuse an argument the tool does not take (when its schema admits no others), with the
+    parameters it was probably meant to be."""
+    if not input_schema or input_schema.get("additionalProperties") is not False:
+        return
+    props: dict[str, Any] = input_schema.get("properties") or {}
+    for key in arguments:
+        if key not in props:
+            hint = did_you_mean(key, props, prefix="--")
+            raise UsageError(
+                f"{tool} has no parameter --{key}.{hint} "
+                f'See its parameters with "meith call {tool} --help".'
+            )
+
+
+def type_of(schema: dict[str, Any]) -> str:
+    """A parameter's type in a word or two (`integer`, `string[]`, `a|b`), for help and errors."""
+    if "enum" in schema:
+        return "|".join(json.dumps(v) if not isinstance(v, str) else v for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        kinds = [type_of(s) for s in schema["anyOf"] if s.get("type") != "null"]
+        return "|".join(dict.fromkeys(kinds)) or "null"
+    kind = schema.get("type")
+    if kind == "array":
+        return f"{type_of(schema.get('items') or {})}[]"
+    return str(kind or "json")
 
 
 def _kinds(schema: dict[str, Any] | None) -> set[str]:

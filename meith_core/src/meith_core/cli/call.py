@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from meith_core.cli.args import UsageError, parse_call_line, parse_timeout
+from meith_core.cli.args import UsageError, check_names, parse_call_line, parse_timeout, type_of
 from meith_core.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -23,6 +23,7 @@ from meith_core.cli.output import (
     pretty,
     print_result,
 )
+from meith_core.cli.spelling import did_you_mean
 from meith_core.client._core import ConnectError, Interrupted, TransportError
 from meith_core.client.sync import Client
 
@@ -81,10 +82,12 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         if opts.get("help"):
             return _tool_help(client, line.tool)
         try:
-            # Flags are typed by the tool's own schema (one small round trip).
-            descriptor = client.describe(line.tool) if line.flags else None
+            # Arguments are typed and checked by the tool's own schema (one small round trip).
+            given = line.flags or line.explicit or base
+            descriptor = client.describe(line.tool) if given else None
             schema = descriptor["inputSchema"] if descriptor else None
             arguments = {**base, **line.resolve(schema)}
+            check_names(line.tool, arguments, schema)
         except UsageError as exc:
             return fail(str(exc), EXIT_USAGE)
         except TransportError as exc:
@@ -127,19 +130,11 @@ def _error_code(result: dict[str, Any]) -> str | None:
 
 def _suggestion(client: Client, name: str) -> str:
     """' Did you mean …?' for a misspelt tool name, and where to find the real ones."""
-    import difflib
-
     try:
         names = [str(t.get("name")) for t in client.list_tools()]
     except TransportError:
         names = []
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names), reverse=True
-    )
-    # Only names about as close as the best one: a shared `git_` prefix is not a resemblance.
-    close = [n for score, n in scored[:3] if score >= 0.75 and score >= scored[0][0] - 0.05]
-    hint = f" Did you mean {' or '.join(close)}?" if close else ""
-    return f'{hint} List the tools with "meith tools".'
+    return f'{did_you_mean(name, names)} List the tools with "meith tools".'
 
 
 def _read_stdin_object() -> dict[str, Any]:
@@ -150,20 +145,6 @@ def _read_stdin_object() -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError("--stdin must provide a JSON object of arguments")
     return data
-
-
-def _type_of(schema: dict[str, Any]) -> str:
-    if "enum" in schema:
-        return "|".join(json.dumps(v) if not isinstance(v, str) else v for v in schema["enum"])
-    if "const" in schema:
-        return json.dumps(schema["const"])
-    if "anyOf" in schema:
-        kinds = [_type_of(s) for s in schema["anyOf"] if s.get("type") != "null"]
-        return "|".join(dict.fromkeys(kinds)) or "null"
-    kind = schema.get("type")
-    if kind == "array":
-        return f"{_type_of(schema.get('items') or {})}[]"
-    return str(kind or "json")
 
 
 def _tool_help(client: Client, name: str) -> int:
@@ -187,7 +168,7 @@ def _tool_help(client: Client, name: str) -> int:
     out.write("\nParameters:\n" if props else "\nParameters: none\n")
     for key, prop in props.items():
         flag = f"--{key}"
-        kind = _type_of(prop)
+        kind = type_of(prop)
         if kind.endswith("[]") or kind in ("object", "json") or "object" in kind:
             flag += f" / --{key}-json"
         if key == "cwd":

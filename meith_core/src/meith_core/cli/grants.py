@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -24,10 +24,14 @@ from meith_core.cli.output import (
     table,
     utc_time,
 )
+from meith_core.cli.spelling import not_one_of
 
 if TYPE_CHECKING:
     from meith_core.host.trust_edits import TrustEditor
     from meith_core.protocol.capabilities import Capability
+
+#: The caller kinds a standing grant is for (plugins are governed by their approvals).
+GRANTED_CALLERS: Final = ("cli", "agent")
 
 grants_app = typer.Typer(
     help="Standing grants: privileged capabilities for every cli or agent session.",
@@ -85,6 +89,8 @@ def grants_add(
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
+    if caller not in GRANTED_CALLERS:
+        raise typer.BadParameter(not_one_of(caller, GRANTED_CALLERS), param_hint="--caller")
     raise typer.Exit(
         run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent, net)
     )

@@ -15,6 +15,7 @@ from meith_core.cli.grants import grants_app
 from meith_core.cli.options import InstanceOpt, JsonOpt, SocketOpt, examples
 from meith_core.cli.plugins import plugins_app
 from meith_core.cli.settings import settings_app
+from meith_core.cli.spelling import not_one_of
 
 app = typer.Typer(
     name="meith",
@@ -83,10 +84,14 @@ def serve(
     """Run the runtime in the foreground: load plugins and listen on a Unix socket."""
     # Denial is the default everywhere (terminal or not): a call never hangs on a prompt that
     # nobody was told to watch. `--approvals prompt` opts in to asking on this terminal.
-    if approvals not in ("prompt", "deny"):
-        raise typer.BadParameter("must be prompt or deny", param_hint="--approvals")
+    if approvals not in ("deny", "prompt"):
+        raise typer.BadParameter(
+            not_one_of(approvals, ("deny", "prompt")), param_hint="--approvals"
+        )
     if log_format not in (None, "console", "json"):
-        raise typer.BadParameter("must be console or json", param_hint="--log-format")
+        raise typer.BadParameter(
+            not_one_of(str(log_format), ("console", "json")), param_hint="--log-format"
+        )
     if idle_timeout is not None and idle_timeout < 0:
         raise typer.BadParameter("must be 0 (never) or more seconds", param_hint="--idle-timeout")
     from meith_core.serve.daemon import serve as run_serve
