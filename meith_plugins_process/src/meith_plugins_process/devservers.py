@@ -119,6 +119,8 @@ class DevServer:
             "startedAt": self.started_at,
             "confinedTo": self.confined.scope if self.confined else None,
             "detached": self.owner.detached,
+            "owner": self.owner.kind.value,
+            "ownerSession": self.owner.session_id,
         }
 
     @property

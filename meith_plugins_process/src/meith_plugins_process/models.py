@@ -285,6 +285,9 @@ class TerminalSession(BaseModel):
     confinedTo: str | None = None
     #: Handed to the local user (`detach`): it outlives the session that started it.
     detached: bool = False
+    #: Who started it: the caller kind (`cli`: the local user) and its session.
+    owner: str = "cli"
+    ownerSession: str | None = None
 
 
 class DevServerRecord(BaseModel):
@@ -303,6 +306,9 @@ class DevServerRecord(BaseModel):
     confinedTo: str | None = None
     #: Handed to the local user (`detach`): it outlives the session that started it.
     detached: bool = False
+    #: Who started it: the caller kind (`cli`: the local user) and its session.
+    owner: str = "cli"
+    ownerSession: str | None = None
 
 
 class ProcessLogEntry(BaseModel):

@@ -135,6 +135,8 @@ class Terminal:
             "signal": self.signal,
             "confinedTo": self.confined.scope if self.confined else None,
             "detached": self.owner.detached,
+            "owner": self.owner.kind.value,
+            "ownerSession": self.owner.session_id,
         }
 
     def target(self, sig: signal.Signals) -> KillTarget:

@@ -300,15 +300,16 @@ class CallPipeline:
 
 
 def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
-    """A message to the caller as a progress event on its call, before the tool runs (an
-    approver saying where the call waits). The caller's sink failing is not the call's
+    """A message to the caller as a progress event on its call, before the tool runs: an
+    approver saying where the call waits for a person (`awaiting: approval`, which a client
+    shows even when it shows no progress). The caller's sink failing is not the call's
     failure."""
     if emit is None:
         return None
 
     def notify(message: str) -> None:
         try:
-            emit({"kind": "progress", "message": message})
+            emit({"kind": "progress", "message": message, "awaiting": "approval"})
         except Exception as exc:
             _log.warning("event sink failed", error=repr(exc))
 

@@ -91,6 +91,7 @@ def client_info(
     approvals: bool = False,
     socket_path: str | None = None,
     console: bool = False,
+    console_url: str | None = None,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
     # A process a session started calls back as that session (the server ignores `caller`),
@@ -110,6 +111,8 @@ def client_info(
         info["approvals"] = True
     if console:
         info["console"] = True
+        if console_url:
+            info["consoleUrl"] = console_url
     return info
 
 

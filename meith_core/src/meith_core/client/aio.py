@@ -11,8 +11,10 @@ An agent bridge connects as `caller="agent"` with a `label`, answers approval re
 `on_approval` (which returns `"allow_once"`, `"allow_session"` or `"deny"`, optionally with
 who answered: `("deny", "user")`), and learns of tool list changes through `on_tools_changed`
 after `list_tools(watch=True)`. The local user's console (`meith ui`) connects with
-`console=True`: it is asked about every session's approval requests, told through
-`on_approval_closed` when one stops waiting, and may `revoke_session`.
+`console=True` (and its address, `console_url`, which a call waiting for it tells its
+caller): it is asked about every session's approval requests, told through
+`on_approval_closed` when one stops waiting, and may `revoke_session`; its own privileged calls
+are the local user's actions.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ class AsyncClient(AsyncLink):
         keepalive_s: float | None = KEEPALIVE_S,
         console: bool = False,
         on_approval_closed: ApprovalClosedHandler | None = None,
+        console_url: str | None = None,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -130,6 +133,7 @@ class AsyncClient(AsyncLink):
             approvals=on_approval is not None and not console,
             socket_path=target.socket_path,
             console=console,
+            console_url=console_url,
         )
         return cls(
             reader,

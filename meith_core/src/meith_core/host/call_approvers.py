@@ -2,6 +2,9 @@
 own session, then the plugins' `meith_approve` hooks, then the local user's consoles (`meith
 ui`, all asked at once), then the approvers the embedding program added (the `serve` prompt).
 The first answer wins; no answer is a denial (decided by the permission service).
+
+A console's own call (a button the person pressed on its page) asks nobody: it is the local
+user's action, allowed as such and audited as made from the console.
 """
 
 from __future__ import annotations
@@ -16,12 +19,20 @@ import structlog
 from meith_core.host.plugins.manager import PluginManager
 from meith_core.policy.asking import Approver
 from meith_core.policy.sessions import Sessions
-from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, CallApprovalReply
+from meith_core.protocol.call_approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    CallApprovalReply,
+    waiting_for,
+)
+from meith_core.protocol.call_approval_desk import CALL_APPROVAL_TIMEOUT_S
 
 _log = structlog.get_logger("meith.runtime")
 
 #: An approver added by the embedding program (`Runtime.approvers`).
 AddedApprover = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+#: What a console's own privileged call is allowed as (it lands in the audit reason).
+CONSOLE_OWN_ACTION = "the local user, acting in the console (meith ui)"
 
 
 class ApproverChain:
@@ -35,21 +46,28 @@ class ApproverChain:
         self._sessions = sessions
         #: The local user's consoles, by their own session: asked about every session.
         self._consoles: dict[str, Approver] = {}
+        #: Where each console answers (its address), to tell a waiting caller.
+        self._console_urls: dict[str, str | None] = {}
 
-    def set_console(self, session_id: str, approver: Approver | None) -> None:
+    def set_console(self, session_id: str, approver: Approver | None, url: str | None) -> None:
         if approver is None:
-            self._consoles.pop(session_id, None)
+            self.forget_session(session_id)
         else:
             self._consoles[session_id] = approver
+            self._console_urls[session_id] = url
 
     def forget_session(self, session_id: str) -> None:
         """A session ended: if it was a console's, that console is asked no more."""
         self._consoles.pop(session_id, None)
+        self._console_urls.pop(session_id, None)
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | CallApprovalReply | None:
         """The calling connection when it answers approvals itself (its answer, a timeout
         included, is final); else the `meith_approve` hook, the consoles, then approvers the
-        embedding program added: first answer wins."""
+        embedding program added: first answer wins. A console's own call is allowed as the
+        local user's action."""
+        if request.caller.session_id in self._consoles:
+            return CallApprovalReply(ApprovalAnswer.ALLOW_ONCE, CONSOLE_OWN_ACTION)
         own = self._sessions.approver_of(request.caller.session_id)
         if own is not None:
             return await own(request)
@@ -65,6 +83,8 @@ class ApproverChain:
                     "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
                 )
         if self._consoles:
+            if request.notify is not None:
+                request.notify(waiting_for(self._where_consoles(), CALL_APPROVAL_TIMEOUT_S))
             answer = await _first_answer(list(self._consoles.values()), request)
             if answer is not None:
                 return answer
@@ -73,6 +93,12 @@ class ApproverChain:
             if answer is not None:
                 return answer
         return None
+
+    def _where_consoles(self) -> str:
+        urls = sorted({u for u in self._console_urls.values() if u})
+        if not urls:
+            return "in the meith ui console"
+        return f"in the meith ui console at {' or '.join(urls)}"
 
 
 async def _first_answer(

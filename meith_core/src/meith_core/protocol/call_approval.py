@@ -49,9 +49,16 @@ class ApprovalRequest:
     privileged: tuple[Capability, ...]
     cwd: str
     arguments_summary: str  # already redacted
-    #: Tells the waiting caller something (a progress event on its call), e.g. where it is
-    #: being asked; never raises. None when the call has no event sink.
+    #: Tells the waiting caller that its call waits for a person (`waiting_for`: where, how
+    #: long), as a progress event marked `awaiting: approval`; never raises. None when the call
+    #: has no event sink.
     notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+
+def waiting_for(where: str, timeout_s: float) -> str:
+    """What a call waiting for a person tells its caller: where to answer, and how long it
+    waits before no answer is a denial."""
+    return f"waiting for approval {where}: denied after {timeout_s:g} s without an answer"
 
 
 def where_it_runs(capabilities: tuple[Capability, ...] | list[str], cwd: str) -> str:

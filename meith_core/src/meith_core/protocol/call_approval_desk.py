@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.base.ids import new_id
@@ -79,6 +80,8 @@ class CallApprovalDesk:
             arguments=_summary_value(request.arguments_summary),
             **whose,
             timeoutMs=round(timeout_s * 1000),
+            # The wall clock, not a monotonic one: a page opened later counts down what is left.
+            askedAt=time.time_ns() // 1_000_000,
         )
         return CallApprovalAsk(approval_id, data, timeout_s)
 
