@@ -33,6 +33,7 @@ RESERVED: dict[str, bool] = {
     "verbose": False,
     "stdin": False,
     "help": False,
+    "as-agent": False,
 }
 _SHORT = {"-v": "verbose", "-q": "quiet", "-h": "help"}
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")

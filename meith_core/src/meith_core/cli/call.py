@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Any
 
+from meith_core.base.home import MeithHome
+from meith_core.cli.agent_view import agent_label, print_for_agent, render_for_agent
 from meith_core.cli.args import UsageError, check_names, parse_call_line, parse_timeout, type_of
 from meith_core.cli.output import (
     EXIT_INTERRUPTED,
@@ -28,8 +30,19 @@ from meith_core.client._core import ConnectError, Interrupted, TransportError
 from meith_core.client.sync import Client
 
 
-def _connect(socket_path: str | None, instance: str | None, cwd: str | None = None) -> Client:
-    return Client(socket_path, instance=instance, cwd=cwd)
+def _connect(
+    socket_path: str | None,
+    instance: str | None,
+    cwd: str | None = None,
+    *,
+    agent: str | bool | None = False,
+) -> Client:
+    """The local user's connection; with `agent` (False: not; None or a name), an agent's, as
+    the MCP bridge opens one: its workspace is `cwd` (here by default)."""
+    if agent is False:
+        return Client(socket_path, instance=instance, cwd=cwd)
+    label = agent if isinstance(agent, str) else None
+    return Client(socket_path, instance=instance, cwd=cwd, caller="agent", label=label)
 
 
 def _transport_exit(exc: TransportError) -> int:
@@ -73,9 +86,16 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         base = _read_stdin_object() if opts.get("stdin") and not opts.get("help") else {}
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
+    as_agent = "as-agent" in opts
+    if as_agent:
+        try:
+            import mcp_types  # noqa: F401 - the MCP bridge's rendering needs it
+        except ImportError as exc:
+            return fail(f"--as-agent needs meith-core[mcp] ({exc.name} is missing)", EXIT_USAGE)
 
     try:
-        client = _connect(opts.get("socket"), opts.get("instance"), cwd)
+        agent = agent_label(opts["as-agent"]) if as_agent else False
+        client = _connect(opts.get("socket"), opts.get("instance"), cwd, agent=agent)
     except TransportError as exc:
         return _transport_exit(exc)
     with client:
@@ -94,11 +114,21 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
             return _transport_exit(exc)
         printer = EventPrinter(
             verbose=bool(opts.get("verbose")),
-            quiet=bool(opts.get("quiet")),
+            quiet=bool(opts.get("quiet")) or as_agent,
             as_json=bool(opts.get("json")),
         )
+        artifacts: list[dict[str, Any]] = []
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("kind") == "artifact":
+                artifacts.append(event)  # an agent receives them with the result
+            printer(event)
+
         try:
-            result = client.call_raw(line.tool, arguments, timeout_ms=timeout, on_event=printer)
+            # An agent reads the text alone, as `meith mcp` asks for it.
+            result = client.call_raw(
+                line.tool, arguments, timeout_ms=timeout, on_event=on_event, text_only=as_agent
+            )
         except Interrupted as exc:
             printer.close()
             if exc.result is not None:
@@ -115,6 +145,18 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         if _error_code(result) == "UNKNOWN_TOOL":
             message = str(result["error"].get("message") or "").rstrip(".")
             result["error"]["message"] = message + "." + _suggestion(client, line.tool)
+    if as_agent:
+        plugin = descriptor.get("plugin") if descriptor else None
+        sent = render_for_agent(
+            result,
+            artifacts,
+            tool=line.tool,
+            plugin=plugin,
+            label=agent_label(opts["as-agent"]),
+            home=MeithHome.from_env(),
+        )
+        print_for_agent(sent, as_json=bool(opts.get("json")))
+        return exit_code_for(result)
     return print_result(
         result,
         as_json=bool(opts.get("json")),

@@ -53,13 +53,14 @@ def grants_list(json_output: JsonOpt = False) -> None:
         "meith grants add --caller agent --capability starts-process --expires 1h",
         "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
         "meith grants add --caller agent -c starts-process --cwd ~/src/app --net pypi.org,*.pythonhosted.org",
+        "meith grants add --caller agent --read ~/src/shared-lib",
     ),
 )
 def grants_add(
     capability: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option("--capability", "-c", help="A privileged capability (repeat for several)."),
-    ],
+    ] = None,
     caller: Annotated[str, typer.Option("--caller", help="cli or agent.")] = "cli",
     agent: Annotated[
         str | None,
@@ -86,13 +87,32 @@ def grants_add(
             "Without it they have no network beyond themselves.",
         ),
     ] = None,
+    read: Annotated[
+        str | None,
+        typer.Option(
+            "--read",
+            help="Agents may read in this directory, beyond their workspace (the same as "
+            "--capability read-only --cwd DIR).",
+        ),
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
     if caller not in GRANTED_CALLERS:
         raise typer.BadParameter(not_one_of(caller, GRANTED_CALLERS), param_hint="--caller")
+    capabilities = list(capability or [])
+    if read is not None:
+        if cwd is not None and cwd != read:
+            raise typer.BadParameter("--read DIR is a grant in DIR: give --cwd only as DIR")
+        capabilities.append("read-only")
+        cwd = read
+    if not capabilities:
+        raise typer.BadParameter(
+            "name a capability (--capability CAP) or a directory to read (--read DIR)",
+            param_hint="--capability",
+        )
     raise typer.Exit(
-        run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent, net)
+        run_grants_add(caller, capabilities, tool, cwd, expires, uses, json_output, agent, net)
     )
 
 

@@ -122,6 +122,7 @@ def serve(
         "meith call git_diff --scope staged --include-patches false",
         'meith call set_app_settings --settings-json \'{"theme": "dark"}\'',
         "meith call git_log --help",
+        "meith call git_diff --as-agent=claude-code",
     ),
 )
 def call(
@@ -131,10 +132,13 @@ def call(
     ] = None,
 ) -> None:
     """Call a tool: meith call TOOL [--key value ...] [--key-json JSON] [--arg-json JSON] [--stdin]
-    [--json] [--quiet] [--verbose] [--timeout MS] [--cwd DIR] [--socket PATH] [--instance PID|LABEL].
+    [--json] [--quiet] [--verbose] [--timeout MS] [--cwd DIR] [--socket PATH] [--instance PID|LABEL]
+    [--as-agent[=NAME]].
 
-    Repeated flags accumulate into an array; true/false and numbers are coerced; --stdin reads a
-    JSON object of arguments. `meith call TOOL --help` shows the tool's parameters.
+    Repeated flags accumulate into an array; values are typed by the tool's schema; --stdin reads
+    a JSON object of arguments. `meith call TOOL --help` shows the tool's parameters.
+    --as-agent makes the call as an MCP agent (named NAME) working here, and prints exactly the
+    text and metadata `meith mcp` would send it.
     """
     from meith_core.cli.call import run_call
 

@@ -160,11 +160,14 @@ def standing_grant(
     console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
     in the option's own name."""
     caps = parse_capabilities(capabilities)
-    not_needed = [c.value for c in caps if c not in PRIVILEGED]
+    # Confined to a directory, read-only widens what agents read (their workspace and more).
+    reads = {Capability.READ_ONLY} if cwd else set()
+    not_needed = [c.value for c in caps if c not in PRIVILEGED and c not in reads]
     if not_needed:
         raise ValueError(
             f"{', '.join(not_needed)} need no grant; grant one of: "
-            f"{', '.join(sorted(c.value for c in PRIVILEGED))}"
+            f"{', '.join(sorted(c.value for c in PRIVILEGED))} (or read-only with a directory, "
+            "--read DIR, for agents to read there)"
         )
     expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
     prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
