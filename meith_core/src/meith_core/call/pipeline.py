@@ -300,10 +300,9 @@ class CallPipeline:
 
 
 def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
-    """A message to the caller as a progress event on its call, before the tool runs: an
-    approver saying where the call waits for a person (`awaiting: approval`, which a client
-    shows even when it shows no progress). The caller's sink failing is not the call's
-    failure."""
+    """An approver's word to the caller, before the tool runs: a progress event marked
+    `awaiting: approval` (where the call waits for a person). The caller's sink failing is not
+    the call's failure."""
     if emit is None:
         return None
 
