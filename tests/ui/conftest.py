@@ -201,15 +201,13 @@ class Pages:
     missing: list[str] = field(default_factory=list)
     logged_in: bool = False
 
-    def open(self, *, init_script: str | None = None, fake_clock: bool = False) -> Any:
-        """A new tab on the console; `init_script` runs before the page's own, `fake_clock`
-        lets the test move the page's time (`tab.clock`)."""
+    def open(self, *, fake_clock: bool = False) -> Any:
+        """A new tab on the console; `fake_clock` lets the test move the page's time
+        (`tab.clock`)."""
         from playwright.sync_api import expect
 
         tab = self.context.new_page()
         tab.on("response", self._answered)
-        if init_script is not None:
-            tab.add_init_script(init_script)
         if fake_clock:
             tab.clock.install()
         tab.goto(f"{self.console.base}/" if self.logged_in else self.console.url)

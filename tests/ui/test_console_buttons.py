@@ -42,12 +42,6 @@ BUTTONS = {
 }
 
 
-_NOT_ASKED_YET = """
-Object.defineProperty(Notification, "permission", { get: () => window.__asked || "default" });
-Notification.requestPermission = async () => (window.__asked = "denied");
-"""
-
-
 class Clicks:
     """The buttons clicked, and every button seen on the page, by label."""
 
@@ -89,9 +83,7 @@ def test_every_button_of_every_page_does_what_it_says(
         directory.mkdir()
         srv.grant("starts-process", caller=caller, cwd=str(directory))
     srv.grant("controls-browser")  # the user's own tab, opened below
-    # Headless Chromium denies notifications outright; a browser that has not been asked yet
-    # is what shows the button.
-    page = pages.open(init_script=_NOT_ASKED_YET)
+    page = pages.open()
     click = Clicks(page)
     nav = lambda panel: page.locator(f'nav a[data-panel="{panel}"]').click()  # noqa: E731
 
@@ -174,6 +166,7 @@ def test_every_button_of_every_page_does_what_it_says(
                 "approved once by the local user, acting in the console (meith ui)"
             )
         tab_row = page.locator(f'tr[data-tab="{tab["content"]["id"]}"]')
+        expect(tab_row.locator("td.owner")).to_have_text("unclaimed")  # the user's, opened so
         click(tab_row.get_by_role("button", name="Screenshot"))
         expect(page.locator("#screenshot")).to_be_visible()
         expect(page.locator("#process-result")).to_have_text(

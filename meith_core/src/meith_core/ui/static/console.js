@@ -305,11 +305,16 @@ async function tool(name, args) {
   return result.content;
 }
 
+// A session as the owner column names it: its kind and label when it is live, and its id.
+function whose(kind, sessionId) {
+  const session = state.sessions.find((s) => s.sessionId === sessionId);
+  return `${kind || (session ? session.caller : "session")}${session && session.label ? " · " + session.label : ""} ${short(sessionId)}`;
+}
+
 function ownerText(p) {
   const detached = p.detached ? " (detached)" : "";
   if (!p.owner || p.owner === "cli") return `you (cli)${detached}`;
-  const session = state.sessions.find((s) => s.sessionId === p.ownerSession);
-  return `${p.owner}${session && session.label ? " · " + session.label : ""} ${short(p.ownerSession)}${detached}`;
+  return whose(p.owner, p.ownerSession) + detached;
 }
 
 async function loadProcesses() {
@@ -338,7 +343,7 @@ async function loadProcesses() {
   if (!Array.isArray(tabs)) tabs = tabs.browserTabs || [];
   document.getElementById("tab-rows").replaceChildren(...tabs.map((t) => el("tr", { "data-tab": t.id },
     el("td", {}, el("code", {}, t.id)), el("td", {}, t.title || ""), el("td", {}, t.url || ""),
-    el("td", {}, t.ownerId || "-"),
+    el("td", { class: "owner" }, t.ownerId ? whose(null, t.ownerId) : "unclaimed"),
     el("td", {}, el("button", { type: "button", onclick: () => screenshot(t.id) }, "Screenshot")),
   )));
 }
