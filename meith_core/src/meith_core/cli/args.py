@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,13 +78,13 @@ class CallLine:
         return {**out, **self.explicit} if self.explicit else out
 
 
-def check_names(tool: str, arguments: dict[str, Any], input_schema: dict[str, Any] | None) -> None:
-    """Refuse an argument the tool does not take (when its schema admits no others), with the
-    parameters it was probably meant to be."""
+def check_names(tool: str, flags: Iterable[str], input_schema: dict[str, Any] | None) -> None:
+    """Refuse a flag naming no parameter of the tool (when its schema admits no others), with
+    the parameters it was probably meant to be."""
     if not input_schema or input_schema.get("additionalProperties") is not False:
         return
     props: dict[str, Any] = input_schema.get("properties") or {}
-    for key in arguments:
+    for key in flags:
         if key not in props:
             hint = did_you_mean(key, props, prefix="--")
             raise UsageError(

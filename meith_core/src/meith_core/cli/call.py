@@ -102,12 +102,12 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         if opts.get("help"):
             return _tool_help(client, line.tool)
         try:
-            # Arguments are typed and checked by the tool's own schema (one small round trip).
-            given = line.flags or line.explicit or base
-            descriptor = client.describe(line.tool) if given else None
+            # Flags are typed and checked by the tool's own schema (one small round trip); JSON
+            # arguments are taken as they are, for the runtime to validate.
+            descriptor = client.describe(line.tool) if line.flags else None
             schema = descriptor["inputSchema"] if descriptor else None
+            check_names(line.tool, line.flags, schema)
             arguments = {**base, **line.resolve(schema)}
-            check_names(line.tool, arguments, schema)
         except UsageError as exc:
             return fail(str(exc), EXIT_USAGE)
         except TransportError as exc:
