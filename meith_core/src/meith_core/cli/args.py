@@ -1,7 +1,9 @@
 """`meith call TOOL [--key value ...]`: turning command-line tokens into tool arguments.
 
 The rules (kept compatible with existing scripts that call tools this way):
-- `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true.
+- `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true:
+  for a boolean parameter, that is; for any other the tool's schema makes it an error, and a
+  flag naming no parameter of a tool that takes no others is one too (with a did-you-mean).
 - Repeated keys accumulate into an array in order.
 - Values are coerced: true/false to booleans, numeric strings to numbers, else strings.
 - `--key-json VALUE` parses VALUE as JSON; `--arg-json OBJ` merges a JSON object.
