@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Iterable
 
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
@@ -135,7 +134,7 @@ class PermissionService:
         session = caller.session_id
         if not session:
             return None
-        grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd)
+        grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd, caller.label)
         return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
@@ -312,24 +311,15 @@ class PermissionService:
     def _confined_near_miss(self, request: AuthRequest) -> Grant | None:
         """A grant of the session that would cover the call but for its directory."""
         caller = request.caller
-        kind, session = caller.caller, caller.session_id
-        now = time.time_ns() // 1_000_000
-        candidates = [g for g in self._sessions.of(session or "") if g.caller is kind] + [
-            g
-            for g in self.standing.current()
-            if g.caller is kind and (g.session is None or g.session == session)
-        ]
-        wanted = set(request.privileged)
-        for grant in candidates:
-            if grant.cwd_prefix is None or grant.expired(now):
-                continue
-            if grant.agent is not None and grant.agent != caller.label:
-                continue
-            if grant.tool is not None and grant.tool != request.tool:
-                continue
-            if wanted <= set(grant.capabilities) and (grant.uses is None or grant.uses > 0):
-                return grant
-        return None
+        matches = self._sessions.judged(
+            caller.caller,
+            caller.session_id or "",
+            request.tool,
+            request.privileged,
+            request.target.directory,
+            caller.label,
+        )
+        return next((m.grant for m in matches if m.miss == "directory"), None)
 
     def _deny(self, request: AuthRequest, reason: str, *, confined: bool = False) -> Decision:
         """A caller-gate denial: the reason, and the narrowest standing grant that would allow
