@@ -243,7 +243,9 @@ def test_scope_hints_pass_and_relative_cwd_is_taken_from_the_runtime() -> None:
 
 def test_sessions_and_ping() -> None:
     c = conn()
-    assert feed(c, {"type": "list_sessions"}) == [SendSessions()]
+    [asked] = feed(c, {"type": "list_sessions"})
+    assert isinstance(asked, SendSessions)
+    assert asked.viewer.session_id == c.session_id  # whom the list is for
     assert sent(feed(c, {"type": "ping"})) == [{"type": "pong", "protocol": 1}]
 
 

@@ -46,9 +46,10 @@ def desc(name: str, *caps: str, plugin: str = "p", **extra: Any) -> dict[str, An
     [
         (["read-only"], (True, False, False)),
         (["read-only", "accesses-network"], (False, False, True)),
-        (["controls-browser"], (False, False, True)),
+        # A privileged tool that declares no effect may do anything: destructive.
+        (["controls-browser"], (False, True, True)),
         (["writes-files", "destructive"], (False, True, False)),
-        (["starts-process"], (False, False, False)),
+        (["starts-process"], (False, True, False)),
         ([], (False, False, False)),
     ],
 )

@@ -50,12 +50,18 @@ def grants_list(json_output: JsonOpt = False) -> None:
         "meith grants add --caller agent --capability starts-process --expires 1h",
         "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
         "meith grants add --caller agent -c starts-process --cwd ~/src/app --net pypi.org,*.pythonhosted.org",
+        "meith grants add --caller agent --agent auditor -c read-only --tool get_audit_log",
     ),
 )
 def grants_add(
     capability: Annotated[
         list[str],
-        typer.Option("--capability", "-c", help="A privileged capability (repeat for several)."),
+        typer.Option(
+            "--capability",
+            "-c",
+            help="A privileged capability (repeat for several); read-only with --tool "
+            "get_audit_log: every session's audit records and sessions for an agent.",
+        ),
     ],
     caller: Annotated[str, typer.Option("--caller", help="cli or agent.")] = "cli",
     agent: Annotated[

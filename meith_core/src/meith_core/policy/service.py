@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
 from meith_core.policy.grants import Grant, StandingGrants
@@ -32,6 +33,8 @@ from meith_core.protocol.capabilities import Capability, parse_capabilities, pri
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
 HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
+#: The tool whose read-only grant opens every session's records and sessions to an agent.
+EVERY_SESSION_TOOL: Final = "get_audit_log"
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -136,6 +139,31 @@ class PermissionService:
             return None
         grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd, caller.label)
         return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
+
+    def sees_every_session(self, caller: CallerInfo) -> bool:
+        """Whether `caller` may read every session's audit records and see every session (with
+        its grants): the local user and trusted callers do; an agent or a `plugin` peer only
+        with a read-only grant for `get_audit_log` (`meith grants add --caller agent --agent
+        NAME --tool get_audit_log --capability read-only`), else its own session only."""
+        if caller.trusted or caller.caller is CallerKind.CLI:
+            return True
+        held = self.held(caller, EVERY_SESSION_TOOL, (Capability.READ_ONLY,), caller.cwd or "/")
+        return held is not None
+
+    def every_session_hint(self, caller: CallerInfo) -> str:
+        """What the local user runs to let this agent see every session's records."""
+        command = grant_hint(
+            self._home,
+            EVERY_SESSION_TOOL,
+            (Capability.READ_ONLY,),
+            None,
+            caller=caller.caller.value,
+            agent=caller.label or None,
+        )
+        return (
+            "Only this session's records and session are shown. To let this agent read every "
+            f"session's, the user can run: {command}"
+        )
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
         """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
