@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from meith_core import ApprovalRequest, Capability
+from meith_core import ApprovalRequest, ApprovalView, Capability
 from meith_core.protocol.actions import IdentityFixed, RevokeSession, SendSessions
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
 from meith_core.protocol.connection import Connection
@@ -33,7 +33,7 @@ def request() -> ApprovalRequest:
         capabilities=(Capability.WRITES_FILES,),
         privileged=(Capability.WRITES_FILES,),
         cwd="/w",
-        arguments_summary='{"path":"a"}',
+        view=ApprovalView("path: a", None, {"path": "a"}),
     )
 
 

@@ -24,6 +24,7 @@ from meith_core.policy.grants import Grant, StandingGrants, new_grant
 from meith_core.protocol.call_approval import (
     ApprovalAnswer,
     ApprovalRequest,
+    ApprovalView,
     call_approval_timeout_s,
 )
 from meith_core.serve.prompt import TerminalApprover
@@ -245,7 +246,7 @@ async def test_the_serve_prompt_says_plainly_that_a_process_runs_unconfined() ->
             capabilities=(Capability.STARTS_PROCESS,),
             privileged=(Capability.STARTS_PROCESS,),
             cwd="/src/app",
-            arguments_summary="{}",
+            view=ApprovalView(""),
         )
         assert await approver(request) is ApprovalAnswer.DENY
     os.close(write)

@@ -100,6 +100,8 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
         "capabilities": ["writes-files"],
         "cwd": served.runtime.cwd,
         "runs": f"Acts on: {served.runtime.cwd}",
+        "command": None,
+        "shown": "name: once",
         "arguments": {"name": "once"},
         "caller": "agent",
         "label": "bridge",

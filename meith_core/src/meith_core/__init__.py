@@ -86,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "MeithHome": "meith_core.base.home",
     "ApprovalAnswer": "meith_core.protocol.call_approval",
     "ApprovalRequest": "meith_core.protocol.call_approval",
+    "ApprovalView": "meith_core.protocol.call_approval",
 }
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
+    "ApprovalView",
     "CallerInfo",
     "CallerKind",
     "CallerPattern",
@@ -215,7 +217,7 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.request import ActsOn
-    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
+    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, ApprovalView
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability
     from meith_core.protocol.errors import ErrorCode, ToolError

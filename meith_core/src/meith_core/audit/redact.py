@@ -115,7 +115,7 @@ def _token_or_keep(match: re.Match[str]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _key_kind(key: str, in_env: bool = False) -> int:
+def key_kind(key: str, in_env: bool = False) -> int:
     """0 an ordinary key, 1 a secret key, 2 a large-text key (keys repeat a lot: a cache beats
     several regex searches per key)."""
     if SECRET_KEY_RE.search(key):
@@ -126,7 +126,7 @@ def _key_kind(key: str, in_env: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
-def _names_environment(key: str) -> bool:
+def names_environment(key: str) -> bool:
     """A key whose value is an environment map (`env`, `envVars`...)."""
     return ENV_PARENT_KEY_RE.match(key) is not None
 
@@ -177,7 +177,7 @@ def _clean(text: str) -> str:
 
 
 def redact_string(text: str, key: str = "") -> str:
-    if key and _key_kind(key) == 2:
+    if key and key_kind(key) == 2:
         return f"[REDACTED_TEXT {len(text)} chars]"
     if len(text) > 64 * 1024:
         # Never run patterns over megabytes; nothing this long is shown whole anyway.
@@ -198,7 +198,7 @@ def redact_string(text: str, key: str = "") -> str:
     return text
 
 
-def _redact_argv(items: list[Any], program: str | None = None) -> list[Any]:
+def redact_argv(items: list[Any], program: str | None = None) -> list[Any]:
     """An argument vector: the value after `--password`, `-u` and the like is a secret too, and
     so is `-pSECRET` or `-p SECRET` after a `-u` (mysql and friends), and the password option
     of a program of `PROGRAM_SECRET_OPTIONS` (`program`: the one `args` belong to, when the
@@ -305,7 +305,7 @@ class _Redactor:
             return "[...]"  # beyond the summary's cut: never shown
         self.spent += 1
         if key:
-            kind = _key_kind(key, in_env)
+            kind = key_kind(key, in_env)
             if kind == 1:
                 self._keep_secret(value)
                 return REDACTED
@@ -365,7 +365,7 @@ class _Redactor:
         except Exception:
             return "[UNSERIALIZABLE]"
         program, self.program = self.program, None
-        redacted = _redact_argv(seq, program)
+        redacted = redact_argv(seq, program)
         if redacted is not seq:
             # What an argument vector hid is removed from the result too (a message quoting it).
             self._keep_secret([a for a, b in zip(seq, redacted, strict=True) if a != b])
@@ -383,7 +383,7 @@ class _Redactor:
             items = list(islice(value.items(), MAX_OBJECT_KEYS + 1))
         except Exception:
             return "[UNSERIALIZABLE]"
-        env = bool(key) and _names_environment(key)
+        env = bool(key) and names_environment(key)
         run = self.run
         command = value.get("command") if type(value) is dict else None
         program = command.rsplit("/", 1)[-1] if type(command) is str else None

@@ -26,7 +26,7 @@ from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
 from meith_core.policy.request import ActsOn, AuthRequest, CallTarget
 from meith_core.policy.session_grants import SessionGrants
 from meith_core.policy.sessions import Sessions
-from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.call_approval import MAX_SHOWN_CHARS, ApprovalAnswer, ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.capabilities import Capability, parse_capabilities, privileged_of
 
@@ -293,6 +293,13 @@ class PermissionService:
             )
 
         if self.approver is not None:
+            view = request.approval_view()
+            if not view.fits:
+                return deny(
+                    f"not offered for approval: shown whole, its command and arguments are "
+                    f"{view.chars} characters, more than an approver is shown "
+                    f"({MAX_SHOWN_CHARS}); allow it with a grant instead"
+                )
             asked = ApprovalRequest(
                 request_id=request.request_id,
                 caller=caller,
@@ -301,7 +308,7 @@ class PermissionService:
                 capabilities=request.capabilities,
                 privileged=privileged,
                 cwd=target.directory or request.caller_cwd,
-                arguments_summary=request.arguments_summary(),
+                view=view,
                 notify=request.notify,
             )
             try:
