@@ -55,5 +55,7 @@ async def test_an_agent_reads_its_own_sessions_records_unless_granted(runtime: R
 def test_a_read_only_grant_names_the_view_it_opens() -> None:
     with pytest.raises(ValueError, match="--tool get_audit_log"):
         standing_grant("agent", ["read-only"])
+    with pytest.raises(ValueError, match="stands alone"):
+        standing_grant("agent", ["read-only", "writes-files"], tool="get_audit_log")
     with pytest.raises(ValueError, match="need no grant"):
-        standing_grant("agent", ["read-only", "writes-files"])
+        standing_grant("agent", ["accesses-network"])

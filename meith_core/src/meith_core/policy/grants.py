@@ -160,13 +160,13 @@ def standing_grant(
     console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
     in the option's own name."""
     caps = parse_capabilities(capabilities)
-    if caps == (Capability.READ_ONLY,):
+    if Capability.READ_ONLY in caps:
         # A read-only grant widens what one tool shows (get_audit_log: every session's records).
-        if tool is None or cwd is not None:
+        if caps != (Capability.READ_ONLY,) or tool is None or cwd is not None:
             raise ValueError(
-                "read-only needs no grant to run; a read-only grant names the tool whose view "
-                "it widens, without --cwd (--tool get_audit_log: every session's audit records "
-                "and sessions)"
+                "read-only needs no grant to run; a read-only grant stands alone and names the "
+                "tool whose view it widens, without --cwd (--tool get_audit_log: every "
+                "session's audit records and sessions)"
             )
     else:
         not_needed = [c.value for c in caps if c not in PRIVILEGED]
