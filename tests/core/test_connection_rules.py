@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from meith_core import ApprovalAnswer, ApprovalRequest, CallerInfo, CallerKind, Capability
+from meith_core import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ApprovalView,
+    CallerInfo,
+    CallerKind,
+    Capability,
+)
 from meith_core.protocol import call_approval_desk
 from meith_core.protocol.actions import (
     CallApprovalAnswered,
@@ -243,7 +250,9 @@ def test_scope_hints_pass_and_relative_cwd_is_taken_from_the_runtime() -> None:
 
 def test_sessions_and_ping() -> None:
     c = conn()
-    assert feed(c, {"type": "list_sessions"}) == [SendSessions()]
+    [asked] = feed(c, {"type": "list_sessions"})
+    assert isinstance(asked, SendSessions)
+    assert asked.viewer.session_id == c.session_id  # whom the list is for
     assert sent(feed(c, {"type": "ping"})) == [{"type": "pong", "protocol": 1}]
 
 
@@ -259,7 +268,7 @@ def request(rid: str = "r") -> ApprovalRequest:
         capabilities=(Capability.WRITES_FILES,),
         privileged=(Capability.WRITES_FILES,),
         cwd="/w",
-        arguments_summary='{"path":"a","token":"[REDACTED]"}',
+        view=ApprovalView("path: a\ntoken: [REDACTED]", None, {"path": "a", "token": "[REDACTED]"}),
     )
 
 
@@ -299,6 +308,8 @@ def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
         "capabilities": ["writes-files"],
         "cwd": "/w",
         "runs": "Acts on: /w",  # the sentence the person is shown
+        "command": None,
+        "shown": "path: a\ntoken: [REDACTED]",  # the core's one rendering, whole
         "arguments": {"path": "a", "token": "[REDACTED]"},
         "caller": "agent",
         "label": "bot",
@@ -306,12 +317,13 @@ def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
     }
 
 
-def test_a_truncated_summary_is_sent_as_text() -> None:
+def test_the_command_is_sent_as_the_core_rendered_it() -> None:
     c = answering()
-    req = dataclasses.replace(request(), arguments_summary='{"a":"x...[truncated]')
-    ask = c.call_approvals.ask(req)
+    view = ApprovalView("cwd: /w", "npm test; rm -rf ~/src", {"shell": "npm test; rm -rf ~/src"})
+    ask = c.call_approvals.ask(dataclasses.replace(request(), view=view))
     assert ask is not None
-    assert json.loads(ask.data)["arguments"] == '{"a":"x...[truncated]'
+    frame = json.loads(ask.data)
+    assert (frame["command"], frame["shown"]) == ("npm test; rm -rf ~/src", "cwd: /w")
 
 
 @pytest.mark.parametrize(

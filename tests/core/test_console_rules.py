@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from meith_core import ApprovalRequest, Capability
+from meith_core import ApprovalRequest, ApprovalView, Capability
 from meith_core.protocol.actions import IdentityFixed, RevokeSession, SendSessions
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
 from meith_core.protocol.connection import Connection
@@ -33,7 +33,7 @@ def request() -> ApprovalRequest:
         capabilities=(Capability.WRITES_FILES,),
         privileged=(Capability.WRITES_FILES,),
         cwd="/w",
-        arguments_summary='{"path":"a"}',
+        view=ApprovalView("path: a", None, {"path": "a"}),
     )
 
 
@@ -49,7 +49,8 @@ def test_a_local_cli_connection_may_be_the_console() -> None:
     revoke = c.receive_data(
         encode_frame({"type": "revoke_session", "sessionId": "socket:agent"}), 0.0
     )
-    assert revoke[1:] == [SendSessions()]
+    assert [type(a) for a in revoke[1:]] == [SendSessions]
+    assert revoke[1].viewer.caller is CallerKind.CLI
     assert isinstance(revoke[0], RevokeSession)
     assert revoke[0].session_id == "socket:agent"
     # The audit record of the revocation names the console, as the connection identified it.

@@ -343,7 +343,7 @@ async def test_the_first_answer_that_is_not_none_wins(scoped: Runtime) -> None:
 
 
 @pytest.mark.anyio
-async def test_the_approver_sees_the_call_with_a_redacted_summary(
+async def test_the_approver_sees_the_call_whole_with_only_the_secret_masked(
     scoped: Runtime, tmp_path: Path
 ) -> None:
     approver = with_approver(scoped, Approver(ApprovalAnswer.DENY))
@@ -357,8 +357,8 @@ async def test_the_approver_sees_the_call_with_a_redacted_summary(
     assert request.caller.session_id == cli.session_id
     assert request.cwd == str(tmp_path)
     assert [c.value for c in request.privileged] == ["writes-files"]
-    assert token not in request.arguments_summary
-    assert request.arguments_summary == '{"text":"[REDACTED_TEXT 54 chars]"}'
+    assert token not in request.view.text
+    assert request.view.text == "text: push with [REDACTED]"
 
 
 @pytest.mark.anyio

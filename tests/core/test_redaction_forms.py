@@ -76,6 +76,33 @@ FORMS: dict[str, Form] = {
     "log lines": lambda s: {"lines": [f"user typed {s}"]},
     "JSON body in a string": lambda s: {"message": f'request failed: {{"password": "{s}"}}'},
     "repr in a string": lambda s: {"message": f"bad config {{'api_key': '{s}'}}"},
+    # Issue 32, case 8: forms the table missed.
+    "mysql -u root -p X": lambda s: {"command": f"mysql -u root -p {s} -h db"},
+    "argv -u root -p X": lambda s: {"command": ["mysql", "-u", "root", "-p", s, "app"]},
+    "sshpass -p X": lambda s: {"shell": f"sshpass -p {s} ssh deploy@host uptime"},
+    "sshpass -pX": lambda s: {"shell": f"sshpass -p{s} scp a host:"},
+    "argv sshpass -p X": lambda s: {"command": ["sshpass", "-p", s, "ssh", "host"]},
+    "redis-cli -a X": lambda s: {"shell": f"redis-cli -h db -a {s} ping"},
+    "argv redis-cli -a X": lambda s: {"command": ["/usr/bin/redis-cli", "-a", s, "ping"]},
+    "ldapsearch -w X": lambda s: {"shell": f"ldapsearch -x -D cn=admin -w {s} -b dc=x"},
+    "argv ldapmodify -w X": lambda s: {"command": ["ldapmodify", "-D", "cn=a", "-w", s]},
+    "smbclient -U user%pw": lambda s: {"shell": f"smbclient //srv/share -U bob%{s} -c ls"},
+    "smbclient --user=user%pw": lambda s: {"shell": f"smbclient //srv/s --user=bob%{s}"},
+    "argv smbclient -U user%pw": lambda s: {"command": ["smbclient", "//s/x", "-U", f"bob%{s}"]},
+    "zip -P X": lambda s: {"shell": f"zip -r -P {s} out.zip dir"},
+    "argv zip -P X": lambda s: {"command": ["zip", "-P", s, "out.zip", "a.txt"]},
+    "7z -pX": lambda s: {"shell": f"7z a -mhe=on -p{s} out.7z dir"},
+    "argv 7z -pX": lambda s: {"command": ["7za", "x", f"-p{s}", "in.7z"]},
+    "dev server args sshpass -p X": lambda s: {"command": "sshpass", "args": ["-p", s, "ssh"]},
+    "echo X | sudo -S": lambda s: {"shell": f"echo {s} | sudo -S apt-get update"},
+    "echo 'X' | sudo -kS": lambda s: {"shell": f"echo '{s}' | sudo -k -S true"},
+    "printf X | sudo -S": lambda s: {"shell": f"printf '%s\\n' {s} | /usr/bin/sudo -S id"},
+    "Slack webhook": lambda s: {"url": f"https://hooks.slack.com/services/T0A1/B0B2/{s}"},
+    "Discord webhook": lambda s: {"url": f"https://discord.com/api/webhooks/1234/{s}"},
+    "Teams webhook": lambda s: {"url": f"https://contoso.webhook.office.com/webhookb2/{s}"},
+    "webhook in a command": lambda s: {
+        "shell": f"curl -X POST -d @m.json https://hooks.example.org/hooks/{s}"
+    },
 }
 
 # Secrets as the property test draws them: no whitespace or delimiters (a delimiter ends a
@@ -102,6 +129,12 @@ def test_no_form_leaks_its_secret(form: str, secret: str) -> None:
         ({"settings": {"git": {"activeIdentityProfileId": "work"}}}, '"work"'),
         ({"command": "mkdir -p build && ssh -p 2222 host"}, "mkdir -p build && ssh -p 2222"),
         ({"args": ["mkdir", "-p", "build"]}, '"-p","build"'),
+        ({"command": "git add -u -p src/app.py"}, "-u -p src/app.py"),
+        ({"command": ["git", "add", "-u", "-p", "src/app.py"]}, '"-p","src/app.py"'),
+        ({"shell": "zip -r out.zip dir && 7z x -o/tmp/x in.7z"}, "-o/tmp/x in.7z"),
+        ({"shell": "redis-cli -h db ping; sudo -S -v"}, "-h db ping; sudo -S -v"),
+        ({"url": "https://example.org/docs/webhooks"}, "/docs/webhooks"),
+        ({"shell": "echo done | sudo tee /etc/x"}, "echo done | sudo tee"),
     ],
 )
 def test_ordinary_values_stay_readable(value: Any, kept: str) -> None:

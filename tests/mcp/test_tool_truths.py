@@ -26,7 +26,8 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "list_plugins": (T, F, T, F),
     "reload_plugins": (F, F, F, F),
     "get_app_settings": (T, F, T, F),
-    "set_app_settings": (F, F, F, F),
+    # Settings are replaced in place (a key set to null is removed).
+    "set_app_settings": (F, T, F, F),
     "get_audit_log": (T, F, T, F),
     "get_tabs": (T, F, T, F),
     "get_active_tab": (T, F, T, F),
@@ -53,8 +54,9 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "git_log": (T, F, T, F),
     "git_blame": (T, F, T, F),
     "git_identity_detect": (T, F, T, F),
-    "git_stage": (F, F, F, F),
-    "git_unstage": (F, F, F, F),
+    # Staging replaces what the index held for a path (a partial stage is lost).
+    "git_stage": (F, T, F, F),
+    "git_unstage": (F, T, F, F),
     "git_commit": (F, F, F, F),
     "git_branch": (F, F, F, F),
     "git_worktree": (F, T, F, F),
@@ -63,14 +65,16 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "git_checkpoint_list": (T, F, T, F),
     "git_checkpoint_compare": (T, F, T, F),
     "git_checkpoint_restore": (F, T, F, F),
-    "create_terminal": (F, F, F, F),
+    # A shell runs whatever is typed into it.
+    "create_terminal": (F, T, F, F),
     "list_terminals": (T, F, T, F),
     "write_terminal": (F, T, F, F),
     "resize_terminal": (F, F, F, F),
     "kill_terminal": (F, T, F, F),
     "close_terminal": (F, T, F, F),
     "get_terminal_snapshot": (T, F, T, F),
-    "start_dev_server": (F, F, F, T),
+    # A dev server runs the command it is given.
+    "start_dev_server": (F, T, F, T),
     "list_dev_servers": (T, F, T, F),
     "stop_dev_server": (F, T, F, F),
     "get_process_tree": (T, F, T, F),
@@ -82,7 +86,8 @@ HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "workspace_read_file": (T, F, T, F),
     # Replacing a file overwrites what was there; writing the same content again changes nothing.
     "workspace_write_file": (F, T, T, F),
-    "workspace_apply_patch": (F, F, F, F),
+    # A patch rewrites what the file held.
+    "workspace_apply_patch": (F, T, F, F),
     "workspace_undo": (F, T, F, F),
     "workspace_list_files": (T, F, T, F),
     "workspace_search": (T, F, T, F),
@@ -122,7 +127,18 @@ def test_the_hints_of_every_first_party_tool(descriptors: dict[str, dict[str, An
 
 
 def test_what_kills_or_removes_is_destructive_and_a_reload_is_not_read_only() -> None:
-    for name in ("git_worktree", "kill_terminal", "stop_dev_server", "close_terminal"):
+    # Issue 32, case 8: what runs arbitrary commands or overwrites in place is destructive.
+    for name in (
+        "git_worktree",
+        "kill_terminal",
+        "stop_dev_server",
+        "close_terminal",
+        "start_dev_server",
+        "create_terminal",
+        "workspace_apply_patch",
+        "set_app_settings",
+        "run_command",
+    ):
         assert HINTS[name][1] is True, name
     assert HINTS["reload_plugins"][0] is False
 
@@ -137,7 +153,12 @@ def test_what_kills_or_removes_is_destructive_and_a_reload_is_not_read_only() ->
         (["writes-files"], "appends", True, (F, F, F, F)),  # what appends is never idempotent
         (["controls-browser"], "acts", False, (F, T, F, T)),
         (["writes-files", "destructive"], "updates", False, (F, T, F, F)),
-        (["writes-files"], None, False, (F, F, F, F)),  # undeclared: capabilities alone
+        (["writes-files"], None, False, (F, T, F, F)),  # undeclared and privileged: maybe
+        (["starts-process"], "creates", False, (F, T, F, F)),  # a process runs anything
+        (["starts-process"], "updates", True, (F, F, T, F)),  # resizing runs nothing
+        (["writes-files"], "updates", True, (F, T, T, F)),  # overwritten in place
+        (["writes-files"], "creates", False, (F, F, F, F)),  # a new branch, a checkpoint
+        (["controls-browser"], "updates", False, (F, F, F, T)),  # navigating
     ],
 )
 def test_the_one_derivation(

@@ -24,6 +24,7 @@ from meith_core.policy.grants import Grant, StandingGrants, new_grant
 from meith_core.protocol.call_approval import (
     ApprovalAnswer,
     ApprovalRequest,
+    ApprovalView,
     call_approval_timeout_s,
 )
 from meith_core.serve.prompt import TerminalApprover
@@ -46,9 +47,10 @@ def desc(name: str, *caps: str, plugin: str = "p", **extra: Any) -> dict[str, An
     [
         (["read-only"], (True, False, False)),
         (["read-only", "accesses-network"], (False, False, True)),
-        (["controls-browser"], (False, False, True)),
+        # A privileged tool that declares no effect may do anything: destructive.
+        (["controls-browser"], (False, True, True)),
         (["writes-files", "destructive"], (False, True, False)),
-        (["starts-process"], (False, False, False)),
+        (["starts-process"], (False, True, False)),
         ([], (False, False, False)),
     ],
 )
@@ -244,7 +246,7 @@ async def test_the_serve_prompt_says_plainly_that_a_process_runs_unconfined() ->
             capabilities=(Capability.STARTS_PROCESS,),
             privileged=(Capability.STARTS_PROCESS,),
             cwd="/src/app",
-            arguments_summary="{}",
+            view=ApprovalView(""),
         )
         assert await approver(request) is ApprovalAnswer.DENY
     os.close(write)

@@ -100,6 +100,8 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
         "capabilities": ["writes-files"],
         "cwd": served.runtime.cwd,
         "runs": f"Acts on: {served.runtime.cwd}",
+        "command": None,
+        "shown": "name: once",
         "arguments": {"name": "once"},
         "caller": "agent",
         "label": "bridge",
@@ -337,3 +339,23 @@ async def test_a_process_the_runtime_started_cannot_approve_its_own_calls(served
     assert first["type"] == "error"
     assert "MEITH_SESSION_TOKEN" in first["message"]
     assert served.marks("child") == []
+
+
+async def test_an_agents_session_list_shows_its_own_session_unless_granted(served) -> None:
+    """Issue 32, case 8: an agent saw every session with its grants in `list_sessions`."""
+    from meith_core.policy.grants import StandingGrants, standing_grant
+
+    a = await AsyncClient.connect(served.socket, caller="agent", label="A")
+    b = await AsyncClient.connect(served.socket, caller="agent", label="B")
+    user = await AsyncClient.connect(served.socket)
+    async with a, b, user:
+        mine = (await a.hello())["sessionId"]
+        await b.hello()
+        await user.hello()
+        assert [s["sessionId"] for s in await a.list_sessions()] == [mine]
+        assert len(await user.list_sessions()) >= 3
+        StandingGrants(served.runtime.home.grants_path).add(
+            standing_grant("agent", ["read-only"], tool="get_audit_log", agent="A")
+        )
+        assert len(await a.list_sessions()) >= 3
+        assert len(await b.list_sessions()) == 1

@@ -22,9 +22,9 @@ from typing import Any, Final
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from meith_core.audit.approval_view import approval_view
 from meith_core.audit.entry import audit_entry, refusal_entry, refused_frame_entry
 from meith_core.audit.log import AuditLog, now_ms
-from meith_core.audit.redact import sensitive_fields_of, summarize
 from meith_core.base.cancel import CancelToken
 from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_id
@@ -188,7 +188,7 @@ class CallPipeline:
         request = call.auth_request(
             tool,
             args,
-            lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
+            lambda: approval_view(dict(arguments)),
             _progress_notifier(call.emit),
         )
         return await self.permissions.authorize(request)

@@ -159,10 +159,13 @@ class RuntimeSessions:
         if approver is None or session_id in self.sessions:
             self._approvers.set_console(session_id, approver)
 
-    def list_sessions(self) -> list[dict[str, Any]]:
+    def list_sessions(self, viewer: CallerInfo | None = None) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)
-        and what each owns (`owns`, as the plugins' `meith_session_objects` report it)."""
+        and what each owns (`owns`, as the plugins' `meith_session_objects` report it). A
+        `viewer` that may not see every session's (`sees_every_session`) sees its own only."""
         rows = describe_sessions(self.sessions, self.permissions)
+        if viewer is not None and not self.permissions.sees_every_session(viewer):
+            rows = [r for r in rows if r["sessionId"] == viewer.session_id]
         for row in rows:
             row["owns"] = self._session_objects(row["sessionId"])
         return rows

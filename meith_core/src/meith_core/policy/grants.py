@@ -160,12 +160,21 @@ def standing_grant(
     console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
     in the option's own name."""
     caps = parse_capabilities(capabilities)
-    not_needed = [c.value for c in caps if c not in PRIVILEGED]
-    if not_needed:
-        raise ValueError(
-            f"{', '.join(not_needed)} need no grant; grant one of: "
-            f"{', '.join(sorted(c.value for c in PRIVILEGED))}"
-        )
+    if Capability.READ_ONLY in caps:
+        # A read-only grant widens what one tool shows (get_audit_log: every session's records).
+        if caps != (Capability.READ_ONLY,) or tool is None or cwd is not None:
+            raise ValueError(
+                "read-only needs no grant to run; a read-only grant stands alone and names the "
+                "tool whose view it widens, without --cwd (--tool get_audit_log: every "
+                "session's audit records and sessions)"
+            )
+    else:
+        not_needed = [c.value for c in caps if c not in PRIVILEGED]
+        if not_needed:
+            raise ValueError(
+                f"{', '.join(not_needed)} need no grant; grant one of: "
+                f"{', '.join(sorted(c.value for c in PRIVILEGED))}"
+            )
     expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
     prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
     if prefix is not None and not os.path.isdir(prefix):

@@ -51,7 +51,8 @@ class SendTools(NamedTuple):
 
 
 class SendSessions(NamedTuple):
-    pass
+    #: Who asked: an agent sees only its own session unless granted every session's.
+    viewer: CallerInfo
 
 
 class IdentityFixed(NamedTuple):

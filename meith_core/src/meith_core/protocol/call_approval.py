@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Final
 
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.protocol.caller import CallerInfo
@@ -19,6 +20,9 @@ DEFAULT_CALL_APPROVAL_TIMEOUT_S = 60.0
 #: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
 CALL_APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
 _MAX_CALL_APPROVAL_TIMEOUT_S = 86400.0
+#: The most an approver is shown of one call (command and arguments, whole). A call that does
+#: not fit is not offered for approval: it is denied, saying to allow it with a grant instead.
+MAX_SHOWN_CHARS: Final = 64 * 1024
 
 
 def call_approval_timeout_s(environ: Mapping[str, str]) -> float:
@@ -38,6 +42,30 @@ class ApprovalAnswer(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalView:
+    """What a person approving a call is shown, rendered once by the core for every channel
+    (the `serve` prompt, an MCP elicitation, the console): every argument whole, only the
+    secret values masked (by the audit's redaction table), every shell metacharacter left
+    visible, control and invisible formatting characters escaped, nothing cut."""
+
+    #: The arguments, one `name: value` per line (a multi-line value indented below its name).
+    text: str
+    #: The command line the call runs, when it runs one (`shell`, or `command` [+ `args`]).
+    command: str | None = None
+    #: The arguments as JSON values, masked the same way (a console diffs a write with them).
+    arguments: Any = None
+
+    @property
+    def chars(self) -> int:
+        return len(self.text) + len(self.command or "")
+
+    @property
+    def fits(self) -> bool:
+        """Whether every channel can show it whole."""
+        return self.chars <= MAX_SHOWN_CHARS
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What an approver (the `meith_approve` hook) is asked about."""
 
@@ -48,7 +76,8 @@ class ApprovalRequest:
     capabilities: tuple[Capability, ...]
     privileged: tuple[Capability, ...]
     cwd: str
-    arguments_summary: str  # already redacted
+    #: What the approver is shown of the call (see `ApprovalView`).
+    view: ApprovalView
     #: Tells the waiting caller something (a progress event on its call), e.g. where it is
     #: being asked; never raises. None when the call has no event sink.
     notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)

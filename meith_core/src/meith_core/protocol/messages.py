@@ -246,6 +246,12 @@ class ApprovalRequestMessage(_Message):
     plugin: str
     capabilities: list[str]
     cwd: str
+    #: Where the call acts, in the words the person is shown.
+    runs: str | None = None
+    #: The command line the call runs, and every argument (`shown`, text; `arguments`, JSON
+    #: values) whole, only secret values masked: the core's one rendering for approvers.
+    command: str | None = None
+    shown: str | None = None
     arguments: Any
     caller: str
     label: str | None = None

@@ -134,7 +134,8 @@ class SocketConnection(asyncio.Protocol):
         if isinstance(action, SendTools):
             self.send(server.tools_list_frame(action.names))
         elif isinstance(action, SendSessions):
-            self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+            sessions = server.runtime.list_sessions(action.viewer)
+            self.send(frames.frame("sessions_list", sessions=sessions))
         elif isinstance(action, SessionResumed):
             server.runtime.sessions.end(action.dropped_session_id)  # opened here, never used
             _log.info("session resumed", sessionId=action.session_id)
