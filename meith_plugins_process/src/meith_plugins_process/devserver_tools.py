@@ -94,7 +94,11 @@ class DevServerTools:
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
         )

@@ -104,6 +104,7 @@ class Supervisor:
         session_callback: Mapping[str, str] | None = None,
         *,
         net: Sequence[str] = (),
+        sockets: Sequence[str] = (),
         on_refused: Callable[[str, str], None] | None = None,
     ) -> ConfinedSpawn | None:
         """The confinement for a process started under a grant limited to `scope` (the
@@ -117,6 +118,7 @@ class Supervisor:
             hide=[self.socket_path] if self.socket_path else [],
             session_callback=session_callback,
             net=net,
+            sockets=sockets,
             on_refused=on_refused,
         )
 

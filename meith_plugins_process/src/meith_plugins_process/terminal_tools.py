@@ -123,7 +123,11 @@ class TerminalTools:
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
         )

@@ -228,6 +228,7 @@ class CallPipeline:
             ),
             grant_scope=call.decision.grant_scope,
             grant_net=call.decision.grant_net,
+            grant_sockets=call.decision.grant_sockets,
             refusals=functools.partial(self._audit_refusal, call),
             grant_check=self.permissions.grant_check(caller, defn.name),
             child_env=(

@@ -123,6 +123,19 @@ class LandlockStatus:
                 "admission still refuses the process)",
             ),
             Wall(
+                "user-sockets",
+                ns,
+                "a private /tmp, /var/tmp, /run/user and $XDG_RUNTIME_DIR (empty but for the "
+                "directory, its temp dir and the sockets its grant names: --socket), the "
+                "well-known service sockets and those the runtime's environment names covered, "
+                "and SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, DISPLAY, TMUX... not passed on; "
+                "a socket elsewhere that no list names stays reachable until Landlock governs "
+                "Unix-socket connects (ABI 9, Linux 7.1)",
+                _USERNS_FIX
+                + " (without: the variables are not passed on, but the user's tmux, ssh-agent, "
+                "session bus and docker sockets stay connectable by path)",
+            ),
+            Wall(
                 "secrets",
                 ll,
                 "the secret paths (confinement.secretPaths) covered in the mount namespace"
@@ -171,9 +184,9 @@ class LandlockStatus:
             text += " (signals and abstract sockets are not scoped before ABI 6)"
         if self.namespaces:
             return text + (
-                "; meith's homes and sockets and the secret paths are hidden from them, .git "
-                "is read-only, they see only their own terminal and have no network but the "
-                "destinations their grant names (--net)"
+                "; meith's homes and sockets, the user's sockets and the secret paths are "
+                "hidden from them, .git is read-only, they see only their own terminal and "
+                "have no network but the destinations their grant names (--net)"
             )
         missing = ", ".join(w.name for w in self.missing())
         return (

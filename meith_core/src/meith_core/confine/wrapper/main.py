@@ -1,7 +1,8 @@
 """Apply the walls of a confinement to this process, then exec a command inside them.
 
     python -I -S -B RUN [--env-file FILE] --write DIR [--write DIR ...]
-        [--write-file FILE ...] [--read-only PATH ...] [--bind SRC DST ...] [--hide PATH ...]
+        [--write-file FILE ...] [--private DIR ...] [--keep PATH ...] [--read-only PATH ...]
+        [--bind SRC DST ...] [--hide PATH ...]
         [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
         [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] -- ARGV...
 
@@ -19,11 +20,14 @@ read as data and removed, and reaches only the final `execve`, after every wall 
 Walls, in the order they are built:
 
 - with namespaces (`--read-only`, `--hide`, `--bind`, `--devpts` or `--net`): a user and mount
-  namespace of its own; SRC of each `--bind` mounted on the file DST (the runtime's socket at a
-  path the process can reach once its own is covered); each `--read-only` PATH bind-mounted
-  read-only (repository metadata); `--devpts`: a private devpts instance on /dev/pts (and its
-  ptmx on /dev/ptmx), so no other terminal can be opened; each `--hide` PATH covered (an empty
-  read-only tmpfs over a directory, /dev/null over a file): meith homes and sockets, secrets.
+  namespace of its own; each `--private` DIR (/tmp, /run/user, ...) replaced by an empty
+  read-only tmpfs into which the `--keep` paths beneath it are mounted back, by descriptors
+  opened before anything was covered (`private.py`); SRC of each `--bind` mounted on the file
+  DST (the runtime's socket at a path the process can reach once its own is covered); each
+  `--read-only` PATH bind-mounted read-only (repository metadata); `--devpts`: a private
+  devpts instance on /dev/pts (and its ptmx on /dev/ptmx), so no other terminal can be opened;
+  each `--hide` PATH covered (an empty read-only tmpfs over a directory, /dev/null over a
+  file): meith homes and sockets, the user's sockets, secrets.
 - `--net`: a network namespace with only loopback. With a PROXYSOCK (a Unix socket of the
   runtime's network gate), the forwarder (`forwarder.py`) listens on 127.0.0.1 inside and
   relays to it, and the proxy variables of the child point there; with `--ports SOCK` the same
@@ -58,6 +62,7 @@ from .namespaces import (
     private_devpts,
     read_only,
 )
+from .private import handle_path, make_private, open_handles, reenter_cwd
 
 #: Exit status when confinement or exec fails (like a shell's "cannot run").
 EXIT_FAILED = 126
@@ -72,6 +77,8 @@ _LIST_FLAGS = (
     "--tcp-connect",
     "--read",
     "--read-file",
+    "--private",
+    "--keep",
 )
 _VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
 
@@ -142,14 +149,19 @@ def main(argv: list[str]) -> int:
             # Mounts first: once Landlock applies, the mount topology cannot change any more
             # (so the confined process cannot undo them either).
             enter_user_mount_namespace(net=net is not None)
+            # Opened before anything is covered: what is mounted back is what the plan named.
+            handles = open_handles([*lists["--keep"], *(source for source, _t in binds)])
+            for directory in lists["--private"]:
+                make_private(directory, handles)
             for source, target in binds:
-                bind(source, target)
+                bind(handle_path(handles[source]) if source in handles else source, target)
             for path in lists["--read-only"]:
                 read_only(path)
             if devpts:
                 private_devpts()
             for path in lists["--hide"]:
                 hide(path)
+            reenter_cwd()
             if net is not None:
                 loopback_up()
                 proxy = None if net == "none" else net

@@ -43,7 +43,7 @@ def enter_user_mount_namespace(net: bool = False) -> None:
         raise failure("mount(private /)")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
     enc = [x.encode() if x is not None else None for x in (source, target, fstype)]
     if libc().mount(enc[0], enc[1], enc[2], flags, None):
         raise failure(f"mount {target}")
@@ -51,30 +51,30 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> N
 
 def read_only(path: str) -> None:
     """Bind `path` onto itself, read-only (a directory with everything below it, or a file)."""
-    _mount(path, path, None, MS_BIND | MS_REC)
+    mount(path, path, None, MS_BIND | MS_REC)
     kept = os.statvfs(path).f_flag
     flags = MS_BIND | MS_REMOUNT | MS_RDONLY
     for vfs_flag, mount_flag in _LOCKED_FLAGS.items():
         if kept & vfs_flag:
             flags |= mount_flag
-    _mount(None, path, None, flags)
+    mount(None, path, None, flags)
 
 
 def bind(source: str, target: str) -> None:
     """Mount `source` (a file, such as a socket) on the existing file `target`."""
-    _mount(source, target, None, MS_BIND)
+    mount(source, target, None, MS_BIND)
 
 
 def private_devpts() -> None:
     """A devpts instance of its own on /dev/pts, and its ptmx on /dev/ptmx: the terminals of
     other sessions and of the user are gone from view (the process keeps the one it was given,
     an open descriptor, and /dev/tty)."""
-    _mount_data("devpts", "/dev/pts", "devpts", 2 | 8, b"newinstance,ptmxmode=0666,mode=0620")
+    mount_data("devpts", "/dev/pts", "devpts", 2 | 8, b"newinstance,ptmxmode=0666,mode=0620")
     if os.path.exists("/dev/ptmx"):
-        _mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
+        mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
 
 
-def _mount_data(source: str, target: str, fstype: str, flags: int, data: bytes) -> None:
+def mount_data(source: str, target: str, fstype: str, flags: int, data: bytes) -> None:
     if libc().mount(source.encode(), target.encode(), fstype.encode(), flags, data):
         raise failure(f"mount {target}")
 
@@ -99,6 +99,6 @@ def hide(path: str) -> None:
     if not os.path.lexists(path):
         return
     if os.path.isdir(path):
-        _mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
     else:
-        _mount("/dev/null", path, None, MS_BIND)
+        mount("/dev/null", path, None, MS_BIND)
