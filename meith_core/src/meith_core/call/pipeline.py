@@ -262,8 +262,7 @@ class CallPipeline:
     def record_refused(
         self, caller: CallerInfo, request_id: str | None, tool_name: str | None, reason: str
     ) -> None:
-        """Audit a `tool_call` frame the connection rules refused before it became a call
-        (coalesced like every refusal)."""
+        """Audit (coalesced) a `tool_call` frame the connection rules refused before it ran."""
         entry = refused_frame_entry(
             caller,
             request_id=request_id,
