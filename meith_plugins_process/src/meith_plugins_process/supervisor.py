@@ -238,8 +238,11 @@ class Supervisor:
 
     # -- the crash record ---------------------------------------------------------------
 
-    def track(self, process_id: str, kind: str, pid: int, command: str) -> float | None:
-        """Record a started process; returns its start time (None if already gone)."""
+    def track(
+        self, process_id: str, kind: str, pid: int, command: str, *, namespace: bool = False
+    ) -> float | None:
+        """Record a started process (`namespace`: it holds its members in a PID namespace);
+        returns its start time (None if already gone)."""
         created = _create_time(pid)
         self._managed[process_id] = {
             "id": process_id,
@@ -247,6 +250,7 @@ class Supervisor:
             "pid": pid,
             "createTime": created,
             "command": command[:500],
+            **({"pidNamespace": True} if namespace else {}),
         }
         self._write_record()
         return created
@@ -376,4 +380,5 @@ def _target_of(proc: Any) -> KillTarget | None:
         pid=pid,
         create_time=float(created) if created is not None else None,
         sig=KIND_SIGNAL.get(str(proc.get("kind")), signal.SIGTERM),
+        namespace=pid is not None and proc.get("pidNamespace") is True,
     )

@@ -92,6 +92,8 @@ class Confinement:
     #: `confine.sockets`), and what is mounted back into them, by descriptor.
     private: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
+    #: A PID namespace of its own: every process of the spawn ends with it.
+    pid_namespace: bool = False
 
     @classmethod
     def beneath(
@@ -201,6 +203,7 @@ class Confinement:
             tcp_rules=status.tcp_rules,
             private=tuple(private),
             keep=tuple(back),
+            pid_namespace=True,
         )
 
     def covers(self, path: str) -> bool:
@@ -241,6 +244,8 @@ class Confinement:
         for p in self.hidden:
             wrapped += ["--hide", p]
         wrapped += self._network_args()
+        if self.pid_namespace:
+            wrapped.append("--pid-ns")
         return [*wrapped, "--", *argv]
 
     def _network_args(self) -> list[str]:

@@ -195,6 +195,12 @@ class ConfinedSpawn:
             plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
         return plan.command(argv, env, markers=markers)
 
+    @property
+    def pid_namespace(self) -> bool:
+        """Whether its processes live in a PID namespace of their own: signal the process
+        spawned (the wrapper) and they all get it; SIGKILL it and none is left."""
+        return self.plan.pid_namespace
+
     def started(self, pid: int | None) -> None:
         """Forward the ports it will listen on to the host's loopback (localhost:PORT)."""
         if pid is None or self.ports_socket is None or self.forwarder is not None:

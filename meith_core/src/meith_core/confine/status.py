@@ -158,6 +158,17 @@ class LandlockStatus:
                 _USERNS_FIX + "; or Linux 6.7+ (Landlock ABI 4) for TCP-only rules",
             ),
             Wall(
+                "members",
+                ns,
+                "a PID namespace of its own: every process of the spawn (forked, setsid, "
+                "reparented, with a clean environment) ends when its command ends or is "
+                "stopped, before the call answers",
+                _USERNS_FIX
+                + " (without: members are found by session, process group, ancestry and an "
+                "environment marker, which a process that forks, calls setsid and execs with a "
+                "clean environment leaves behind: it outlives the call)",
+            ),
+            Wall(
                 "udp",
                 ns,
                 "UDP has nowhere to go from a network namespace with only loopback",
@@ -185,8 +196,9 @@ class LandlockStatus:
         if self.namespaces:
             return text + (
                 "; meith's homes and sockets, the user's sockets and the secret paths are "
-                "hidden from them, .git is read-only, they see only their own terminal and "
-                "have no network but the destinations their grant names (--net)"
+                "hidden from them, .git is read-only, they see only their own terminal, "
+                "have no network but the destinations their grant names (--net), and none of "
+                "their processes outlives them"
             )
         missing = ", ".join(w.name for w in self.missing())
         return (

@@ -4,7 +4,7 @@
         [--write-file FILE ...] [--private DIR ...] [--keep PATH ...] [--read-only PATH ...]
         [--bind SRC DST ...] [--hide PATH ...]
         [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
-        [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] -- ARGV...
+        [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] [--pid-ns] -- ARGV...
 
 (RUN: the entry `confine.launcher` compiles.) Run as the child of a spawn (so it is safe in a
 threaded runtime, unlike `preexec_fn`): the walls apply to this process and everything it
@@ -39,6 +39,10 @@ Walls, in the order they are built:
   abstract unix sockets are scoped to the new domain. `--tcp-connect PORT` (ABI 4+,
   repeatable; `--tcp-connect 0` for none): TCP connections only to those ports (the network
   wall where no network namespace can be made).
+- `--pid-ns`: a PID namespace holding every process of the spawn (`members.py`): this wrapper
+  stays, forwards signals to the namespace's init and exits with the command's status; init
+  mounts the namespace's /proc, applies Landlock, runs the command, and when it exits ends
+  whatever the command left (SIGTERM, then the kernel's SIGKILL as init exits).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .command import EXIT_FAILED, exec_command
 from .environment import (
     ENV_FILE_VAR,
     LOADER_HOOKS,
@@ -54,6 +59,8 @@ from .environment import (
     read_env_file,
 )
 from .landlock import restrict_self
+from .members import contain
+from .members import probe as probe_pid_namespace
 from .namespaces import (
     bind,
     enter_user_mount_namespace,
@@ -63,11 +70,6 @@ from .namespaces import (
     read_only,
 )
 from .private import handle_path, make_private, open_handles, reenter_cwd
-
-#: Exit status when confinement or exec fails (like a shell's "cannot run").
-EXIT_FAILED = 126
-EXIT_NOT_FOUND = 127
-
 
 _LIST_FLAGS = (
     "--write",
@@ -81,6 +83,7 @@ _LIST_FLAGS = (
     "--keep",
 )
 _VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
+_SWITCHES = ("--devpts", "--pid-ns")
 
 
 def main(argv: list[str]) -> int:
@@ -89,6 +92,7 @@ def main(argv: list[str]) -> int:
             enter_user_mount_namespace(net=True)
             private_devpts()
             loopback_up()
+            probe_pid_namespace()
         except OSError as exc:
             print(exc, file=sys.stderr)
             return EXIT_FAILED
@@ -96,7 +100,7 @@ def main(argv: list[str]) -> int:
     lists: dict[str, list[str]] = {flag: [] for flag in _LIST_FLAGS}
     values: dict[str, str] = {}
     binds: list[tuple[str, str]] = []
-    devpts = False
+    switches: set[str] = set()
     i = 0
     while i < len(argv) and argv[i] != "--":
         flag = argv[i]
@@ -104,8 +108,8 @@ def main(argv: list[str]) -> int:
             binds.append((argv[i + 1], argv[i + 2]))
             i += 3
             continue
-        if flag == "--devpts":
-            devpts = True
+        if flag in _SWITCHES:
+            switches.add(flag)
             i += 1
             continue
         if flag in lists and i + 1 < len(argv):
@@ -123,6 +127,7 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     net = values.get("--net")
+    devpts, pid_ns = "--devpts" in switches, "--pid-ns" in switches
     if "--env-file" not in values and os.environ.get(ENV_FILE_VAR):
         values["--env-file"] = os.environ[ENV_FILE_VAR]
     if "--env-file" not in values:
@@ -172,23 +177,22 @@ def main(argv: list[str]) -> int:
         if "--proxy-url" in values:
             env.update(proxy_environment(values["--proxy-url"]))
         limit_reads = bool(lists["--read"])
-        restrict_self(
-            lists["--write"],
-            lists["--write-file"],
-            tcp_ports=tcp_ports,
-            read_dirs=lists["--read"] if limit_reads else None,
-            read_files=lists["--read-file"],
-        )
+
+        def restrict() -> None:
+            restrict_self(
+                lists["--write"],
+                lists["--write-file"],
+                tcp_ports=tcp_ports,
+                read_dirs=lists["--read"] if limit_reads else None,
+                read_files=lists["--read-file"],
+            )
+
+        if pid_ns:
+            # Last: the first child after it is the namespace's init (the forwarder is not).
+            contain(restrict, command, env)
+        restrict()
     except (OSError, ValueError) as exc:
         # Never run the command unconfined when confinement was asked for.
         print(f"meith confine: could not confine the process: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    try:
-        # The caller's environment and argv: only here, inside every wall.
-        os.execvpe(command[0], command, env)  # noqa: S606 - the command is the caller's
-    except FileNotFoundError:
-        print(f"meith confine: command not found: {command[0]}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except OSError as exc:
-        print(f"meith confine: cannot run {command[0]}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    return exec_command(command, env)
