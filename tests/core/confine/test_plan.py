@@ -78,8 +78,9 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         tcp_rules=True,
         private=(str(tmp_path / "sys" / "tmp"),),
         keep=(),
+        pid_namespace=True,
     )
-    assert plan.wrap(["true"])[-4:] == ["--net", "/gate.sock", "--", "true"]
+    assert plan.wrap(["true"])[-5:] == ["--net", "/gate.sock", "--pid-ns", "--", "true"]
 
 
 def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: Path) -> None:
@@ -96,6 +97,8 @@ def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: 
     assert plan.hidden == plan.read_only == plan.binds == ()
     assert plan.devpts is False
     assert plan.net_namespace is False
+    assert plan.pid_namespace is False  # members are then the killer's to find
+    assert plan.private == ()
     # Reading is limited: nothing of the secret path or /dev/pts is in a read rule.
     assert plan.read_dirs is not None
     readable = [*plan.read_dirs, *plan.read_files]
