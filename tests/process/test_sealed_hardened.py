@@ -32,7 +32,14 @@ from tests.process.support import ok
 pytestmark = [needs_landlock]
 
 #: What cannot be built without user namespaces (terminals and secrets are then Landlock's).
-MISSING = {"homes-and-sockets-hidden", "user-sockets", "git-metadata", "members", "udp"}
+MISSING = {
+    "homes-and-sockets-hidden",
+    "user-sockets",
+    "secret-files",
+    "git-metadata",
+    "members",
+    "udp",
+}
 
 
 @pytest.fixture

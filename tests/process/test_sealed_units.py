@@ -168,7 +168,8 @@ def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     default = json.loads(_meith(home, "settings", "get", "confinement.secretPaths").stdout)
     assert "~/.ssh" in default
-    assert "~/.docker/config.json" in default
+    for registry_token in ("~/.docker", "~/.npmrc", "~/.pypirc", "~/.cargo/credentials.toml"):
+        assert registry_token in default
     mine = json.dumps([*default, str(tmp_path / "vault")])
     done = _meith(home, "settings", "set", "confinement.secretPaths", mine)
     assert done.returncode == 0, done.stderr

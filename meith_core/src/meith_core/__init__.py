@@ -80,6 +80,9 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_SECRET_PATHS": "meith_core.confine.secret_paths",
     "secret_paths": "meith_core.confine.secret_paths",
     "is_secret_path": "meith_core.confine.secret_paths",
+    "secret_patterns": "meith_core.confine.secret_paths",
+    "matches_secret_pattern": "meith_core.confine.secret_paths",
+    "DEFAULT_SECRET_PATTERNS": "meith_core.confine.secret_paths",
     # hosting in-process
     "Runtime": "meith_core.host.runtime",
     "MeithHome": "meith_core.base.home",
@@ -90,6 +93,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "CALLBACK_ENV",
     "DEFAULT_SECRET_PATHS",
+    "DEFAULT_SECRET_PATTERNS",
     "GIT_PROGRAM_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
@@ -136,6 +140,7 @@ __all__ = [
     "is_session_callback",
     "is_within",
     "landlock_status",
+    "matches_secret_pattern",
     "new_id",
     "ok_result",
     "ownership_error",
@@ -143,6 +148,7 @@ __all__ = [
     "resolve_within",
     "resolved_within",
     "secret_paths",
+    "secret_patterns",
     "spawn_confined",
     "tool",
     "write_file_beneath",
@@ -199,7 +205,14 @@ if TYPE_CHECKING:
     from meith_core.confine.planted_report import PlantedGit, PlantedGitReport
     from meith_core.confine.planted_watch import GitMetadataWatch
     from meith_core.confine.protected import write_refusal
-    from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS, is_secret_path, secret_paths
+    from meith_core.confine.secret_paths import (
+        DEFAULT_SECRET_PATHS,
+        DEFAULT_SECRET_PATTERNS,
+        is_secret_path,
+        matches_secret_pattern,
+        secret_paths,
+        secret_patterns,
+    )
     from meith_core.confine.spawn import (
         ConfinedSpawn,
         add_meith_cli,

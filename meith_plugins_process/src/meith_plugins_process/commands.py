@@ -42,6 +42,7 @@ from meith_core import (
 )
 from meith_plugins_process.attach import emit_lines
 from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
+from meith_plugins_process.diagnostics import confinement_notes
 from meith_plugins_process.killer import MARKER_ENV, KillTarget
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.models import RunCommandArgs
@@ -239,8 +240,9 @@ class CommandRunner:
         diagnostics: list[Diagnostic | dict[str, str]],
     ) -> ToolResult:
         try:
+            notes = confinement_notes(confined)
             result = await self._run(
-                ctx, args, cwd, owner, confined, session_callback, list(diagnostics)
+                ctx, args, cwd, owner, confined, session_callback, [*diagnostics, *notes]
             )
             if confined is not None and result.ok:
                 # What the command planted (a `git init` with a program-valued key, a hook)

@@ -8,6 +8,7 @@ from meith_core import ActsOn, ToolContext, ToolDefinition, ToolResult, ok_resul
 from meith_plugins_process.diagnostics import (
     Diagnostics,
     check_scope,
+    confinement_notes,
     detached_note,
     exit_scan,
     unconfined_warning,
@@ -131,6 +132,7 @@ class TerminalTools:
             ),
             session_callback=callback,
         )
+        diagnostics.extend(confinement_notes(term.confined))
         diagnostics.extend(detached_note(ctx, "Terminal", term.id, args.detach))
         if warning:
             diagnostics.append({"level": "warn", "message": warning})

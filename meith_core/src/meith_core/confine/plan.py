@@ -29,7 +29,8 @@ from meith_core.confine.envfile import write_env_file
 from meith_core.confine.gitdirs import repository_metadata
 from meith_core.confine.launcher import private_dir, wrapper_argv, wrapper_environment
 from meith_core.confine.protected import meith_homes, protected_paths
-from meith_core.confine.secret_paths import secret_paths
+from meith_core.confine.secret_files import find_secret_files
+from meith_core.confine.secret_paths import secret_paths, secret_patterns
 from meith_core.confine.sockets import private_dirs, user_sockets
 from meith_core.confine.status import LandlockStatus, landlock_status
 from meith_core.confine.wrapper.environment import ENV_FILE_VAR
@@ -94,6 +95,10 @@ class Confinement:
     keep: tuple[str, ...] = ()
     #: A PID namespace of its own: every process of the spawn ends with it.
     pid_namespace: bool = False
+    #: Files inside the directory whose names are secret (`confine.secret_files`), covered
+    #: through a descriptor; `secret_files_note`: why that list is incomplete, when it is.
+    secret_files: tuple[str, ...] = ()
+    secret_files_note: str = ""
 
     @classmethod
     def beneath(
@@ -108,6 +113,7 @@ class Confinement:
         net: NetworkAccess | None = None,
         tty: str | None = None,
         secrets: Iterable[str] | None = None,
+        patterns: Iterable[str] | None = None,
         sockets: Iterable[str] = (),
         status: LandlockStatus | None = None,
     ) -> Confinement:
@@ -121,7 +127,9 @@ class Confinement:
         source (the socket, for a child that calls back with a session token) is mounted on its
         target file first. The user's sockets are out of reach (`confine.sockets`): /tmp,
         /run/user and the like are private, empty but for the directory, the extra dirs and the
-        `sockets` the grant names, which are mounted back; well-known sockets are covered.
+        `sockets` the grant names, which are mounted back; well-known sockets are covered. The
+        files beneath `directory` whose names are secret by `patterns` (default: the setting
+        `confinement.secretPatterns` of `home`) are covered too.
         Without namespaces nothing is covered or bound and only the process's own terminal
         `tty` (a /dev/pts path) is writable.
 
@@ -191,6 +199,8 @@ class Confinement:
         metadata = tuple(
             p for p in repository_metadata(root) if any(is_within(p, w) for w in writable)
         )
+        names = secret_patterns(home=home) if patterns is None else tuple(patterns)
+        found = find_secret_files(root, names)
         return cls(
             tuple(dirs),
             tuple(files),
@@ -204,6 +214,8 @@ class Confinement:
             private=tuple(private),
             keep=tuple(back),
             pid_namespace=True,
+            secret_files=found.files,
+            secret_files_note=found.note,
         )
 
     def covers(self, path: str) -> bool:
@@ -243,6 +255,8 @@ class Confinement:
                 wrapped += ["--read-file", f]
         for p in self.hidden:
             wrapped += ["--hide", p]
+        for f in self.secret_files:
+            wrapped += ["--hide-file", f]
         wrapped += self._network_args()
         if self.pid_namespace:
             wrapped.append("--pid-ns")

@@ -15,6 +15,7 @@ read-only directory, or /dev/null for a file): see `confine.plan`.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -24,9 +25,30 @@ from meith_core.base.home import read_json
 from meith_core.base.home_registry import known_homes, registry_dir, user_tmp_dir
 from meith_core.base.paths import resolved_within
 
-#: The settings section and key (policy: only the local user changes it).
+#: The settings section and keys (policy: only the local user changes them).
 SECTION: Final = "confinement"
 KEY: Final = "secretPaths"
+PATTERNS_KEY: Final = "secretPatterns"
+
+#: Names of files that hold secrets wherever they are, inside an allowed directory too
+#: (shell-style patterns on the name; `!pattern` keeps a name that another pattern names).
+#: ssh keys by their usual names rather than `id_*`, which would hide `id_map.py`; the env
+#: files' committed examples stay readable.
+DEFAULT_SECRET_PATTERNS: Final[tuple[str, ...]] = (
+    ".env",
+    ".env.*",
+    "!.env.example",
+    "!.env.sample",
+    "!.env.template",
+    "*.pem",
+    "*.key",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "id_ecdsa_sk",
+    "id_ed25519_sk",
+)
 
 #: The default secret paths (`~` is the user's home directory).
 DEFAULT_SECRET_PATHS: Final[tuple[str, ...]] = (
@@ -36,12 +58,41 @@ DEFAULT_SECRET_PATHS: Final[tuple[str, ...]] = (
     "~/.azure",
     "~/.config/gcloud",
     "~/.kube",
-    "~/.docker/config.json",
+    "~/.docker",
     "~/.netrc",
     "~/.git-credentials",
     "~/.config/gh",
+    "~/.config/hub",
     "~/.password-store",
     "~/.local/share/keyrings",
+    # Package registries' and cloud tools' tokens (a grant for `npm install` must not carry an
+    # `npm publish` of the user's package).
+    "~/.npmrc",
+    "~/.yarnrc.yml",
+    "~/.pypirc",
+    "~/.config/pip",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.gradle/gradle.properties",
+    "~/.config/containers/auth.json",
+    "~/.terraform.d/credentials.tfrc.json",
+    "~/.vault-token",
+    # Shell and REPL histories: tokens typed on command lines.
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.histfile",
+    "~/.sh_history",
+    "~/.local/share/fish/fish_history",
+    "~/.python_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.node_repl_history",
+    "~/.irb_history",
+    "~/.rediscli_history",
+    "~/.lesshst",
     # Browser profiles: cookies, saved passwords, session tokens.
     "~/.mozilla",
     "~/.config/google-chrome",
@@ -79,6 +130,39 @@ def configured_secret_paths(settings: Mapping[str, Any] | None) -> list[str]:
     return list(DEFAULT_SECRET_PATHS)
 
 
+def configured_secret_patterns(settings: Mapping[str, Any] | None) -> list[str]:
+    """The `confinement.secretPatterns` of `settings`, or the default when unset or invalid."""
+    section = settings.get(SECTION) if isinstance(settings, Mapping) else None
+    value = section.get(PATTERNS_KEY) if isinstance(section, Mapping) else None
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return list(DEFAULT_SECRET_PATTERNS)
+
+
+def secret_patterns(
+    settings: Mapping[str, Any] | None = None, *, home: str | os.PathLike[str] | None = None
+) -> tuple[str, ...]:
+    """The secret file-name patterns (from `settings`, else `home`'s settings.json, else the
+    default)."""
+    if settings is None and home is not None:
+        data = read_json(Path(home) / "settings.json")
+        settings = data if isinstance(data, dict) else None
+    return tuple(configured_secret_patterns(settings))
+
+
+def matches_secret_pattern(name: str, patterns: Iterable[str]) -> bool:
+    """Whether the file name `name` is secret by `patterns`: one pattern names it and no
+    `!pattern` keeps it (case-sensitive, as the file system is)."""
+    named = False
+    for pattern in patterns:
+        if pattern.startswith("!"):
+            if fnmatch.fnmatchcase(name, pattern[1:]):
+                return False
+        elif not named and fnmatch.fnmatchcase(name, pattern):
+            named = True
+    return named
+
+
 def secret_paths(
     settings: Mapping[str, Any] | None = None,
     *,
@@ -104,10 +188,15 @@ def is_secret_path(
     *,
     home: str | os.PathLike[str] | None = None,
     secrets: Iterable[str] | None = None,
+    patterns: Iterable[str] | None = None,
 ) -> bool:
-    """Whether `path` (resolved, symbolic links followed) is a secret path or lies beneath one.
-    Pass `secrets` (from `secret_paths`) to check many paths against one list."""
+    """Whether `path` (resolved, symbolic links followed) is a secret path or lies beneath one,
+    or its name is secret by the patterns (`secret_patterns`). Pass `secrets` (from
+    `secret_paths`) and `patterns` to check many paths against one list."""
     real = os.path.realpath(os.fspath(path))
+    names = patterns if patterns is not None else secret_patterns(settings, home=home)
+    if matches_secret_pattern(os.path.basename(real), names):
+        return True
     if secrets is None:
         listed: Iterable[str] = secret_paths(settings, home=home)  # resolved, each once
     else:
@@ -117,7 +206,11 @@ def is_secret_path(
 
 __all__ = [
     "DEFAULT_SECRET_PATHS",
+    "DEFAULT_SECRET_PATTERNS",
     "configured_secret_paths",
+    "configured_secret_patterns",
     "is_secret_path",
+    "matches_secret_pattern",
     "secret_paths",
+    "secret_patterns",
 ]

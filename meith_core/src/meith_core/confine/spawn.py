@@ -195,6 +195,16 @@ class ConfinedSpawn:
             plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
         return plan.command(argv, env, markers=markers)
 
+    def notes(self) -> list[str]:
+        """What the caller should be told about this confinement beyond the host's walls (a
+        secret-file walk that stopped at its budget)."""
+        if not self.plan.secret_files_note:
+            return []
+        return [
+            f"Secret files in {self.scope}: {self.plan.secret_files_note}; files matching "
+            "confinement.secretPatterns beyond that are NOT hidden from this process"
+        ]
+
     @property
     def pid_namespace(self) -> bool:
         """Whether its processes live in a PID namespace of their own: signal the process

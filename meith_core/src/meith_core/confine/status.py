@@ -146,6 +146,13 @@ class LandlockStatus:
                 _KERNEL_FIX,
             ),
             Wall(
+                "secret-files",
+                ns,
+                "files inside the directory whose names are secret (confinement.secretPatterns: "
+                ".env, *.pem, *.key, ssh keys) covered with /dev/null when it starts",
+                _USERNS_FIX + " (without: they are readable by the process)",
+            ),
+            Wall(
                 "git-metadata",
                 ns,
                 "existing .git mounted read-only",

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import AuditSettings, Limits
 from meith_core.base.home import file_signature, read_json, write_json_atomic
-from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS
+from meith_core.confine.secret_paths import DEFAULT_SECRET_PATHS, DEFAULT_SECRET_PATTERNS
 from meith_core.confine.secret_paths import KEY as SECRET_KEY
+from meith_core.confine.secret_paths import PATTERNS_KEY as SECRET_PATTERNS_KEY
 from meith_core.confine.secret_paths import SECTION as SECRET_SECTION
 from meith_core.protocol.framing import dumps_bytes
 
@@ -46,6 +47,27 @@ class ConfinementSettings(BaseModel):
 
     #: Paths a confined process cannot read and read tools refuse to agents (`~` expands).
     secretPaths: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATHS))
+    #: Names of secret files inside allowed directories (`.env`, `*.pem`; `!name` keeps one).
+    secretPatterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
+
+    @field_validator("secretPaths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        # A relative entry would be silently ignored (relative to what?): an error instead.
+        bad = [p for p in paths if not (p.startswith(("/", "~")) and "\0" not in p)]
+        if bad:
+            raise ValueError(
+                f"secret paths must be absolute or start with ~ (the home directory): {bad}"
+            )
+        return paths
+
+    @field_validator("secretPatterns")
+    @classmethod
+    def _names(cls, patterns: list[str]) -> list[str]:
+        bad = [p for p in patterns if not p.lstrip("!") or "/" in p or "\0" in p]
+        if bad:
+            raise ValueError(f"secret patterns are file-name patterns (no '/', not empty): {bad}")
+        return patterns
 
 
 class SettingsError(ValueError):
@@ -90,7 +112,9 @@ class SettingsStore:
         # would flush evidence, so its keys are policy.
         self.register_section("audit", AuditSettings, policy=("retentionDays", "maxBytes"))
         # What confined processes cannot read (and read tools refuse to agents): policy.
-        self.register_section(SECRET_SECTION, ConfinementSettings, policy=(SECRET_KEY,))
+        self.register_section(
+            SECRET_SECTION, ConfinementSettings, policy=(SECRET_KEY, SECRET_PATTERNS_KEY)
+        )
 
     def register_section(
         self, name: str, model: type[BaseModel] | SettingsSection, policy: Iterable[str] = ()

@@ -2,7 +2,7 @@
 
     python -I -S -B RUN [--env-file FILE] --write DIR [--write DIR ...]
         [--write-file FILE ...] [--private DIR ...] [--keep PATH ...] [--read-only PATH ...]
-        [--bind SRC DST ...] [--hide PATH ...]
+        [--bind SRC DST ...] [--hide PATH ...] [--hide-file FILE ...]
         [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
         [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] [--pid-ns] -- ARGV...
 
@@ -27,7 +27,8 @@ Walls, in the order they are built:
   `--read-only` PATH bind-mounted read-only (repository metadata); `--devpts`: a private
   devpts instance on /dev/pts (and its ptmx on /dev/ptmx), so no other terminal can be opened;
   each `--hide` PATH covered (an empty read-only tmpfs over a directory, /dev/null over a
-  file): meith homes and sockets, the user's sockets, secrets.
+  file): meith homes and sockets, the user's sockets, secrets; each `--hide-file` FILE (a secret
+  file inside the directory) covered with /dev/null through a descriptor, if a regular file.
 - `--net`: a network namespace with only loopback. With a PROXYSOCK (a Unix socket of the
   runtime's network gate), the forwarder (`forwarder.py`) listens on 127.0.0.1 inside and
   relays to it, and the proxy variables of the child point there; with `--ports SOCK` the same
@@ -65,6 +66,7 @@ from .namespaces import (
     bind,
     enter_user_mount_namespace,
     hide,
+    hide_file,
     loopback_up,
     private_devpts,
     read_only,
@@ -81,6 +83,7 @@ _LIST_FLAGS = (
     "--read-file",
     "--private",
     "--keep",
+    "--hide-file",
 )
 _VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
 _SWITCHES = ("--devpts", "--pid-ns")
@@ -166,6 +169,8 @@ def main(argv: list[str]) -> int:
                 private_devpts()
             for path in lists["--hide"]:
                 hide(path)
+            for path in lists["--hide-file"]:
+                hide_file(path)
             reenter_cwd()
             if net is not None:
                 loopback_up()

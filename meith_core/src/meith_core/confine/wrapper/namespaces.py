@@ -4,6 +4,7 @@ read-only metadata, a private devpts, covered paths, loopback brought up."""
 from __future__ import annotations
 
 import os
+import stat
 
 from .kernel import failure, libc, write_text
 
@@ -102,3 +103,18 @@ def hide(path: str) -> None:
         mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
     else:
         mount("/dev/null", path, None, MS_BIND)
+
+
+def hide_file(path: str) -> None:
+    """Cover the regular file `path` with /dev/null through a descriptor of it: what is
+    covered is the file the descriptor is, and a symbolic link or anything else put in its
+    place is left alone. Nothing to cover when nothing is there."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            mount("/dev/null", f"/proc/self/fd/{fd}", None, MS_BIND)
+    finally:
+        os.close(fd)
