@@ -272,7 +272,7 @@ def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
     assert not is_secret_path(tmp_path / "project" / "README.md")
     mine = {"confinement": {"secretPaths": [str(tmp_path / "vault")]}}
     assert is_secret_path(tmp_path / "vault" / "key", mine)
-    assert not is_secret_path(home / ".ssh" / "id_ed25519", mine)  # the user's list replaces it
+    assert not is_secret_path(home / ".ssh" / "known_hosts", mine)  # the list replaces it
     # Every meith home, whatever the setting says.
     other = MeithHome(tmp_path / "other-home").ensure()
     register_home(other.root)
