@@ -32,7 +32,8 @@ def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
         'echo t > "$TMPDIR/t"; echo tmp:$?',
         'mkdir -p "$XDG_CACHE_HOME/tool"; echo cache:$?',
         "echo env:${MEITH_SOCKET:-none}:${MEITH_HOME:-none}:${MEITH_SESSION_TOKEN:-none}",
-        f"cat {outside}/readable; echo read:$?",
+        # Outside /tmp, which is private to it (its directory and temp dir mounted back).
+        f"grep -c def.attack_script {__file__}; echo read:$?",
         "echo done-marker",
     ]
     return "; ".join(steps)
@@ -60,7 +61,6 @@ def test_a_dev_server_under_a_directory_grant_cannot_touch_the_trust_root(
     repo, outside = tmp_path / "repo", tmp_path / "outside"
     repo.mkdir()
     outside.mkdir()
-    (outside / "readable").write_text("visible\n")
     srv = meith_server(plugins="process")
     srv.approve("process")
     srv.grant("starts-process", cwd=str(repo))
@@ -95,7 +95,6 @@ def test_a_dev_server_under_a_directory_grant_cannot_touch_the_trust_root(
         assert got["tmp"] == "0"
         assert got["cache"] == "0"
         assert got["read"] == "0"
-        assert "visible" in logs()
         # No way back to the runtime as the local user through the environment.
         assert got["env"] == "none:none:none"  # not even the user's token
         assert dev["content"]["confinedTo"] == str(repo.resolve())

@@ -267,7 +267,8 @@ def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
     assert is_secret_path(home / ".ssh" / "id_ed25519")
     assert is_secret_path(home / ".aws" / "credentials")
     assert is_secret_path(home / ".docker" / "config.json")
-    assert not is_secret_path(home / ".docker" / "other.json")
+    assert is_secret_path(home / ".npmrc")
+    assert not is_secret_path(home / ".bashrc")
     assert not is_secret_path(tmp_path / "project" / "README.md")
     mine = {"confinement": {"secretPaths": [str(tmp_path / "vault")]}}
     assert is_secret_path(tmp_path / "vault" / "key", mine)

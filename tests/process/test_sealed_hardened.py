@@ -32,7 +32,14 @@ from tests.process.support import ok
 pytestmark = [needs_landlock]
 
 #: What cannot be built without user namespaces (terminals and secrets are then Landlock's).
-MISSING = {"homes-and-sockets-hidden", "git-metadata", "udp"}
+MISSING = {
+    "homes-and-sockets-hidden",
+    "user-sockets",
+    "secret-files",
+    "git-metadata",
+    "members",
+    "udp",
+}
 
 
 @pytest.fixture
@@ -81,7 +88,10 @@ async def test_app_health_and_the_call_say_what_is_missing(
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: Path) -> None:
+async def test_the_walls_that_remain_hold(
+    hardened: None, proc: Proc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1")
     status = landlock_status()
     if not status.tcp_rules:
         pytest.skip("Landlock before ABI 4 has no TCP rules")
@@ -117,6 +127,7 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
                 f"{sys.executable} raw.py {tport}",
                 f"curl -s -m 10 --noproxy '' http://127.0.0.1:{allowed}/ | sed s/^/curl:/",
                 f"curl -s -m 10 --noproxy '*' http://127.0.0.1:{allowed}/; echo direct:$?",
+                "echo agent:${SSH_AUTH_SOCK:-unset}",  # the sockets are reachable; not named
                 f"echo {DONE}",
             ]
             got = results(await run_dev(proc, caller, repo, "; ".join(steps)))
@@ -133,6 +144,7 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
     assert got["tcp"].startswith("refused"), got
     assert got["curl"] == "hello from the loopback", got
     assert got["direct"] != "0"
+    assert got["agent"] == "unset", got
 
 
 def test_the_banner_of_meith_serve_names_the_missing_walls(meith_server: Any) -> None:

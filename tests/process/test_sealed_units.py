@@ -76,6 +76,27 @@ def test_grants_add_net(tmp_path: Path) -> None:
     assert bad.returncode != 0
 
 
+@pytest.mark.slow
+def test_grants_add_socket(tmp_path: Path) -> None:
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    repo.mkdir()
+    base = ["grants", "add", "--caller", "agent", "-c", "starts-process"]
+    db = "/run/postgresql/.s.PGSQL.5432"
+    done = _meith(home, *base, "--cwd", str(repo), "--socket", db, "--socket", "/tmp/x//y.sock")
+    assert done.returncode == 0, done.stderr
+    assert f"sockets: {db}, /tmp/x/y.sock" in done.stdout
+    listed = json.loads(_meith(home, "grants", "list", "--json").stdout)
+    assert listed[0]["sockets"] == [db, "/tmp/x/y.sock"]
+    grant = Grant.from_json(listed[0])
+    assert grant.sockets == (db, "/tmp/x/y.sock")
+    unconfined = _meith(home, *base, "--socket", db)
+    assert unconfined.returncode != 0
+    assert "--cwd" in unconfined.stderr
+    relative = _meith(home, *base, "--cwd", str(repo), "--socket", "db.sock")
+    assert relative.returncode != 0
+    assert "absolute" in relative.stderr
+
+
 def test_a_peer_of_this_namespace_is_not_taken_for_confined() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with a, b:
@@ -127,7 +148,7 @@ def test_a_plan_with_many_homes_registered_resolves_each_path_once(
     # A handful per home (registry, known_homes, the plan), never one per pair of paths.
     assert calls < 10 * len(homes), calls
     for home in homes:
-        assert str(home.resolve()) in plan.hidden or plan.read_dirs is not None
+        assert plan.covers(str(home.resolve())) or plan.read_dirs is not None
     assert str((homes[0] / "inner").resolve()) not in plan.hidden  # covered by its home
 
 
@@ -147,7 +168,8 @@ def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     default = json.loads(_meith(home, "settings", "get", "confinement.secretPaths").stdout)
     assert "~/.ssh" in default
-    assert "~/.docker/config.json" in default
+    for registry_token in ("~/.docker", "~/.npmrc", "~/.pypirc", "~/.cargo/credentials.toml"):
+        assert registry_token in default
     mine = json.dumps([*default, str(tmp_path / "vault")])
     done = _meith(home, "settings", "set", "confinement.secretPaths", mine)
     assert done.returncode == 0, done.stderr

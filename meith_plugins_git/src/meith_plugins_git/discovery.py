@@ -78,6 +78,7 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
             git.hidden_paths,
             git.report_planted,
             net=held.net,
+            sockets=held.sockets,
             on_refused=ctx.refusal_recorder(),
         )
     return Repo(

@@ -51,6 +51,8 @@ class HookConfinement:
     report: ReportPlanted | None = field(default=None, compare=False)
     #: The network destinations the holding grant names (`--net`); none: no network.
     net: tuple[str, ...] = ()
+    #: The Unix sockets the holding grant names (`--socket`); none: none of the user's.
+    sockets: tuple[str, ...] = ()
     #: Where refused destinations are reported (the audit trail).
     on_refused: Callable[[str, str], None] | None = field(default=None, compare=False)
 
@@ -89,6 +91,7 @@ def confined_hooks_dir(
             hide=confinement.hide,
             protect=[launchers],
             net=confinement.net,
+            sockets=confinement.sockets,
             on_refused=confinement.on_refused,
             forward_ports=False,
         )

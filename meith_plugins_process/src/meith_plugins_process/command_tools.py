@@ -50,7 +50,11 @@ class CommandTools:
             cwd=cwd,
             owner=Owner.of(ctx.caller),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
             diagnostics=unconfined_warning(ctx),

@@ -10,6 +10,7 @@ from meith_plugins_process.devservers import STOP_GRACE_S, DevServerManager, res
 from meith_plugins_process.diagnostics import (
     Diagnostics,
     check_scope,
+    confinement_notes,
     detached_note,
     exit_scan,
     unconfined_warning,
@@ -94,11 +95,15 @@ class DevServerTools:
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
         )
-        diagnostics = unconfined_warning(ctx)
+        diagnostics = unconfined_warning(ctx) + confinement_notes(server.confined)
         diagnostics.extend(detached_note(ctx, "Dev server", server.id, args.detach))
         if server.status == "errored":
             diagnostics.append(

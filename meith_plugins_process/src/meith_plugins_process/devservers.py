@@ -130,7 +130,8 @@ class DevServer:
         return self.command if self.via_shell else shlex.join(self.argv)
 
     def target(self, sig: signal.Signals) -> KillTarget:
-        return KillTarget(self.id, self.pid, self.create_time, sig)
+        contained = self.confined is not None and self.confined.pid_namespace
+        return KillTarget(self.id, self.pid, self.create_time, sig, namespace=contained)
 
     def system(self, text: str) -> None:
         self.logs.append("system", [text])
@@ -340,7 +341,11 @@ class DevServerManager(OwnedRegistry[DevServer]):
         server._transport = transport
         server.pid = transport.get_pid()
         server.create_time = self.sup.track(
-            server.id, "dev-server", server.pid, server.display_command
+            server.id,
+            "dev-server",
+            server.pid,
+            server.display_command,
+            namespace=server.target(signal.SIGTERM).namespace,
         )
         # Git metadata it plants is neutralised while it runs and when it exits.
         server.git_watch = self.sup.watch_git(

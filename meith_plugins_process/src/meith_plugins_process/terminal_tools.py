@@ -8,6 +8,7 @@ from meith_core import ActsOn, ToolContext, ToolDefinition, ToolResult, ok_resul
 from meith_plugins_process.diagnostics import (
     Diagnostics,
     check_scope,
+    confinement_notes,
     detached_note,
     exit_scan,
     unconfined_warning,
@@ -123,10 +124,15 @@ class TerminalTools:
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
         )
+        diagnostics.extend(confinement_notes(term.confined))
         diagnostics.extend(detached_note(ctx, "Terminal", term.id, args.detach))
         if warning:
             diagnostics.append({"level": "warn", "message": warning})

@@ -138,7 +138,8 @@ class Terminal:
         }
 
     def target(self, sig: signal.Signals) -> KillTarget:
-        return KillTarget(self.id, self.pid, self.create_time, sig)
+        contained = self.confined is not None and self.confined.pid_namespace
+        return KillTarget(self.id, self.pid, self.create_time, sig, namespace=contained)
 
     def subject(self) -> dict[str, Any]:
         """Who a planted-git report is about."""
@@ -310,7 +311,9 @@ class TerminalManager(OwnedRegistry[Terminal]):
             os.close(slave)
         term._attach(master, transport)
         term.pid = transport.get_pid()
-        term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
+        term.create_time = self.sup.track(
+            term.id, "terminal", term.pid, shell, namespace=term.target(signal.SIGHUP).namespace
+        )
         # Git metadata it plants is neutralised while it runs and when it exits.
         term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)
         self.by_id[term.id] = term

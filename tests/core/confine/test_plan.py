@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from meith_core.base.home_registry import register_home, user_tmp_dir
+from meith_core.confine import sockets
 from meith_core.confine.plan import DEVICE_DIRS, DEVICE_FILES, Confinement, NetworkAccess
 from meith_core.confine.status import LandlockStatus
 
@@ -20,12 +21,20 @@ HARDENED = LandlockStatus(5, namespaces=False)
 
 @pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user of its own: HOME, the registry of homes and MEITH_HOME in `tmp_path`."""
+    """A user of its own: HOME, the registry of homes and MEITH_HOME in `tmp_path`; of the
+    machine's sockets and private directories, only those under `tmp_path / "sys"`."""
     home = tmp_path / "user"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.delenv("MEITH_HOME", raising=False)
+    for name in sockets.SESSION_SOCKET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    system = tmp_path / "sys"
+    (system / "tmp").mkdir(parents=True)
+    monkeypatch.setattr(sockets, "PRIVATE_DIRS", (str(system / "tmp"),))
+    monkeypatch.setattr(sockets, "WELL_KNOWN_SOCKETS", (str(system / "docker.sock"),))
     return home
 
 
@@ -67,8 +76,11 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         net_namespace=True,
         read_dirs=None,
         tcp_rules=True,
+        private=(str(tmp_path / "sys" / "tmp"),),
+        keep=(),
+        pid_namespace=True,
     )
-    assert plan.wrap(["true"])[-4:] == ["--net", "/gate.sock", "--", "true"]
+    assert plan.wrap(["true"])[-5:] == ["--net", "/gate.sock", "--pid-ns", "--", "true"]
 
 
 def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: Path) -> None:
@@ -85,6 +97,8 @@ def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: 
     assert plan.hidden == plan.read_only == plan.binds == ()
     assert plan.devpts is False
     assert plan.net_namespace is False
+    assert plan.pid_namespace is False  # members are then the killer's to find
+    assert plan.private == ()
     # Reading is limited: nothing of the secret path or /dev/pts is in a read rule.
     assert plan.read_dirs is not None
     readable = [*plan.read_dirs, *plan.read_files]
@@ -141,3 +155,51 @@ def test_a_bound_socket_target_is_never_covered(host: Path, tmp_path: Path) -> N
     )
     assert plan.binds == (("/run/real.sock", str(target)),)
     assert str(tmp) not in plan.hidden
+
+
+def test_the_users_sockets_are_private_or_covered_and_what_it_needs_comes_back(
+    host: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = tmp_path / "sys"
+    private_tmp = system / "tmp"
+    work = private_tmp / "work"  # workspaces often live in /tmp
+    (work / "src").mkdir(parents=True)
+    tmpdir = private_tmp / "meith-confined-x"
+    tmpdir.mkdir()
+    docker = system / "docker.sock"
+    docker.touch()
+    agent_dir = host / ".agent"
+    agent_dir.mkdir()
+    (agent_dir / "ssh.sock").touch()
+    (private_tmp / "tmux-0").mkdir()
+    (private_tmp / "tmux-0" / "default").touch()
+    (private_tmp / "db.sock").touch()
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(agent_dir / "ssh.sock"))
+    monkeypatch.setenv("TMUX", f"{private_tmp / 'tmux-0' / 'default'},77,0")
+    plan = Confinement.beneath(
+        str(work),
+        extra_dirs=[str(tmpdir)],
+        sockets=[str(private_tmp / "db.sock")],
+        secrets=[],
+        status=FULL,
+    )
+    assert plan.private == (str(private_tmp),)
+    assert set(plan.keep) == {str(work), str(tmpdir), str(private_tmp / "db.sock")}
+    assert str(docker) in plan.hidden
+    assert str(agent_dir / "ssh.sock") in plan.hidden
+    assert plan.covers(str(private_tmp / "tmux-0" / "default"))
+    assert not plan.covers(str(work / "src"))
+    assert not plan.covers(str(private_tmp / "db.sock"))
+    argv = plan.wrap(["true"])
+    assert argv[argv.index("--private") + 1] == str(private_tmp)
+    # A granted socket outside the private directories is simply not covered.
+    plan = Confinement.beneath(str(work), sockets=[str(docker)], secrets=[], status=FULL)
+    assert str(docker) not in plan.hidden
+
+
+def test_a_granted_directory_that_holds_a_private_one_keeps_it_whole(
+    host: Path, tmp_path: Path
+) -> None:
+    plan = Confinement.beneath(str(tmp_path / "sys"), secrets=[], status=FULL)
+    assert plan.private == ()
+    assert plan.keep == ()

@@ -15,7 +15,14 @@ APPARMOR = "user namespaces restricted by AppArmor (kernel.apparmor_restrict_unp
 def test_a_missing_wall_says_why_then_how_to_get_it() -> None:
     hardened = LandlockStatus(7, namespaces=False, userns_why=APPARMOR)
     missing = {w.name: w.fix for w in hardened.missing()}
-    assert set(missing) == {"homes-and-sockets-hidden", "git-metadata", "udp"}
+    assert set(missing) == {
+        "homes-and-sockets-hidden",
+        "git-metadata",
+        "udp",
+        "user-sockets",
+        "members",
+        "secret-files",
+    }
     for fix in missing.values():
         assert fix.startswith(APPARMOR + ": ")
         assert "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in fix

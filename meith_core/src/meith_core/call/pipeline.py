@@ -228,6 +228,7 @@ class CallPipeline:
             ),
             grant_scope=call.decision.grant_scope,
             grant_net=call.decision.grant_net,
+            grant_sockets=call.decision.grant_sockets,
             refusals=functools.partial(self._audit_refusal, call),
             grant_check=self.permissions.grant_check(caller, defn.name),
             child_env=(
@@ -261,8 +262,7 @@ class CallPipeline:
     def record_refused(
         self, caller: CallerInfo, request_id: str | None, tool_name: str | None, reason: str
     ) -> None:
-        """Audit a `tool_call` frame the connection rules refused before it became a call
-        (coalesced like every refusal)."""
+        """Audit (coalesced) a `tool_call` frame the connection rules refused before it ran."""
         entry = refused_frame_entry(
             caller,
             request_id=request_id,

@@ -51,6 +51,7 @@ def grants_list(json_output: JsonOpt = False) -> None:
         "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
         "meith grants add --caller agent -c starts-process --cwd ~/src/app --net pypi.org,*.pythonhosted.org",
         "meith grants add --caller agent --agent auditor -c read-only --tool get_audit_log",
+        "meith grants add --caller agent -c starts-process --cwd ~/src/app --socket /run/postgresql/.s.PGSQL.5432",
     ),
 )
 def grants_add(
@@ -89,11 +90,22 @@ def grants_add(
             "Without it they have no network beyond themselves.",
         ),
     ] = None,
+    socket: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--socket",
+            help="With --cwd: a Unix socket (absolute path, repeatable) processes started "
+            "under the grant may reach, such as a project's database. Without it they reach "
+            "none of the user's sockets (tmux, ssh-agent, the session bus, docker).",
+        ),
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
     raise typer.Exit(
-        run_grants_add(caller, capability, tool, cwd, expires, uses, json_output, agent, net)
+        run_grants_add(
+            caller, capability, tool, cwd, expires, uses, json_output, agent, net, socket
+        )
     )
 
 
@@ -197,6 +209,7 @@ def run_grants_add(
     as_json: bool,
     agent: str | None = None,
     net: list[str] | None = None,
+    sockets: list[str] | None = None,
 ) -> int:
     from meith_core.host.trust_edits import UnauditedChange, describe_grant
     from meith_core.policy.grants import standing_grant
@@ -211,6 +224,7 @@ def run_grants_add(
             uses=uses,
             agent=agent,
             net=net or (),
+            sockets=sockets or (),
         )
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)

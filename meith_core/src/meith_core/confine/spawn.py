@@ -28,6 +28,7 @@ from meith_core.confine.forwarder import PortForwarder
 from meith_core.confine.gate import NetworkGate, RefusalSink
 from meith_core.confine.plan import Confinement, NetworkAccess
 from meith_core.confine.planted_watch import GitMetadataWatch
+from meith_core.confine.sockets import without_session_sockets
 from meith_core.confine.status import landlock_status
 
 T = TypeVar("T")
@@ -87,13 +88,15 @@ class ConfinedSpawn:
         protect: Iterable[str] = (),
         session_callback: Mapping[str, str] | None = None,
         net: Sequence[str] = (),
+        sockets: Sequence[str] = (),
         on_refused: RefusalSink | None = None,
         forward_ports: bool = True,
     ) -> ConfinedSpawn | None:
         """The confinement of a process started under a grant limited to `scope`; None when the
         kernel has no Landlock (the caller says so). `hide`: further paths to cover (the
-        runtime's socket); `protect`: further paths never writable; `forward_ports`: open the
-        ports it listens on at the host's loopback (a dev server's).
+        runtime's socket); `protect`: further paths never writable; `sockets`: the Unix sockets
+        its grant names (`--socket`), reachable inside; `forward_ports`: open the ports it
+        listens on at the host's loopback (a dev server's).
 
         With a session token in `session_callback` (an agent session's child), the socket it
         names (the runtime's token-only one for children) stays reachable inside: mounted on a
@@ -134,6 +137,7 @@ class ConfinedSpawn:
             hide=hide,
             bind=bind,
             net=access,
+            sockets=sockets,
             status=status,
         )
         watch = GitMetadataWatch.for_confinement(scope, plan)
@@ -144,10 +148,13 @@ class ConfinedSpawn:
         self, env: Mapping[str, str], extra: Mapping[str, str] | None = None
     ) -> dict[str, str]:
         """`env` with the caller's `extra` for the confined child: caches default to the
-        private temp dir (home directories are not writable in there), none of the local
-        user's call-back variables (its session's when it is an agent session's child), and
-        TMPDIR in the private temp dir."""
-        out = dict(env)
+        private temp dir (home directories are not writable in there), none of the variables
+        that lead to the user's agents, buses, displays and terminal multiplexers
+        (`confine.sockets`), none of the local user's call-back variables (its session's when
+        it is an agent session's child), and TMPDIR and XDG_RUNTIME_DIR in the private temp
+        dir."""
+        out = without_session_sockets(env)
+        out["XDG_RUNTIME_DIR"] = self.tmpdir
         out["XDG_CACHE_HOME"] = os.path.join(self.tmpdir, "cache")
         out["npm_config_cache"] = os.path.join(self.tmpdir, "npm")
         out.update(extra or {})
@@ -187,6 +194,22 @@ class ConfinedSpawn:
         if tty is not None and not plan.devpts:
             plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
         return plan.command(argv, env, markers=markers)
+
+    def notes(self) -> list[str]:
+        """What the caller should be told about this confinement beyond the host's walls (a
+        secret-file walk that stopped at its budget)."""
+        if not self.plan.secret_files_note:
+            return []
+        return [
+            f"Secret files in {self.scope}: {self.plan.secret_files_note}; files matching "
+            "confinement.secretPatterns beyond that are NOT hidden from this process"
+        ]
+
+    @property
+    def pid_namespace(self) -> bool:
+        """Whether its processes live in a PID namespace of their own: signal the process
+        spawned (the wrapper) and they all get it; SIGKILL it and none is left."""
+        return self.plan.pid_namespace
 
     def started(self, pid: int | None) -> None:
         """Forward the ports it will listen on to the host's loopback (localhost:PORT)."""

@@ -129,6 +129,19 @@ class LandlockStatus:
                 "admission still refuses the process)",
             ),
             Wall(
+                "user-sockets",
+                ns,
+                "a private /tmp, /var/tmp, /run/user and $XDG_RUNTIME_DIR (empty but for the "
+                "directory, its temp dir and the sockets its grant names: --socket), the "
+                "well-known service sockets and those the runtime's environment names covered, "
+                "and SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, DISPLAY, TMUX... not passed on; "
+                "a socket elsewhere that no list names stays reachable until Landlock governs "
+                "Unix-socket connects (ABI 9, Linux 7.1)",
+                self._userns_fix
+                + " (without: the variables are not passed on, but the user's tmux, ssh-agent, "
+                "session bus and docker sockets stay connectable by path)",
+            ),
+            Wall(
                 "secrets",
                 ll,
                 "the secret paths (confinement.secretPaths) covered in the mount namespace"
@@ -137,6 +150,13 @@ class LandlockStatus:
                 "is readable (the directories leading to them cannot be listed, and what is "
                 "created there later cannot be read)",
                 _KERNEL_FIX,
+            ),
+            Wall(
+                "secret-files",
+                ns,
+                "files inside the directory whose names are secret (confinement.secretPatterns: "
+                ".env, *.pem, *.key, ssh keys) covered with /dev/null when it starts",
+                self._userns_fix + " (without: they are readable by the process)",
             ),
             Wall(
                 "git-metadata",
@@ -149,6 +169,17 @@ class LandlockStatus:
                 ns or self.tcp_rules,
                 net_how,
                 self._userns_fix + "; or Linux 6.7+ (Landlock ABI 4) for TCP-only rules",
+            ),
+            Wall(
+                "members",
+                ns,
+                "a PID namespace of its own: every process of the spawn (forked, setsid, "
+                "reparented, with a clean environment) ends when its command ends or is "
+                "stopped, before the call answers",
+                self._userns_fix
+                + " (without: members are found by session, process group, ancestry and an "
+                "environment marker, which a process that forks, calls setsid and execs with a "
+                "clean environment leaves behind: it outlives the call)",
             ),
             Wall(
                 "udp",
@@ -177,9 +208,10 @@ class LandlockStatus:
             text += " (signals and abstract sockets are not scoped before ABI 6)"
         if self.namespaces:
             return text + (
-                "; meith's homes and sockets and the secret paths are hidden from them, .git "
-                "is read-only, they see only their own terminal and have no network but the "
-                "destinations their grant names (--net)"
+                "; meith's homes and sockets, the user's sockets and the secret paths are "
+                "hidden from them, .git is read-only, they see only their own terminal, "
+                "have no network but the destinations their grant names (--net), and none of "
+                "their processes outlives them"
             )
         missing = ", ".join(w.name for w in self.missing())
         return (

@@ -83,6 +83,7 @@ class RuntimeSessions:
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
         if session.session_id is None:
             raise ValueError("grant needs a session (Runtime.open_session)")
@@ -95,6 +96,7 @@ class RuntimeSessions:
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             net=net,
+            sockets=sockets,
         )
 
     async def close_session(self, session: CallerInfo | str, *, revoke: bool = True) -> None:

@@ -48,6 +48,8 @@ class Grant:
     #: The network destinations a process started under this grant (confined to `cwd_prefix`)
     #: may reach (`--net HOST[:PORT],*.domain` or `any`); empty: none beyond itself.
     net: tuple[str, ...] = ()
+    #: The Unix sockets such a process may reach (`--socket PATH`), in its private /tmp too.
+    sockets: tuple[str, ...] = ()
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at is not None and now_ms >= self.expires_at
@@ -76,6 +78,7 @@ class Grant:
             **({"session": self.session} if self.session else {}),
             **({"agent": self.agent} if self.agent else {}),
             **({"net": list(self.net)} if self.net else {}),
+            **({"sockets": list(self.sockets)} if self.sockets else {}),
             "source": self.source,
         }
 
@@ -97,6 +100,7 @@ class Grant:
             source=str(data.get("source") or "standing"),
             agent=str(data["agent"]) if data.get("agent") else None,
             net=_net_of(data.get("net")),
+            sockets=_net_of(data.get("sockets")),
         )
 
 
@@ -112,6 +116,7 @@ def new_grant(
     source: str = "api",
     agent: str | None = None,
     net: Iterable[str] = (),
+    sockets: Iterable[str] = (),
 ) -> Grant:
     caps = parse_capabilities(capabilities)
     if not caps:
@@ -142,6 +147,7 @@ def new_grant(
         source=source,
         agent=agent,
         net=normalise_net(net),
+        sockets=normalise_sockets(sockets),
     )
 
 
@@ -155,6 +161,7 @@ def standing_grant(
     uses: int | None = None,
     agent: str | None = None,
     net: Iterable[str] = (),
+    sockets: Iterable[str] = (),
 ) -> Grant:
     """A standing grant from what the local user asked for (`meith grants add`'s options, the
     console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
@@ -189,11 +196,17 @@ def standing_grant(
         source="standing",
         agent=agent,
         net=net,
+        sockets=sockets,
     )
     if grant.net and grant.cwd_prefix is None:
         raise ValueError(
             "--net applies to grants confined to a directory (--cwd DIR): processes "
             "started under an unconfined grant already have the user's network"
+        )
+    if grant.sockets and grant.cwd_prefix is None:
+        raise ValueError(
+            "--socket applies to grants confined to a directory (--cwd DIR): processes "
+            "started under an unconfined grant already reach the user's sockets"
         )
     return grant
 
@@ -217,6 +230,19 @@ def normalise_net(values: Iterable[str]) -> tuple[str, ...]:
 
     destinations = [str(d) for d in parse_destinations(values)]
     return ("any",) if "*" in destinations else tuple(destinations)
+
+
+def normalise_sockets(values: Iterable[str]) -> tuple[str, ...]:
+    """`--socket` values as stored: absolute (`~` expanded), normalised, each once."""
+    out: list[str] = []
+    for value in values:
+        path = os.path.expanduser(str(value).strip())
+        if not path:
+            continue
+        if not os.path.isabs(path) or "\0" in path:
+            raise ValueError(f"--socket {value!r}: give the socket's absolute path")
+        out.append(os.path.normpath(path))
+    return tuple(dict.fromkeys(out))
 
 
 def _net_of(raw: object) -> tuple[str, ...]:

@@ -77,9 +77,11 @@ class PermissionService:
         cwd_prefix: str | None = None,
         source: str = "api",
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
-        """Grant a session privileged capabilities (in memory; gone with the session); `net`:
-        the destinations processes started confined under it may reach."""
+        """Grant a session privileged capabilities (in memory; gone with the session); `net`
+        and `sockets`: the destinations and Unix sockets processes started confined under it
+        may reach."""
         return self._sessions.grant(
             caller,
             session,
@@ -90,6 +92,7 @@ class PermissionService:
             cwd_prefix=cwd_prefix,
             source=source,
             net=net,
+            sockets=sockets,
         )
 
     def revoke_session(self, session: str) -> None:
@@ -138,7 +141,7 @@ class PermissionService:
         if not session:
             return None
         grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd, caller.label)
-        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
+        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net, grant.sockets)
 
     def sees_every_session(self, caller: CallerInfo) -> bool:
         """Whether `caller` may read every session's audit records and see every session (with
@@ -289,7 +292,11 @@ class PermissionService:
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(
-                True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix, grant_net=grant.net
+                True,
+                f"{what} grant {grant.id}",
+                grant_scope=grant.cwd_prefix,
+                grant_net=grant.net,
+                grant_sockets=grant.sockets,
             )
 
         if self.approver is not None:

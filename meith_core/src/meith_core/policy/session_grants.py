@@ -43,6 +43,7 @@ class SessionGrants:
         cwd_prefix: str | None = None,
         source: str = "api",
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
         """Grant a session privileged capabilities (in memory; gone with the session)."""
         if not session:
@@ -59,6 +60,7 @@ class SessionGrants:
             cwd_prefix=cwd_prefix,
             source=source,
             net=net,
+            sockets=sockets,
         )
         self._sessions.holder(session, grant.caller).grants.append(grant)
         return grant
