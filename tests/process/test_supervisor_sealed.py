@@ -9,7 +9,7 @@ real process plugin, and each of them attacks one wall.
    the destinations the grant names through the gate; a dev server reached from the host.
 
 Loopback listeners on 127.0.0.1 only. (Item 3, other runtimes, needs two real `meith serve`:
-test_sealed_runtimes.py.)"""
+test_supervisor_sealed_runtimes.py.)"""
 
 from __future__ import annotations
 

@@ -315,7 +315,7 @@ def test_the_mcp_page_snippets_are_valid_json() -> None:
     import json
     import re
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    page = (Path(__file__).resolve().parents[3] / "docs" / "mcp.md").read_text()
     blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, flags=re.S)]
     # The stdio configurations are started for real by tests/docs/test_mcp_client_configs.py;
     # the HTTP one needs a token, so its shape is checked here.

@@ -2,7 +2,7 @@
 
 The connection rules are exercised without a socket (bytes in, actions out); the token table
 and `Runtime.child_environment` in-process. The real round trip (a dev server running
-`meith call`) is in tests/process/test_child_token.py.
+`meith call`) is in tests/process/test_supervisor_child_token.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from meith_core.base.callback_env import TOKEN_ENV
 from meith_core.policy.child_tokens import LOCAL_USER, ChildTokens
 from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
 from meith_core.protocol.connection import Connection
-from tests.core.test_connection_rules import call, conn, feed, only_error, sent, started
+from tests.core.protocol.test_connection import call, conn, feed, only_error, sent, started
 
 pytestmark = pytest.mark.anyio
 

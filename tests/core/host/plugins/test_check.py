@@ -13,7 +13,7 @@ import pytest
 
 from meith_core.host.plugins.scaffold import ScaffoldError, scaffold
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 BROKEN = ROOT / "tests" / "fixtures" / "meith_check_fixtures"
 
 
