@@ -1,4 +1,5 @@
-"""The plugin boundary: what plugins need is exported, and they import nothing private."""
+"""The public API (`meith_core/__init__.py`): every name resolves, what plugins need is
+exported, the first-party plugins import nothing private, and importing it stays cheap."""
 
 from __future__ import annotations
 
@@ -85,3 +86,40 @@ def test_importing_meith_core_stays_cheap() -> None:
     code = "import sys, meith_core; print(sorted(m for m in ('pydantic', 'pluggy', 'structlog') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# -- public API -------------------------------------------------------------------------
+
+ISSUE_API = [
+    "tool",
+    "ToolDefinition",
+    "ToolContext",
+    "CallerInfo",
+    "CallerKind",
+    "ToolResult",
+    "ok_result",
+    "error_result",
+    "ToolError",
+    "ErrorCode",
+    "EventKind",
+    "hookimpl",
+    "Capability",
+    "NO_TIMEOUT",
+    "Runtime",
+    "MeithHome",
+    "resolve_within",
+    "is_within",
+    "PathEscapeError",
+]
+
+
+def test_every_public_name_resolves() -> None:
+    for name in meith_core.__all__:
+        assert getattr(meith_core, name) is not None, name
+    assert set(ISSUE_API) <= set(meith_core.__all__)
+    assert set(dir(meith_core)) >= set(ISSUE_API)
+
+
+def test_an_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError):
+        meith_core.not_a_thing  # type: ignore[attr-defined]  # noqa: B018

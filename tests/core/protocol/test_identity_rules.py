@@ -11,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from meith_core.base.callback_env import TOKEN_ENV
 from meith_core.policy.child_tokens import LOCAL_USER, ChildTokens
-from meith_core.protocol.caller import CallerInfo, CallerKind, ChildBinding
+from meith_core.protocol.actions import Identity, IdentityFixed, SendSessions, SendTools
+from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.connection import Connection
-from tests.core.protocol.test_connection import call, conn, feed, only_error, sent, started
-
-pytestmark = pytest.mark.anyio
-
-PARENT = ChildBinding(CallerKind.AGENT, "agent:parent", "claude")
+from tests.core.protocol.support import (
+    CWD,
+    PARENT,
+    SID,
+    call,
+    conn,
+    feed,
+    only_error,
+    sent,
+    started,
+)
 
 
 def _with_token(tokens: ChildTokens) -> Any:
@@ -76,46 +82,6 @@ def test_the_token_dies_with_its_session_mid_connection() -> None:
     )
 
 
-def test_one_token_per_session_and_they_differ_between_sessions() -> None:
-    tokens = ChildTokens()
-    a = tokens.mint(PARENT)
-    assert tokens.mint(PARENT) == a
-    b = tokens.mint(ChildBinding(CallerKind.AGENT, "agent:other"))
-    assert a != b
-    assert tokens.resolve(a) == PARENT
-    assert tokens.resolve(a + "x") is None
-
-
-async def test_child_environment_by_caller(runtime) -> None:
-    runtime.socket_path = "/tmp/meith-test.sock"
-    agent = runtime.open_session("agent", label="claude")
-    env = runtime.child_environment(agent)
-    assert set(env) == {"MEITH_SOCKET", TOKEN_ENV}
-    assert "MEITH_HOME" not in env  # never the way to the trust root
-    # The child calls as its session, and reads within the workspace that session opened for.
-    assert runtime.child_tokens.resolve(env[TOKEN_ENV]) == ChildBinding(
-        CallerKind.AGENT, agent.session_id, "claude", workspace=agent.workspace
-    )
-    assert agent.workspace == runtime.cwd
-    cli = runtime.open_session("cli")
-    user_env = runtime.child_environment(cli)
-    assert user_env == {
-        "MEITH_HOME": str(runtime.home.root),
-        "MEITH_SOCKET": "/tmp/meith-test.sock",
-        TOKEN_ENV: user_env[TOKEN_ENV],
-    }
-    # The local user's children carry the user's token: one per runtime, outliving sessions.
-    assert runtime.child_tokens.resolve(user_env[TOKEN_ENV]) == LOCAL_USER
-    await runtime.close_session(cli)
-    assert runtime.child_tokens.resolve(user_env[TOKEN_ENV]) == LOCAL_USER
-    assert runtime.child_environment(CallerInfo.for_plugin("x")) == {}
-    await runtime.close_session(agent)
-    assert runtime.child_tokens.resolve(env[TOKEN_ENV]) is None
-    assert runtime.child_environment(agent) == {}  # an ended session mints nothing
-    runtime.socket_path = None
-    assert runtime.child_environment(cli) == {}
-
-
 @pytest.mark.parametrize("claim", ["cli", "agent", "plugin"])
 def test_on_the_childrens_socket_a_peer_without_a_token_is_refused(claim: str) -> None:
     """The children's socket is what a confined child can reach: without its token a peer
@@ -160,15 +126,96 @@ def test_a_peer_that_owes_a_token_sees_no_sessions() -> None:
     assert "MEITH_SESSION_TOKEN" in err["message"]
 
 
-def test_a_client_sends_its_token_only_to_the_runtime_that_gave_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from meith_core.client._core import client_info
+# -- identity -----------------------------------------------------------------------------
 
-    monkeypatch.setenv(TOKEN_ENV, "mst_x")
-    monkeypatch.setenv("MEITH_SOCKET", "/run/a.sock")
-    assert client_info("cli", "/", socket_path="/run/a.sock")["sessionToken"] == "mst_x"
-    # Another runtime (`meith --instance B` in a terminal of runtime A) never issued it.
-    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/b.sock")
-    monkeypatch.delenv("MEITH_SOCKET")  # which runtime gave it is unknown: kept to itself
-    assert "sessionToken" not in client_info("cli", "/", socket_path="/run/a.sock")
+
+@pytest.mark.parametrize(
+    ("claim", "kind", "claimed"),
+    [
+        ("cli", CallerKind.CLI, None),
+        ("agent", CallerKind.AGENT, None),
+        ("plugin", CallerKind.PLUGIN, None),
+        ("renderer", CallerKind.CLI, "renderer"),
+        ("internal", CallerKind.CLI, "internal"),
+        ("root", CallerKind.CLI, "root"),
+        ("", CallerKind.CLI, ""),
+    ],
+)
+def test_the_first_claim_fixes_the_kind(claim: str, kind: CallerKind, claimed: str | None) -> None:
+    c = conn()
+    actions = feed(c, call(clientInfo={"caller": claim}))
+    assert [a for a in actions if isinstance(a, IdentityFixed)] == [IdentityFixed(Identity(kind))]
+    (start,) = started(actions)
+    assert (start.caller.caller, start.caller.claimed_caller) == (kind, claimed)
+
+
+def test_a_later_different_claim_runs_as_the_first_and_is_recorded() -> None:
+    c = conn()
+    feed(c, call("a", clientInfo={"caller": "agent", "label": "one", "approvals": True}))
+    actions = feed(c, call("b", clientInfo={"caller": "cli", "label": "two"}))
+    assert not [a for a in actions if isinstance(a, IdentityFixed)]
+    (start,) = started(actions)
+    assert start.caller.caller is CallerKind.AGENT
+    assert start.caller.claimed_caller == "cli"
+    assert start.caller.label == "one"
+    assert c.identity == Identity(CallerKind.AGENT, "one", answers_call_approvals=True)
+    # A frame that names no kind claims nothing new.
+    (start,) = started(feed(c, call("c", clientInfo={"cwd": "/x"})))
+    assert start.caller.claimed_caller is None
+
+
+def test_a_repeated_downgraded_claim_is_recorded_each_time() -> None:
+    c = conn()
+    feed(c, call("a", clientInfo={"caller": "renderer"}))
+    (start,) = started(feed(c, call("b", clientInfo={"caller": "renderer"})))
+    assert (start.caller.caller, start.caller.claimed_caller) == (CallerKind.CLI, "renderer")
+
+
+def test_hello_fixes_the_identity_and_is_welcomed() -> None:
+    c = conn()
+    actions = feed(
+        c,
+        {"type": "hello", "clientInfo": {"caller": "agent", "label": " bot\x00\x07 " + "x" * 200}},
+    )
+    ident = Identity(CallerKind.AGENT, "bot " + "x" * 124)
+    assert actions[0] == IdentityFixed(ident)
+    assert sent(actions) == [
+        {
+            "type": "welcome",
+            "protocol": 1,
+            "sessionId": SID,
+            "caller": "agent",
+            "label": ident.label,
+            "serverVersion": "9.9",
+        }
+    ]
+    assert sent(feed(c, {"type": "hello", "clientInfo": {"caller": "cli"}}))[0]["caller"] == "agent"
+
+
+def test_list_tools_claims_only_when_it_carries_client_info() -> None:
+    c = conn()
+    assert feed(c, {"type": "list_tools"}) == [SendTools(None)]
+    assert not c.watching
+    actions = feed(c, {"type": "list_tools", "watch": True, "clientInfo": {"caller": "agent"}})
+    assert actions == [IdentityFixed(Identity(CallerKind.AGENT)), SendTools(None)]
+    assert c.watching
+
+
+def test_scope_hints_pass_and_relative_cwd_is_taken_from_the_runtime() -> None:
+    c = conn()
+    info = {"cwd": "sub/dir", "spaceId": "s", "tabId": "t"}
+    (start,) = started(feed(c, call(clientInfo=info)))
+    assert (start.caller.cwd, start.caller.space_id, start.caller.tab_id) == (
+        CWD + "/sub/dir",
+        "s",
+        "t",
+    )
+    err = only_error(feed(c, call("n", clientInfo={"cwd": "a\x00b"})))
+    assert (err["requestId"], err["message"]) == ("n", "clientInfo.cwd contains a NUL byte")
+    assert c.in_flight == 1
+
+
+def test_sessions_and_ping() -> None:
+    c = conn()
+    assert feed(c, {"type": "list_sessions"}) == [SendSessions()]
+    assert sent(feed(c, {"type": "ping"})) == [{"type": "pong", "protocol": 1}]
