@@ -1,5 +1,6 @@
 """Nobody without a grant can push evidence out of the audit trail: floods of refused or failed
-calls from one session are coalesced, and privileged calls that ran are never coalesced."""
+calls from one session are coalesced, privileged calls that ran are never coalesced, and
+successful unprivileged calls beyond a rate are counted into summaries."""
 
 from __future__ import annotations
 
@@ -185,3 +186,34 @@ async def test_a_new_session_for_every_call_is_coalesced_across_sessions(
     assert {r["sessionId"] for r in wide} == {"*"}
     assert len(wide[0]["sessionIds"]) == 5
     assert "from many agent sessions" in wide[0]["reason"]
+
+
+def test_a_flood_of_successful_unprivileged_calls_is_summarised() -> None:
+    c = Coalescer(window_s=10.0, ok_burst=5)
+
+    def ok_call(i: int, tool: str = "get_active_tab", caps: tuple[str, ...] = ("read-only",)):
+        return {
+            "requestId": f"r{i}",
+            "ts": 1000 + i,
+            "caller": "agent",
+            "sessionId": "s1",
+            "toolName": tool,
+            "plugin": "browser",
+            "capabilities": list(caps),
+            "decision": "allow",
+            "outcome": "ok",
+        }
+
+    absorbed = [c.absorb(ok_call(i), now=1.0) for i in range(50)]
+    assert absorbed.count(False) == 5  # written in full
+    # Another successful tool has a window of its own; a privileged one is never coalesced.
+    assert not c.absorb(ok_call(99, "git_status"), now=1.0)
+    assert not any(
+        c.absorb(ok_call(100 + i, "start_dev_server", ("starts-process",)), now=1.0)
+        for i in range(50)
+    )
+    (summary,) = c.due(now=20.0)
+    assert summary["kind"] == "coalesced"
+    assert summary["count"] == 45
+    assert summary["toolName"] == "get_active_tab"
+    assert "succeeded" in summary["reason"]

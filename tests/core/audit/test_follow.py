@@ -1,5 +1,5 @@
-"""Privileged calls are recorded before they run, so a crash mid-call leaves a trace that
-`meith audit` shows as interrupted."""
+"""Reading the trail as it grows: an intent without its outcome (the host crashed mid-call) shows
+as interrupted in `meith audit`, and one with its outcome is shown once."""
 
 from __future__ import annotations
 
@@ -10,53 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import ErrorCode, Runtime, ToolContext
 from meith_core.audit.follow import collect
-from tests.core.support import NoArgs, TextArgs, make_tool
 from tests.harness import MEITH, base_env
-
-
-@pytest.mark.anyio
-async def test_a_privileged_call_writes_an_intent_before_it_runs(runtime: Runtime) -> None:
-    seen: list[list[str | None]] = []
-
-    async def write(ctx: ToolContext, args: TextArgs) -> str:
-        # While the tool runs, its intent is already on disk.
-        seen.append([r.get("kind") for r in runtime.audit.read()])
-        return "written"
-
-    async def read(ctx: ToolContext, args: NoArgs) -> str:
-        return "read"
-
-    runtime.register([make_tool(write, "writes-files", input=TextArgs), make_tool(read)])
-    cli = runtime.open_session("cli")
-    runtime.grant(cli, ["writes-files"])
-    assert (await runtime.call("write", {"text": "x"}, caller=cli, request_id="req_w")).ok
-    assert (await runtime.call("read", request_id="req_r")).ok
-    assert seen == [["intent"]]
-    records = list(runtime.audit.read())
-    assert [(r["requestId"], r.get("kind")) for r in records] == [
-        ("req_w", "intent"),
-        ("req_w", None),
-        ("req_r", None),  # read-only calls pay for no intent record
-    ]
-    intent = records[0]
-    assert intent["sessionId"] == cli.session_id
-    assert intent["capabilities"] == ["writes-files"]
-    assert intent["reason"] == records[1]["reason"]
-    assert intent["argsSummary"] == '{"text":"[REDACTED_TEXT 1 chars]"}'
-
-
-@pytest.mark.anyio
-async def test_denied_calls_write_no_intent(runtime: Runtime) -> None:
-    async def write(ctx: ToolContext, args: NoArgs) -> str:
-        return "written"
-
-    runtime.register(make_tool(write, "writes-files"))
-    result = await runtime.call("write", caller=runtime.open_session("agent"))
-    assert result.error.code is ErrorCode.PERMISSION_DENIED
-    assert [r.get("kind") for r in runtime.audit.read()] == [None]
-
 
 _CRASHING_HOST = """
 import asyncio, os, sys

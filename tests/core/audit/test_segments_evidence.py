@@ -1,72 +1,24 @@
 """The evidence of privileged calls outlives floods (issue 20): size-based retention carries
 intent, privileged and denied records younger than the retention period forward; beyond their
-share they are dropped and `meith audit verify --strict` says so; successful unprivileged calls
-beyond a rate are counted into summaries."""
+share they are dropped, and the trail says so."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from meith_core import Runtime
 from meith_core.audit import segments
-from meith_core.audit.coalesce import Coalescer
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.audit.verify import verify
 from meith_core.protocol.capabilities import PRIVILEGED
-from tests.harness import MEITH, base_env
-
-SMALL = Limits(max_bytes=segments.MIN_SEGMENT_BYTES * 4)  # 64 KiB segments, 256 KiB in all
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def flood_entry(i: int, pad: int = 1000) -> dict[str, Any]:
-    """A record no coalescing window takes (no decision): only retention limits it."""
-    return {"id": f"audit_f{i:011x}", "ts": now_ms(), "seq": i, "outcome": "ok", "pad": "x" * pad}
-
-
-def privileged(i: int, ts: int | None = None) -> dict[str, Any]:
-    return {
-        "id": f"audit_p{i:011x}",
-        "ts": now_ms() if ts is None else ts,
-        "requestId": f"req_p{i}",
-        "toolName": "start_dev_server",
-        "capabilities": ["starts-process", "accesses-network"],
-        "decision": "allow",
-        "outcome": "ok",
-        "priv": i,
-    }
-
-
-def denied(i: int) -> dict[str, Any]:
-    return {
-        "id": f"audit_d{i:011x}",
-        "ts": now_ms(),
-        "toolName": "set_app_settings",
-        "capabilities": ["writes-files"],
-        "decision": "deny",
-        "outcome": "PERMISSION_DENIED",
-        "denied": i,
-    }
-
-
-def cli_verify(home: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MEITH, "audit", "verify", *flags],
-        env=base_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.core.audit.support import (
+    SMALL,
+    denied,
+    fill_with_evidence,
+    flood_entry,
+    now_ms,
+    privileged,
+)
 
 
 def test_the_privileged_names_match_the_capabilities() -> None:
@@ -125,18 +77,6 @@ def test_a_carried_record_that_was_edited_breaks_verification(tmp_path: Path) ->
     assert any("carried record" in p["problem"] for p in report.problems)
 
 
-def fill_with_evidence(path: Path) -> AuditLog:
-    """Privileged records alone, far more than half the budget: some must go before their
-    age."""
-    log = AuditLog(path, limits=SMALL)
-    for i in range(1200):
-        record = privileged(i)
-        record["pad"] = "y" * 400
-        assert log.write(record)
-    log.close()
-    return log
-
-
 def test_evidence_beyond_its_share_is_dropped_and_said(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     log = fill_with_evidence(path)
@@ -148,67 +88,3 @@ def test_evidence_beyond_its_share_is_dropped_and_said(tmp_path: Path) -> None:
     assert kept == sorted(kept)
     assert kept[-1] == 1199  # the newest evidence is what stays
     assert sum(p.stat().st_size for p in segments.all_files(path)) <= 2 * SMALL.max_bytes
-
-
-@pytest.mark.slow
-def test_meith_audit_verify_strict_fails_when_evidence_was_dropped(tmp_path: Path) -> None:
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(path, limits=SMALL)
-    assert log.write(privileged(1))
-    log.close()
-    assert cli_verify(tmp_path, "--strict").returncode == 0
-    path.unlink()
-    fill_with_evidence(path)
-    report = verify(path)
-    plain = cli_verify(tmp_path)
-    assert plain.returncode == 0, plain.stdout
-    assert "Evidence dropped" in plain.stdout
-    strict = cli_verify(tmp_path, "--strict")
-    assert strict.returncode == 7, strict.stdout
-    as_json = json.loads(cli_verify(tmp_path, "--json").stdout)
-    assert as_json["evidenceDropped"] == report.evidence_dropped
-
-
-def test_a_flood_of_successful_unprivileged_calls_is_summarised() -> None:
-    c = Coalescer(window_s=10.0, ok_burst=5)
-
-    def ok_call(i: int, tool: str = "get_active_tab", caps: tuple[str, ...] = ("read-only",)):
-        return {
-            "requestId": f"r{i}",
-            "ts": 1000 + i,
-            "caller": "agent",
-            "sessionId": "s1",
-            "toolName": tool,
-            "plugin": "browser",
-            "capabilities": list(caps),
-            "decision": "allow",
-            "outcome": "ok",
-        }
-
-    absorbed = [c.absorb(ok_call(i), now=1.0) for i in range(50)]
-    assert absorbed.count(False) == 5  # written in full
-    # Another successful tool has a window of its own; a privileged one is never coalesced.
-    assert not c.absorb(ok_call(99, "git_status"), now=1.0)
-    assert not any(
-        c.absorb(ok_call(100 + i, "start_dev_server", ("starts-process",)), now=1.0)
-        for i in range(50)
-    )
-    (summary,) = c.due(now=20.0)
-    assert summary["kind"] == "coalesced"
-    assert summary["count"] == 45
-    assert summary["toolName"] == "get_active_tab"
-    assert "succeeded" in summary["reason"]
-
-
-@pytest.mark.anyio
-async def test_app_health_warns_when_the_trail_is_near_its_limit(runtime: Runtime) -> None:
-    runtime.settings.merge({"audit": {"maxBytes": segments.MIN_MAX_BYTES}})
-    health = await runtime.call("app_health")
-    assert not [c for c in health.content["checks"] if c["name"] == "audit.capacity"]
-    for i in range(1000):  # about 1 MB: near (and at) the 1 MiB budget
-        assert runtime.audit.write(flood_entry(i))
-    health = await runtime.call("app_health")
-    (check,) = [c for c in health.content["checks"] if c["name"] == "audit.capacity"]
-    assert check["status"] == "warn"
-    assert "audit.maxBytes" in check["message"]
-    assert health.content["status"] == "ok"  # advice, not a failure

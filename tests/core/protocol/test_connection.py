@@ -8,6 +8,8 @@ import pytest
 
 from meith_core import CallerInfo, CallerKind
 from meith_core.protocol.actions import CancelCall, RefusedCall
+from meith_core.protocol.caller import ChildBinding
+from meith_core.protocol.connection import Connection
 from meith_core.protocol.framing import encode_frame
 from tests.core.protocol.support import CWD, SID, call, conn, feed, only_error, started
 
@@ -173,3 +175,37 @@ def test_a_duplicate_request_id_is_refused_and_audited_and_other_frames_are_not(
     assert [a.request_id for a in again if isinstance(a, RefusedCall)] == ["r"]
     bad_listing = feed(c, {"type": "list_tools", "protocol": 2})
     assert not [a for a in bad_listing if isinstance(a, RefusedCall)]
+
+
+def _rules(token_required: bool, valid: set[str]) -> Connection:
+    def resolve(token: str) -> ChildBinding | None:
+        return ChildBinding(CallerKind.AGENT, "sess_a", "a") if token in valid else None
+
+    return Connection(
+        "sock_1",
+        runtime_cwd="/",
+        server_version="0",
+        now=0.0,
+        resolve_token=resolve,
+        token_required=token_required,
+    )
+
+
+def test_a_connection_that_owes_a_token_is_closed_after_the_grace() -> None:
+    silent = _rules(True, {"t"})
+    assert silent.overdue(2.0, 30.0, None, 3.0) == ""
+    assert "no valid session token presented within 3s" in silent.overdue(3.5, 30.0, None, 3.0)
+
+    bad = _rules(True, {"t"})
+    hello = {"type": "hello", "clientInfo": {"caller": "cli", "sessionToken": "nope"}}
+    bad.receive_data(encode_frame(hello), 0.1)
+    assert "no valid session token" in bad.overdue(3.5, 30.0, None, 3.0)
+
+    good = _rules(True, {"t"})
+    hello["clientInfo"]["sessionToken"] = "t"  # type: ignore[index]
+    good.receive_data(encode_frame(hello), 0.1)
+    assert good.overdue(100.0, 30.0, None, 3.0) == ""
+
+    # The local user's own connections owe nothing.
+    user = _rules(False, set())
+    assert user.overdue(100.0, 30.0, None, 3.0) == ""

@@ -1,9 +1,7 @@
-"""A child's session token: the connection is its parent session, or nothing at all.
-
-The connection rules are exercised without a socket (bytes in, actions out); the token table
-and `Runtime.child_environment` in-process. The real round trip (a dev server running
-`meith call`) is in tests/process/test_supervisor_child_token.py.
-"""
+"""Who a connection is, without a socket (bytes in, actions out): the first claim fixes its
+identity and is audited when it changes, hello is welcomed; and a child's session token makes
+the connection its parent session, or nothing at all. (The real round trip, a dev server running
+`meith call`, is in tests/process/test_supervisor_child_token.py.)"""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""Connection capacity per caller (`serve.capacity`) and the token grace of the sans-IO rules."""
+"""Connection capacity per caller: descendants of the runtime share a pool, one process tree and
+one session are bounded, and the rest is the local user's."""
 
 from __future__ import annotations
 
-from meith_core.protocol.caller import CallerKind, ChildBinding
-from meith_core.protocol.connection import Connection
-from meith_core.protocol.framing import encode_frame
 from meith_core.serve.capacity import Capacity, Limits, Slot
 
 
@@ -37,37 +35,3 @@ def test_one_session_is_bounded_whatever_processes_hold_it() -> None:
     assert "this session holds too many connections" in refused
     cap.release(slots[0])  # type: ignore[arg-type]
     assert cap.bind_session(slots[2], "s1") is None  # type: ignore[arg-type]
-
-
-def _rules(token_required: bool, valid: set[str]) -> Connection:
-    def resolve(token: str) -> ChildBinding | None:
-        return ChildBinding(CallerKind.AGENT, "sess_a", "a") if token in valid else None
-
-    return Connection(
-        "sock_1",
-        runtime_cwd="/",
-        server_version="0",
-        now=0.0,
-        resolve_token=resolve,
-        token_required=token_required,
-    )
-
-
-def test_a_connection_that_owes_a_token_is_closed_after_the_grace() -> None:
-    silent = _rules(True, {"t"})
-    assert silent.overdue(2.0, 30.0, None, 3.0) == ""
-    assert "no valid session token presented within 3s" in silent.overdue(3.5, 30.0, None, 3.0)
-
-    bad = _rules(True, {"t"})
-    hello = {"type": "hello", "clientInfo": {"caller": "cli", "sessionToken": "nope"}}
-    bad.receive_data(encode_frame(hello), 0.1)
-    assert "no valid session token" in bad.overdue(3.5, 30.0, None, 3.0)
-
-    good = _rules(True, {"t"})
-    hello["clientInfo"]["sessionToken"] = "t"  # type: ignore[index]
-    good.receive_data(encode_frame(hello), 0.1)
-    assert good.overdue(100.0, 30.0, None, 3.0) == ""
-
-    # The local user's own connections owe nothing.
-    user = _rules(False, set())
-    assert user.overdue(100.0, 30.0, None, 3.0) == ""
