@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from meith_core import ToolDefinition, hookimpl, tool
+from meith_core import Runtime, ToolDefinition, hookimpl, tool
 
 
 class NoArgs(BaseModel):
@@ -108,3 +108,11 @@ def audit_lines(path: Path) -> list[dict[str, Any]]:
 
 def records_for(path: Path, request_id: str) -> list[dict[str, Any]]:
     return [r for r in audit_lines(path) if r.get("requestId") == request_id]
+
+
+def reason_of(runtime: Runtime) -> str:
+    return str(list(runtime.audit.read())[-1]["reason"])
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

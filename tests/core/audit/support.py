@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from meith_core.audit import segments
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
+from tests.core.support import now_ms
 from tests.harness import MEITH, base_env
 
 SMALL = Limits(max_bytes=segments.MIN_SEGMENT_BYTES * 4)  # 64 KiB segments, 256 KiB in all
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def flood_entry(i: int, pad: int = 1000) -> dict[str, Any]:

@@ -11,14 +11,8 @@ from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
 from meith_core.audit.verify import verify
 from meith_core.protocol.capabilities import PRIVILEGED
-from tests.core.audit.support import (
-    SMALL,
-    denied,
-    fill_with_evidence,
-    flood_entry,
-    now_ms,
-    privileged,
-)
+from tests.core.audit.support import SMALL, denied, fill_with_evidence, flood_entry, privileged
+from tests.core.support import now_ms
 
 
 def test_the_privileged_names_match_the_capabilities() -> None:

@@ -1,0 +1,46 @@
+"""Grants and the standing grants file: who a grant may be for, what it keeps, and uses that
+concurrent processes never overspend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from meith_core.policy.grants import StandingGrants, new_grant
+
+
+def test_grants_are_only_for_cli_and_agent_callers() -> None:
+    for kind in ("renderer", "internal", "plugin"):
+        with pytest.raises(ValueError, match="grants are for cli and agent"):
+            new_grant(kind, ["writes-files"])
+    with pytest.raises(ValueError, match="at least one capability"):
+        new_grant("cli", [])
+    with pytest.raises(ValueError, match="uses"):
+        new_grant("cli", ["writes-files"], uses=0)
+    with pytest.raises(ValueError, match="unknown capability"):
+        new_grant("cli", ["everything"])
+
+
+def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: Path) -> None:
+    """Eight processes race for three uses through the file lock: exactly three win, and the
+    spent grant is gone from the file."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "grants.json"
+    grant = StandingGrants(path).add(new_grant("cli", ["writes-files"], uses=3))
+    code = (
+        "import sys; from pathlib import Path;"
+        "from meith_core.policy.grants import StandingGrants;"
+        "print(StandingGrants(Path(sys.argv[1])).consume_use(sys.argv[2]))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(path), grant.id], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    answers = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert sorted(answers) == ["False"] * 5 + ["True"] * 3
+    assert StandingGrants(path).current() == []
