@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import threading
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from meith_core import (
-    NO_TIMEOUT,
-    Capability,
-    Runtime,
-    ToolContext,
-    ToolDefinition,
-    ToolDefinitionError,
-    tool,
-)
-from meith_core.call.catalogue import DuplicateToolError
-from meith_core.call.schema import SchemaError
+from meith_core import NO_TIMEOUT, Capability, Runtime, ToolContext, ToolDefinitionError, tool
 from meith_core.protocol import DEFAULT_TOOL_TIMEOUT_MS
-
-
-class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str = "hi"
+from tests.core.call.support import Args, defn, echo
 
 
 class LooseArgs(BaseModel):
@@ -34,23 +19,6 @@ class LooseArgs(BaseModel):
 
 class IgnoreArgs(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-async def echo(ctx: ToolContext, args: Args) -> str:
-    """Echo the text."""
-    return args.text
-
-
-def defn(**overrides: Any) -> ToolDefinition:
-    fields: dict[str, Any] = {
-        "name": "echo",
-        "description": "Echo.",
-        "input_model": Args,
-        "capabilities": ("read-only",),
-        "func": echo,
-    }
-    fields.update(overrides)
-    return ToolDefinition(**fields)
 
 
 # -- names ------------------------------------------------------------------------------
@@ -295,66 +263,6 @@ async def test_bound_async_methods_and_async_callables_run_as_async_tools(
     assert (await runtime.call("async_callable")).content is True
 
 
-# -- schemas ----------------------------------------------------------------------------
-
-
-class Inner(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    mode: Literal["a", "b"] = "a"
-    depth: int = Field(default=1, ge=0, description="How deep")
-
-
-class Middle(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    inner: Inner
-    inners: list[Inner] = []
-
-
-class Outer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    middle: Middle
-    maybe: Inner | None = None
-    by_name: dict[str, Inner] = {}
-
-
-def _refs(node: Any) -> list[str]:
-    found: list[str] = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k in ("$ref", "$defs", "definitions"):
-                found.append(k)
-            found.extend(_refs(v))
-    elif isinstance(node, list):
-        for item in node:
-            found.extend(_refs(item))
-    return found
-
-
-def test_input_schemas_are_self_contained_with_nested_models_inlined() -> None:
-    schema = defn(input_model=Outer).input_schema
-    assert _refs(schema) == []
-    inner = schema["properties"]["middle"]["properties"]["inner"]
-    assert inner["properties"]["mode"]["enum"] == ["a", "b"]
-    assert inner["properties"]["depth"]["description"] == "How deep"
-    assert inner["additionalProperties"] is False
-    assert schema["properties"]["middle"]["properties"]["inners"]["items"]["properties"]["depth"]
-    assert schema["additionalProperties"] is False
-    json.dumps(schema)  # plain JSON
-
-
-@pytest.mark.anyio
-async def test_a_recursive_input_model_is_refused_at_registration(runtime: Runtime) -> None:
-    class Node(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        children: list[Node] = []
-
-    Node.model_rebuild()
-    d = defn(input_model=Node)
-    with pytest.raises(SchemaError, match="recursive"):
-        runtime.register(d)
-    assert "echo" not in runtime.catalogue
-
-
 def test_the_descriptor_has_the_protocol_fields() -> None:
     d = defn(capabilities=["writes-files", "read-only"], timeout_ms=100)
     assert d.descriptor("git") == {
@@ -366,30 +274,3 @@ def test_the_descriptor_has_the_protocol_fields() -> None:
         "timeoutMs": 100,
         "idempotent": False,
     }
-
-
-@pytest.mark.anyio
-async def test_registering_a_taken_name_is_refused_and_registers_nothing_of_the_batch(
-    runtime: Runtime,
-) -> None:
-    runtime.register(defn(name="taken"))
-    with pytest.raises(DuplicateToolError, match="already registered"):
-        runtime.catalogue.register_many([defn(name="fresh"), defn(name="taken")], "other")
-    assert "fresh" not in runtime.catalogue
-    assert runtime.catalogue.get("taken").plugin_id == "app"  # type: ignore[union-attr]
-
-
-@pytest.mark.anyio
-async def test_a_batch_declaring_one_name_twice_is_refused(runtime: Runtime) -> None:
-    with pytest.raises(DuplicateToolError, match="twice"):
-        runtime.catalogue.register_many([defn(name="twin"), defn(name="twin")], "p")
-    assert "twin" not in runtime.catalogue
-
-
-@pytest.mark.anyio
-async def test_describe_lists_tools_in_registration_order(runtime: Runtime) -> None:
-    runtime.register([defn(name="zeta"), defn(name="alpha")])
-    runtime.register(defn(name="mid"), plugin_id="other")
-    described = [d for d in runtime.describe() if d["plugin"] in ("app", "other")]
-    assert [d["name"] for d in described] == ["zeta", "alpha", "mid"]
-    assert [d["plugin"] for d in described] == ["app", "app", "other"]
