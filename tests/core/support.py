@@ -1,8 +1,10 @@
-"""Small builders shared by the core tests: argument models, plugins, event sinks, polling."""
+"""Small builders shared by the core tests: argument models, plugins, event sinks, polling, the
+`meith` command."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from meith_core import Runtime, ToolDefinition, hookimpl, tool
+from tests.harness import MEITH, base_env
 
 
 class NoArgs(BaseModel):
@@ -116,3 +119,10 @@ def reason_of(runtime: Runtime) -> str:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def meith_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `meith` command on `home`, in an environment of its own (no MEITH_* of the tests')."""
+    return subprocess.run(
+        [MEITH, *args], env=base_env(home), capture_output=True, text=True, timeout=60, check=False
+    )

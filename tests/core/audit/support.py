@@ -9,8 +9,7 @@ from typing import Any
 from meith_core.audit import segments
 from meith_core.audit.log import AuditLog
 from meith_core.audit.segments import Limits
-from tests.core.support import now_ms
-from tests.harness import MEITH, base_env
+from tests.core.support import meith_cli, now_ms
 
 SMALL = Limits(max_bytes=segments.MIN_SEGMENT_BYTES * 4)  # 64 KiB segments, 256 KiB in all
 
@@ -46,13 +45,7 @@ def denied(i: int) -> dict[str, Any]:
 
 
 def cli_verify(home: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MEITH, "audit", "verify", *flags],
-        env=base_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return meith_cli(home, "audit", "verify", *flags)
 
 
 def fill_with_evidence(path: Path) -> AuditLog:

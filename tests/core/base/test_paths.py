@@ -57,3 +57,14 @@ def test_is_within_compares_components_not_prefixes(tree: Path) -> None:
     assert not is_within(tree / "repo-evil", tree / "repo")
     assert not is_within(tree / "repo" / "out", tree / "repo")  # a symlink pointing out
     assert is_within(tree / "repo" / "inner", tree / "repo")
+
+
+def test_outermost_and_resolved_within() -> None:
+    from meith_core.base.paths import outermost, resolved_within
+
+    assert outermost(["/a/b", "/a", "/ab", "/a/b/c", "/x", "/a"]) == ["/a", "/ab", "/x"]
+    assert outermost(["/", "/etc"]) == ["/"]
+    assert resolved_within("/a/b", "/a")
+    assert resolved_within("/a", "/a")
+    assert not resolved_within("/ab", "/a")
+    assert resolved_within("/etc", "/")

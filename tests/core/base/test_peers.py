@@ -1,6 +1,6 @@
-"""Telling a process the runtime started from the local user's own, with real processes:
-ancestry through `/proc` (pinned by a pidfd), failing closed, and adopted orphans reaped
-without taking their exit statuses from the runtime's own children."""
+"""Peer credentials of a Unix socket, with real processes: whether the peer descends from this
+process (ancestry through `/proc`, pinned by a pidfd, failing closed), and whether it may be
+confined."""
 
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from meith_core.base.peers import peer_credentials, peer_descends_from
-from meith_core.serve.orphans import OrphanReaper, adopt_orphans, release_orphans
-from tests.harness import wait_until
+from meith_core.base.peers import peer_confinement, peer_credentials, peer_descends_from
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -74,31 +71,7 @@ def test_a_peer_gone_before_it_is_looked_at_counts_as_a_descendant(
         assert _descends(conn) is True
 
 
-def test_adopted_orphans_are_reaped_and_own_children_keep_their_status(tmp_path: Path) -> None:
-    assert adopt_orphans()
-    try:
-        # A grandchild orphaned by its parent is adopted by this process, then exits.
-        pidfile = tmp_path / "pid"
-        script = (
-            "import os, sys\n"
-            "if os.fork(): os._exit(0)\n"
-            "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
-        )
-        subprocess.run([sys.executable, "-c", script, str(pidfile)], check=True)
-        own = subprocess.Popen([sys.executable, "-c", "raise SystemExit(7)"])
-        reaper = OrphanReaper(grace_s=60.0)
-        assert wait_until(lambda: pidfile.exists() and pidfile.read_text() != "")
-        orphan = int(pidfile.read_text())
-        os.waitid(os.P_PID, orphan, os.WEXITED | os.WNOWAIT)  # ours now, and exited
-        own_status = os.waitid(os.P_PID, own.pid, os.WEXITED | os.WNOWAIT)
-        assert own_status is not None
-        # Within the grace period nothing is taken, from anyone.
-        assert reaper.sweep(now=0.0) == []
-        assert reaper.sweep(now=59.0) == []
-        assert own.wait() == 7  # its waiter got its status
-        # Past it, the zombie nobody waited for is reaped.
-        assert orphan in reaper.sweep(now=61.0)
-        with pytest.raises(ChildProcessError):
-            os.waitpid(orphan, os.WNOHANG)
-    finally:
-        release_orphans()
+def test_a_peer_of_this_namespace_is_not_taken_for_confined() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        assert peer_confinement(os.getpid()) is None

@@ -3,11 +3,12 @@ concurrent processes never overspend."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from meith_core.policy.grants import StandingGrants, new_grant
+from meith_core.policy.grants import Grant, StandingGrants, new_grant
 
 
 def test_grants_are_only_for_cli_and_agent_callers() -> None:
@@ -44,3 +45,10 @@ def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: P
     answers = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert sorted(answers) == ["False"] * 5 + ["True"] * 3
     assert StandingGrants(path).current() == []
+
+
+def test_a_grant_keeps_its_destinations(tmp_path: Path) -> None:
+    grant = new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=["a.org,any"])
+    assert grant.net == ("any",)
+    grant = new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=["A.org:443"])
+    assert Grant.from_json(json.loads(json.dumps(grant.to_json()))).net == ("a.org:443",)

@@ -1,5 +1,5 @@
-"""The plugin author's commands: `meith plugins new`, `meith plugins check`, and
-`meith plugins --verbose` showing why a plugin failed."""
+"""`meith plugins check`: every problem of the broken fixture plugins, an unknown id, a new plugin
+as generated, and the first-party plugins."""
 
 from __future__ import annotations
 
@@ -11,24 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from meith_core.host.plugins.scaffold import ScaffoldError, scaffold
-
-ROOT = Path(__file__).resolve().parents[4]
-BROKEN = ROOT / "tests" / "fixtures" / "meith_check_fixtures"
-
-
-def meith(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from meith_core.cli import run; run()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+from tests.core.host.plugins.support import BROKEN, ROOT, meith
 
 
 @pytest.mark.slow
@@ -145,35 +128,6 @@ def test_a_new_plugin_passes_check_as_generated(tmp_path: Path) -> None:
         "  error: tool weather_station_write_note: takes 'cwd' and declares writes-files"
     )
     assert lines[-1] == "checked 1 plugin: 1 error, 0 warnings"
-
-
-def test_new_refuses_bad_names_and_non_empty_directories(tmp_path: Path) -> None:
-    with pytest.raises(ScaffoldError, match="not a usable plugin name"):
-        scaffold("Weather Station", tmp_path / "a")
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "mine.txt").write_text("keep")
-    with pytest.raises(ScaffoldError, match="already exists and is not empty"):
-        scaffold("weather", tmp_path / "b")
-    done = meith("plugins", "new", "9lives", "--dir", str(tmp_path / "c"))
-    assert done.returncode == 2
-    assert "is not a usable plugin name" in done.stderr
-
-
-@pytest.mark.slow
-def test_plugins_verbose_shows_why_a_plugin_failed(fixture_plugins: Path, tmp_path: Path) -> None:
-    env = {
-        "MEITH_HOME": str(tmp_path),
-        "MEITH_PLUGINS": "fixture_good,fixture_tools_error",
-    }
-    plain = meith("plugins", env=env)
-    assert "fixture_tools_error" in plain.stdout
-    assert "Traceback" not in plain.stdout
-    verbose = meith("plugins", "--verbose", env=env)
-    assert verbose.returncode == 0, verbose.stderr
-    section = verbose.stdout.split("fixture_tools_error", 1)[1]
-    assert "Traceback (most recent call last)" in section
-    assert "RuntimeError: fixture tools exploded: required program not found" in section
-    assert "import:" in verbose.stdout
 
 
 @pytest.mark.slow

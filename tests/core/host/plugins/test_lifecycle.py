@@ -1,5 +1,5 @@
-"""Hook semantics: a PluginHost instead of the Runtime, pluggy ordering, refused options,
-late start-up, concurrent shutdown under one deadline, API versions, failures and tracing."""
+"""Hook semantics at start-up and shutdown: a PluginHost instead of the Runtime, pluggy ordering,
+refused options, late start-up, concurrent shutdown under one deadline, failures and tracing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-import meith_core
 from meith_core import (
     ApprovalAnswer,
     MeithHome,
@@ -268,44 +267,6 @@ def test_the_first_party_shutdown_budgets_fit_the_deadline() -> None:
     assert budget > browser.CLOSE_BUDGET_S + browser.STOP_DRIVER_BUDGET_S
     # the process plugin also waits up to 0.2 s for exit statuses
     assert budget > process.SHUTDOWN_GRACE_S + process.SHUTDOWN_KILL_WAIT_S + 0.2
-
-
-class _NewerApi:
-    MEITH_PLUGIN_API = ">=2,<3"
-
-    @hookimpl
-    def meith_tools(self) -> list[Any]:
-        return []
-
-
-class _OlderApi(_NewerApi):
-    MEITH_PLUGIN_API = "<1"
-
-
-class _BadApi(_NewerApi):
-    MEITH_PLUGIN_API = "one or two"
-
-
-class _FitsApi(_NewerApi):
-    MEITH_PLUGIN_API = ">=1,<2"
-
-
-@pytest.mark.anyio
-async def test_a_plugin_built_for_a_newer_api_fails_with_a_sentence_saying_what_to_upgrade(
-    runtime: Runtime,
-) -> None:
-    assert meith_core.PLUGIN_API == 1
-    newer = runtime.load_plugin("newer", _NewerApi)
-    assert newer.status == "failed"
-    assert (
-        f"plugin 'newer' was built for meith plugin API >=2,<3, but this meith-core "
-        f"{meith_core.__version__} provides plugin API 1; upgrade meith-core"
-    ) in (newer.reason or "")
-    older = runtime.load_plugin("older", _OlderApi)
-    assert "upgrade the plugin to a release built for plugin API 1" in (older.reason or "")
-    bad = runtime.load_plugin("bad", _BadApi)
-    assert "is not a range of API versions; write e.g. '>=1,<2'" in (bad.reason or "")
-    assert runtime.load_plugin("fits", _FitsApi).status == "loaded"
 
 
 class _Broken:
