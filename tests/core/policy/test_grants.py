@@ -52,3 +52,14 @@ def test_a_grant_keeps_its_destinations(tmp_path: Path) -> None:
     assert grant.net == ("any",)
     grant = new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=["A.org:443"])
     assert Grant.from_json(json.loads(json.dumps(grant.to_json()))).net == ("a.org:443",)
+
+
+def test_agent_name_grants_round_trip_and_refuse_other_callers(tmp_path: Path) -> None:
+    store = StandingGrants(tmp_path / "grants.json")
+    grant = store.add(new_grant("agent", ["writes-files"], agent="alice"))
+    (loaded,) = StandingGrants(tmp_path / "grants.json").current()
+    assert loaded.agent == "alice"
+    assert loaded.id == grant.id
+    with pytest.raises(ValueError, match="--caller agent"):
+        new_grant("cli", ["writes-files"], agent="alice")
+    assert isinstance(loaded, Grant)

@@ -4,15 +4,16 @@ invalid file), expiry, and grants confined to a directory."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from meith_core import ErrorCode, Runtime
+from meith_core import CallerInfo, ErrorCode, Runtime, ToolContext
 from meith_core.policy.grants import StandingGrants, new_grant
-from tests.core.support import now_ms, reason_of
+from tests.core.support import NoArgs, make_tool, now_ms, reason_of
 
 
 def standing(runtime: Runtime) -> StandingGrants:
@@ -182,3 +183,25 @@ async def test_a_grant_without_prefix_runs_without_a_scope(scoped: Runtime) -> N
     cli = scoped.open_session("cli")
     scoped.grant(cli, ["writes-files"])
     assert (await scoped.call("write_a", caller=cli)).content == {"scope": None}
+
+
+@pytest.mark.anyio
+async def test_an_agent_name_grant_matches_that_agent_only(runtime: Runtime) -> None:
+    async def write(ctx: ToolContext, args: NoArgs) -> str:
+        return "written"
+
+    runtime.register([make_tool(write, "writes-files")])
+    StandingGrants(runtime.home.grants_path).add(
+        new_grant("agent", ["writes-files"], agent="alice")
+    )
+    session = runtime.open_session("agent")
+    alice = dataclasses.replace(session, label="alice")
+    bob = dataclasses.replace(session, label="bob")
+    unnamed: CallerInfo = session
+    assert (await runtime.call("write", caller=alice)).ok
+    for other in (bob, unnamed):
+        denied = await runtime.call("write", caller=other)
+        assert denied.error is not None
+        assert denied.error.code is ErrorCode.PERMISSION_DENIED
+    cli = runtime.open_session("cli")
+    assert (await runtime.call("write", caller=cli)).error is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from meith_core.ui.guard import Door
 from meith_core.ui.serve import UsageError, check_bind
 
 
@@ -19,12 +18,3 @@ def test_another_address_needs_allow_remote_and_tls() -> None:
     with pytest.raises(UsageError, match="--tls-cert"):
         check_bind("192.0.2.7", True, "cert.pem", None)
     check_bind("192.0.2.7", True, "cert.pem", "key.pem")
-
-
-def test_the_door_answers_to_its_own_names_only() -> None:
-    door = Door.for_address("192.0.2.7", 8443, extra_hosts=("console.example",), tls=True)
-    assert "console.example:8443" in door.hosts
-    assert "https://console.example:8443" in door.origins
-    assert "evil.example:8443" not in door.hosts
-    assert "Secure" in door.set_cookie_header().decode()
-    assert door.secret != door.cookie_value != door.csrf
