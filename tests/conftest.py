@@ -3,6 +3,7 @@
 - `meith_home`: a fresh MEITH_HOME in a temporary directory (also exported in the env).
 - `runtime`: an in-process Runtime on that home, plugins not loaded (load what you test).
 - `meith_server`: a factory starting a real `meith serve` subprocess (see tests/harness.py).
+- `hardened`: this process sees a host without user namespaces (the confinement it plans).
 - async tests use anyio's pytest plugin: mark them `@pytest.mark.anyio`.
 
 `slow` (deselect with `-m "not slow"` for a fast inner loop): every test that starts a real
@@ -24,7 +25,8 @@ from typing import Any
 import pytest
 import structlog
 
-from meith_core import MeithHome, Runtime
+from meith_core import MeithHome, Runtime, landlock_status
+from meith_core.confine.status import NO_NAMESPACES_ENV
 
 # A test run started with SIGINT ignored (a background job of a non-interactive shell, some CI
 # shells) would pass that on to every child: `meith call` and `meith audit --follow` could then
@@ -141,3 +143,13 @@ def meith_server(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     yield start
     for server in started:
         server.stop(timeout=10)
+
+
+@pytest.fixture
+def hardened(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A host without user namespaces (`MEITH_CONFINE_NO_NAMESPACES=1`), for this process."""
+    monkeypatch.setenv(NO_NAMESPACES_ENV, "1")
+    landlock_status.cache_clear()
+    yield
+    monkeypatch.delenv(NO_NAMESPACES_ENV)
+    landlock_status.cache_clear()

@@ -17,16 +17,10 @@ from typing import Any
 
 import pytest
 
-from meith_core import CallerInfo, landlock_status
+from meith_core import CallerInfo
 from tests.process.conftest import Proc
 from tests.process.support import eventually, ok
 
-needs_landlock = pytest.mark.skipif(
-    not landlock_status().available, reason="this kernel has no Landlock"
-)
-needs_namespaces = pytest.mark.skipif(
-    not landlock_status().namespaces, reason="no user namespaces here"
-)
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 DONE = "done-marker"
@@ -70,16 +64,6 @@ async def run_dev(
         return text if DONE in text else ""
 
     return await eventually(finished, f"{command!r} to finish", deadline_s=60)
-
-
-def results(text: str) -> dict[str, str]:
-    """`key:value` lines of a step script."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.strip().partition(":")
-        if sep and key.isidentifier():
-            found.setdefault(key, value)
-    return found
 
 
 @contextlib.contextmanager

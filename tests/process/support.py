@@ -1,4 +1,5 @@
-"""Helpers for the process tests: polling instead of sleeps, and "is this pid really gone"."""
+"""Helpers for the process tests: polling instead of sleeps, "is this pid really gone", a
+`meith serve` with the process plugin, and what the command tests share."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psutil
+
+from tests.process.conftest import Proc
 
 T = TypeVar("T")
 
@@ -53,3 +56,34 @@ def descendants(pid: int) -> list[int]:
 def ok(result: Any) -> Any:
     assert result.ok, result.to_wire()
     return result.content
+
+
+# -- a real `meith serve` -------------------------------------------------------------------
+
+
+def serve(meith_server: Any, **grant: Any) -> Any:
+    srv = meith_server(plugins="process")
+    srv.approve("process")
+    srv.grant("starts-process", **grant)
+    return srv
+
+
+#: A shell with two children: one in the background, one in the foreground.
+TWO_SLEEPS = "sleep 100 & sleep 100"
+
+
+def marker(elided: int) -> str:
+    return f"\n[... {elided} bytes elided ...]\n"
+
+
+async def the_running_command(p: Proc) -> tuple[int, list[int]]:
+    """The leader of the one command running now and its children, once it has some."""
+
+    def found() -> tuple[int, list[int]] | None:
+        targets = p.plugin.commands.targets()
+        if len(targets) != 1 or targets[0].pid is None:
+            return None
+        kids = descendants(targets[0].pid)
+        return (targets[0].pid, kids) if kids else None
+
+    return await eventually(found, "the command and its children")

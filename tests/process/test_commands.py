@@ -4,7 +4,6 @@ stdin, env, both forms, streamed log events, confinement, and a real `meith serv
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -15,44 +14,29 @@ import anyio
 import psutil
 import pytest
 
-from meith_core import CancelToken, landlock_status
+from meith_core import CancelToken
 from meith_core.mcp.tools import annotations_for
 from meith_plugins_process.models import RUN_TIMEOUT_MAX_MS
-from meith_plugins_process.outputcap import OutputCap
 from meith_plugins_process.render import render_result
 from tests.harness import MEITH, wait_until
 from tests.process.conftest import Proc
-from tests.process.support import PY, descendants, eventually, gone, ok
-
-pytestmark = pytest.mark.anyio
-
-needs_landlock = pytest.mark.skipif(
-    not landlock_status().available, reason="this kernel has no Landlock"
+from tests.process.support import (
+    PY,
+    TWO_SLEEPS,
+    descendants,
+    eventually,
+    gone,
+    marker,
+    ok,
+    serve,
+    the_running_command,
 )
 
-#: A shell with two children: one in the background, one in the foreground.
-TWO_SLEEPS = "sleep 100 & sleep 100"
+pytestmark = pytest.mark.anyio
 
 
 async def run(p: Proc, tmp_path: Path, **args: Any) -> dict[str, Any]:
     return ok(await p.rt.call("run_command", {"cwd": str(tmp_path), **args}))
-
-
-def marker(elided: int) -> str:
-    return f"\n[... {elided} bytes elided ...]\n"
-
-
-async def the_running_command(p: Proc) -> tuple[int, list[int]]:
-    """The leader of the one command running now and its children, once it has some."""
-
-    def found() -> tuple[int, list[int]] | None:
-        targets = p.plugin.commands.targets()
-        if len(targets) != 1 or targets[0].pid is None:
-            return None
-        kids = descendants(targets[0].pid)
-        return (targets[0].pid, kids) if kids else None
-
-    return await eventually(found, "the command and its children")
 
 
 # -- exit status ----------------------------------------------------------------------------
@@ -193,19 +177,6 @@ async def test_the_cap_never_cuts_a_character_in_two(proc: Proc, tmp_path: Path)
     res = await run(proc, tmp_path, command=[PY, "-c", code], maxOutputBytes=101)
     # Head: 50 bytes (25 characters); tail: 51 bytes, whose first byte ends a character.
     assert res["stdout"] == "\u00e9" * 25 + marker(2000 - 50 - 50) + "\u00e9" * 25
-
-
-def test_the_cap_counts_every_byte_however_it_arrives() -> None:
-    cap = OutputCap(10)
-    for _ in range(10_000):
-        cap.feed(b"0123456789")
-    text, elided = cap.render()
-    assert elided == 100_000 - 10
-    assert text == "01234" + marker(elided) + "56789"
-    small = OutputCap(10)
-    small.feed(b"abc")
-    small.feed(b"defghij")
-    assert small.render() == ("abcdefghij", 0)
 
 
 # -- streaming ------------------------------------------------------------------------------
@@ -438,29 +409,6 @@ async def test_the_text_for_a_model_is_the_exit_line_then_the_output(
     assert result.text == f"exit 1 in {took_text}\n--- stdout\none\ntwo\n--- stderr\nbad"
 
 
-def test_the_rendered_text_says_how_it_ended() -> None:
-    base = {"stdout": "", "stderr": "", "confinedTo": None, "timedOut": False}
-    assert render_result({**base, "exitCode": 0, "signal": None, "durationMs": 5}) == (
-        "exit 0 in 5 ms"
-    )
-    assert render_result({**base, "exitCode": None, "signal": "SIGKILL", "durationMs": 40}) == (
-        "killed by SIGKILL in 40 ms"
-    )
-    timed_out = {
-        **base,
-        "exitCode": None,
-        "signal": "SIGTERM",
-        "timedOut": True,
-        "durationMs": 120_100,
-        "confinedTo": "/repo",
-        "stderr": "partial\n[... 10 bytes elided ...]\nend\n",
-    }
-    assert render_result(timed_out) == (
-        "timed out, ended by SIGTERM after 120.1 s, confined to /repo\n"
-        "--- stderr\npartial\n[... 10 bytes elided ...]\nend"
-    )
-
-
 async def test_a_grant_limited_to_a_directory_limits_where_commands_run(
     proc: Proc, tmp_path: Path
 ) -> None:
@@ -475,95 +423,6 @@ async def test_a_grant_limited_to_a_directory_limits_where_commands_run(
     res = await proc.rt.call("run_command", {"cwd": str(outside), **args}, caller=cli)
     assert res.error.code == "PERMISSION_DENIED"
     ok(await proc.rt.call("run_command", {"cwd": str(inside), **args}, caller=cli))
-
-
-@needs_landlock
-async def test_under_a_directory_grant_it_writes_only_inside(proc: Proc, tmp_path: Path) -> None:
-    inside, outside = tmp_path / "project", tmp_path / "other"
-    inside.mkdir()
-    outside.mkdir()
-    cli = proc.rt.open_session("cli", cwd=str(inside))
-    proc.rt.grant(cli, ["starts-process"], cwd_prefix=str(inside))
-    script = (
-        f"echo x > {outside}/planted; echo outside:$?; "
-        f"echo ok > {inside}/made; echo inside:$?; "
-        'echo t > "$TMPDIR/t"; echo tmp:$?'
-    )
-    res = ok(await proc.rt.call("run_command", {"cwd": str(inside), "shell": script}, caller=cli))
-    got = dict(line.split(":") for line in res["stdout"].split())
-    assert got["outside"] != "0"
-    assert not (outside / "planted").exists()
-    assert got["inside"] == "0"
-    assert (inside / "made").read_text() == "ok\n"
-    assert got["tmp"] == "0"
-    assert res["confinedTo"] == str(inside.resolve())
-
-
-@needs_landlock
-@pytest.mark.slow
-async def test_confined_commands_leave_nothing_behind_either(proc: Proc, tmp_path: Path) -> None:
-    cli = proc.rt.open_session("cli", cwd=str(tmp_path))
-    proc.rt.grant(cli, ["starts-process"], cwd_prefix=str(tmp_path))
-    left = ok(
-        await proc.rt.call(
-            "run_command",
-            {"cwd": str(tmp_path), "shell": "sleep 100 > /dev/null & echo $!"},
-            caller=cli,
-        )
-    )
-    assert left["confinedTo"] == str(tmp_path.resolve())
-    assert gone(int(left["stdout"]))
-    answer: dict[str, Any] = {}
-
-    async def call() -> None:
-        answer["res"] = await proc.rt.call(
-            "run_command",
-            {"cwd": str(tmp_path), "shell": TWO_SLEEPS, "timeoutMs": 3000},
-            caller=cli,
-        )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(call)
-        leader, children = await the_running_command(proc)
-    assert ok(answer["res"])["timedOut"] is True
-    for pid in [leader, *children]:
-        assert gone(pid)
-
-
-@needs_landlock
-@pytest.mark.slow
-async def test_git_metadata_a_confined_command_plants_is_neutralised_and_reported(
-    proc: Proc, tmp_path: Path
-) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    cli = proc.rt.open_session("cli", cwd=str(project))
-    proc.rt.grant(cli, ["starts-process"], cwd_prefix=str(project))
-    marker = tmp_path / "fsmonitor-ran"
-    script = (
-        "git init -q sub && "
-        f"git -C sub config core.fsmonitor 'touch {marker}' && "
-        "git -C sub config alias.st '!touch ran-alias' && echo planted"
-    )
-    result = await proc.rt.call("run_command", {"cwd": str(project), "shell": script}, caller=cli)
-    assert ok(result)["stdout"].strip() == "planted", result.content["stderr"]
-    config = (project / "sub" / ".git" / "config").read_text()
-    assert "fsmonitor" not in config
-    assert "alias" not in config or "!touch" not in config
-    assert result.diagnostics, "the result says what was neutralised"
-    assert any("sub" in d.message for d in result.diagnostics)
-    # The repository itself stays a repository (a scaffolder's `git init` keeps working).
-    assert (project / "sub" / ".git" / "HEAD").is_file()
-
-
-# -- a real `meith serve` -------------------------------------------------------------------
-
-
-def serve(meith_server: Any, **grant: Any) -> Any:
-    srv = meith_server(plugins="process")
-    srv.approve("process")
-    srv.grant("starts-process", **grant)
-    return srv
 
 
 def test_meith_call_run_command_through_a_real_runtime(meith_server: Any, tmp_path: Path) -> None:
@@ -686,39 +545,6 @@ def test_an_agent_sessions_command_calls_back_as_that_session(
     assert home == "none"  # no way to the trust root
     assert socket == srv.socket + ".child"
     assert token.startswith("mst_")
-
-
-@needs_landlock
-def test_under_a_cwd_grant_meith_call_run_command_is_confined(
-    meith_server: Any, tmp_path: Path
-) -> None:
-    repo, outside = tmp_path / "repo", tmp_path / "outside"
-    repo.mkdir()
-    outside.mkdir()
-    srv = serve(meith_server, cwd=str(repo))
-    script = (
-        f"echo x > {srv.home.root}/grants.json; echo home:$?; "
-        f"echo x > {outside}/planted; echo outside:$?; "
-        f"echo ok > {repo}/inside.txt; echo inside:$?; "
-        "echo env:${MEITH_SOCKET:-none}:${MEITH_HOME:-none}:${MEITH_SESSION_TOKEN:-none}"
-    )
-    grants_before = (srv.home.root / "grants.json").read_bytes()
-    envelope = srv.call("run_command", {"shell": script}, cwd=str(repo))
-    assert envelope["ok"], envelope
-    res = envelope["content"]
-    got = dict(line.split(":", 1) for line in res["stdout"].split())
-    assert got["home"] != "0"
-    assert (srv.home.root / "grants.json").read_bytes() == grants_before
-    assert got["outside"] != "0"
-    assert not (outside / "planted").exists()
-    assert got["inside"] == "0"
-    assert (repo / "inside.txt").read_text() == "ok\n"
-    assert got["env"] == "none:none:none"
-    assert res["confinedTo"] == str(repo.resolve())
-    # Outside the grant's directory it does not run at all.
-    denied = srv.call("run_command", {"command": ["true"]}, cwd=str(outside))
-    assert denied["error"]["code"] == "PERMISSION_DENIED"
-    assert os.listdir(outside) == []
 
 
 async def test_through_meith_mcp_an_agent_sees_the_lines_and_gets_the_result(

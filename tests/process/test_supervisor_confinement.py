@@ -4,6 +4,7 @@ $MEITH_HOME, and not signal processes outside their domain. Reads stay allowed."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,13 +13,10 @@ from typing import Any
 
 import pytest
 
-from meith_core import Confinement, landlock_status
-from meith_core.confine.status import LandlockStatus
+from meith_core import landlock_status
+from meith_core.client import Client
+from tests.core.confine.support import needs_landlock, needs_namespaces, results
 from tests.harness import MEITH, wait_until
-
-needs_landlock = pytest.mark.skipif(
-    not landlock_status().available, reason="this kernel has no Landlock"
-)
 
 
 def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
@@ -36,20 +34,6 @@ def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
         "echo done-marker",
     ]
     return "; ".join(steps)
-
-
-def results(text: str) -> dict[str, str]:
-    found = {}
-    for line in text.splitlines():
-        key, _, value = line.strip().partition(":")
-        if (
-            key in {"home", "cli", "outside", "kill", "inside", "tmp", "cache", "read"}
-            and value.isdigit()
-        ):
-            found[key] = value
-        if key == "env":
-            found[key] = value
-    return found
 
 
 @needs_landlock
@@ -137,55 +121,12 @@ def test_a_terminal_under_a_directory_grant_is_confined_too(
     assert (repo / "g").exists()
 
 
-@needs_landlock
-def test_meith_home_inside_the_granted_directory_stays_out_of_reach(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    (root / "home").mkdir(parents=True)
-    (root / "src").mkdir()
-    (root / "home" / "grants.json").write_text("{}")
-    plan = Confinement.beneath(str(root), home=root / "home")
-    script = (
-        f"echo x > {root}/home/grants.json; echo home:$?; "
-        f"echo x > {root}/src/new; echo inside:$?; "
-        f"echo x > {root}/top; echo outside:$?"
-    )
-    out = subprocess.run(plan.wrap(["/bin/sh", "-c", script]), capture_output=True, text=True)
-    got = results(out.stdout)
-    assert got["home"] != "0"
-    assert (root / "home" / "grants.json").read_text() == "{}"
-    assert got["inside"] == "0"
-    # The price of carving the home out: no new entries directly in the granted directory.
-    assert got["outside"] != "0"
-
-
-@needs_landlock
-def test_the_wrapper_refuses_to_run_a_command_it_cannot_find(tmp_path: Path) -> None:
-    plan = Confinement.beneath(str(tmp_path))
-    out = subprocess.run(plan.wrap(["no-such-command-xyz"]), capture_output=True, text=True)
-    assert out.returncode == 127
-    assert "command not found" in out.stderr
-
-
-def test_without_landlock_the_wording_says_full_user_access() -> None:
-    missing = LandlockStatus(0)
-    assert not missing.available
-    assert "full access" in missing.describe()
-    assert LandlockStatus(5).to_dict()["scopesSignals"] is False
-    assert "cannot signal" in LandlockStatus(6).describe()
-    assert os.path.isabs(Confinement.beneath("/").wrap(["true"])[0])
-
-
 def git(*args: str, cwd: Path) -> str:
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
     out = subprocess.run(
         ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )
     return out.stdout
-
-
-needs_namespaces = pytest.mark.skipif(
-    not landlock_status().namespaces, reason="no user namespaces here"
-)
 
 
 @needs_landlock
@@ -248,3 +189,45 @@ def test_a_confined_process_plants_nothing_in_git_metadata_nor_reaches_the_runti
     git("checkout", "-q", "-b", "other", cwd=ws / "wt")
     assert not canary.exists()
     assert "fsmonitor" not in (main / ".git" / "config").read_text()
+
+
+@pytest.mark.skipif(
+    not landlock_status().namespaces, reason="the socket is bound in through a mount namespace"
+)
+def test_a_confined_dev_server_calls_back_only_as_its_session(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = meith_server(plugins="process")
+    srv.approve("process")
+    srv.grant("starts-process", caller="agent", cwd=str(ws))
+    out = ws / "out"
+    out.mkdir()
+    script = (
+        f"{MEITH} call start_dev_server --command 'sleep 300' --json > {out}/dev.json 2>&1; "
+        # Without the token, through the same mounted socket: refused, never the local user.
+        f"MEITH_SESSION_TOKEN= {MEITH} call app_health --json > {out}/bare.json 2>&1; "
+        # The runtime's own socket path is covered.
+        f"MEITH_SOCKET={srv.socket} {MEITH} call app_health --json > {out}/real.json 2>&1; "
+        f"touch {out}/done; sleep 300"
+    )
+    with Client(srv.socket, caller="agent", label="a", cwd=str(ws)) as a:
+        session = a.hello()["sessionId"]
+        dev = a.call("start_dev_server", {"cwd": str(ws), "command": script})
+        assert dev.ok, dev
+        assert dev.content["confinedTo"] == str(ws)
+        assert wait_until(lambda: (out / "done").exists(), timeout=60)
+        child = json.loads((out / "dev.json").read_text())
+        assert child["ok"], child
+        assert child["content"]["confinedTo"] == str(ws)  # its own child is confined too
+        assert child["content"]["id"] in {s["id"] for s in a.call("list_dev_servers").content}
+        assert "calls only as that session" in (out / "bare.json").read_text()
+        assert "app_health" not in {
+            r.get("toolName") for r in srv.audit_records() if r.get("caller") == "cli"
+        }
+        assert '"ok": true' not in (out / "real.json").read_text()
+        starts = [r for r in srv.audit_records() if r.get("toolName") == "start_dev_server"]
+        assert [(r["caller"], r["sessionId"], r["decision"]) for r in starts] == [
+            ("agent", session, "allow")
+        ] * 2

@@ -9,53 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from meith_core import landlock_status
-from meith_core.confine.status import NO_NAMESPACES_ENV
+from tests.core.confine.support import MISSING, needs_landlock, results
 from tests.process.conftest import Proc
-from tests.process.sealed import (
-    DONE,
-    agent,
-    http_server,
-    needs_landlock,
-    results,
-    run_dev,
-    tcp_listener,
-)
+from tests.process.sealed import DONE, agent, http_server, run_dev, tcp_listener
 from tests.process.support import ok
 
 pytestmark = [needs_landlock]
-
-#: What cannot be built without user namespaces (terminals and secrets are then Landlock's).
-MISSING = {"homes-and-sockets-hidden", "git-metadata", "udp"}
-
-
-@pytest.fixture
-def hardened(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(NO_NAMESPACES_ENV, "1")
-    landlock_status.cache_clear()
-    yield
-    monkeypatch.delenv(NO_NAMESPACES_ENV)
-    landlock_status.cache_clear()
-
-
-def test_the_status_names_each_missing_wall_with_its_fix(hardened: None) -> None:
-    status = landlock_status()
-    assert not status.namespaces
-    expected = set(MISSING) | (set() if status.tcp_rules else {"network"})
-    assert {w.name for w in status.missing()} == expected
-    for wall in status.missing():
-        assert "sysctl" in wall.fix or "Landlock" in wall.fix
-    assert "MISSING" in status.describe()
-    for name in MISSING:
-        assert name in status.describe()
-    details = status.to_dict()
-    assert set(details["missing"]) == expected  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
@@ -133,32 +97,3 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
     assert got["tcp"].startswith("refused"), got
     assert got["curl"] == "hello from the loopback", got
     assert got["direct"] != "0"
-
-
-def test_the_banner_of_meith_serve_names_the_missing_walls(meith_server: Any) -> None:
-    srv = meith_server(env={NO_NAMESPACES_ENV: "1"})
-    banner = srv.stdout
-    assert "walls MISSING" in banner, banner
-    for name in MISSING:
-        assert f"- {name}: fix:" in banner, banner
-    # At grant time too.
-    added = srv.cli(
-        "grants",
-        "add",
-        "-c",
-        "starts-process",
-        "--cwd",
-        str(srv.home.root.parent),
-        env={NO_NAMESPACES_ENV: "1"},
-    )
-    assert added.returncode == 0, added.stderr
-    for name in MISSING:
-        assert f"wall missing here: {name}:" in added.stderr, added.stderr
-
-
-def test_the_banner_claims_nothing_it_did_not_build(meith_server: Any) -> None:
-    srv = meith_server()
-    if landlock_status().missing():
-        assert "walls MISSING" in srv.stdout
-    else:
-        assert "every wall built" in srv.stdout

@@ -16,17 +16,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from meith_core import Confinement, MeithHome, is_secret_path, secret_paths
+from meith_core import MeithHome, secret_paths
 from meith_core.base.home_registry import register_home
-from meith_core.confine.wrapper import environment as wrapper_environment
-from meith_core.confine.wrapper import main as confine_main
+from tests.core.confine.support import needs_landlock, needs_namespaces, results
 from tests.process.conftest import Proc
 from tests.process.sealed import (
     DONE,
@@ -36,9 +34,6 @@ from tests.process.sealed import (
     http_server,
     logs,
     needs_cc,
-    needs_landlock,
-    needs_namespaces,
-    results,
     run_dev,
     tcp_listener,
     udp_listener,
@@ -46,40 +41,6 @@ from tests.process.sealed import (
 from tests.process.support import eventually, ok
 
 pytestmark = [pytest.mark.anyio, needs_landlock]
-
-
-# -- 1. nothing of the caller's runs before the sandbox ----------------------------------------
-
-
-def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> None:
-    plan = Confinement.beneath(str(tmp_path))
-    hostile = {"LD_PRELOAD": "/x.so", "GCONV_PATH": "/x", "PYTHONPATH": "/x", "PATH": "/bin"}
-    argv, env = plan.command(["true"], hostile, markers={"MEITH_PROCESS_ID": "dev_1"})
-    env_file = env.pop(wrapper_environment.ENV_FILE_VAR)
-    assert env == {**wrapper_environment.fixed_environment(), "MEITH_PROCESS_ID": "dev_1"}
-    # Named in the wrapper's environment, not in its argv (which anyone can read).
-    assert env_file not in argv
-    assert os.stat(env_file).st_mode & 0o777 == 0o600
-    assert os.stat(os.path.dirname(env_file)).st_mode & 0o777 == 0o300  # cannot be listed
-    assert b"LD_PRELOAD=/x.so\0" in Path(env_file).read_bytes()
-    os.unlink(env_file)
-    with pytest.raises(ValueError, match="marker"):
-        plan.command(["true"], {}, markers={"LD_PRELOAD": "/x.so"})
-
-
-def test_the_wrapper_refuses_to_go_on_after_a_preload_reached_it(tmp_path: Path) -> None:
-    """A spawner that still gives the caller's environment to the wrapper itself (`wrap`
-    without `command`) gets a refusal, never a command run as if nothing had happened."""
-    argv = Confinement.beneath(str(tmp_path)).wrap(["true"])
-    done = subprocess.run(
-        argv,
-        env={"PATH": os.environ["PATH"], "LD_PRELOAD": "/nonexistent/evil.so"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == confine_main.EXIT_FAILED
-    assert "ConfinedSpawn" in done.stderr
 
 
 @needs_cc
@@ -259,28 +220,6 @@ async def _tty_of(proc: Proc, term_id: str) -> str:
     return await eventually(tty, "the other terminal's tty")
 
 
-# -- 7. secrets stay hidden ------------------------------------------------------------------
-
-
-def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
-    home = Path.home()
-    assert is_secret_path(home / ".ssh" / "id_ed25519")
-    assert is_secret_path(home / ".aws" / "credentials")
-    assert is_secret_path(home / ".docker" / "config.json")
-    assert not is_secret_path(home / ".docker" / "other.json")
-    assert not is_secret_path(tmp_path / "project" / "README.md")
-    mine = {"confinement": {"secretPaths": [str(tmp_path / "vault")]}}
-    assert is_secret_path(tmp_path / "vault" / "key", mine)
-    assert not is_secret_path(home / ".ssh" / "id_ed25519", mine)  # the user's list replaces it
-    # Every meith home, whatever the setting says.
-    other = MeithHome(tmp_path / "other-home").ensure()
-    register_home(other.root)
-    assert is_secret_path(other.grants_path, mine)
-    # A symbolic link to a secret is the secret.
-    (tmp_path / "link").symlink_to(home / ".ssh")
-    assert is_secret_path(tmp_path / "link" / "id_rsa")
-
-
 @needs_namespaces
 @pytest.mark.slow
 async def test_a_confined_process_cannot_read_secrets(proc: Proc, tmp_path: Path) -> None:
@@ -318,16 +257,6 @@ async def test_a_confined_process_cannot_read_secrets(proc: Proc, tmp_path: Path
     for key in targets:
         assert got[key] == "0", (key, got)
     assert got["sshlist"].strip() == "0"
-
-
-async def test_the_secret_list_is_policy_an_agent_cannot_change(proc: Proc) -> None:
-    session = proc.rt.open_session("agent")
-    proc.rt.grant(session, ["writes-files"])
-    result = await proc.rt.call(
-        "set_app_settings", {"settings": {"confinement": {"secretPaths": []}}}, caller=session
-    )
-    assert not result.ok
-    assert "meith settings set confinement.secretPaths" in json.dumps(result.to_wire())
 
 
 # -- 8. network by grant, deny by default ------------------------------------------------------

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.core.confine.support import needs_landlock, needs_namespaces
 from tests.harness import MEITH, wait_until
-from tests.process.sealed import needs_landlock, needs_namespaces
 
 pytestmark = [pytest.mark.slow, needs_landlock, needs_namespaces]
 

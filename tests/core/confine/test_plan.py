@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from meith_core import Confinement
 from meith_core.base.home_registry import register_home
+from meith_core.confine.wrapper import environment as wrapper_environment
 
 
 def test_a_plan_with_many_homes_registered_resolves_each_path_once(
@@ -42,3 +44,22 @@ def test_a_plan_with_many_homes_registered_resolves_each_path_once(
     for home in homes:
         assert str(home.resolve()) in plan.hidden or plan.read_dirs is not None
     assert str((homes[0] / "inner").resolve()) not in plan.hidden  # covered by its home
+
+
+# -- 1. nothing of the caller's runs before the sandbox ----------------------------------------
+
+
+def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> None:
+    plan = Confinement.beneath(str(tmp_path))
+    hostile = {"LD_PRELOAD": "/x.so", "GCONV_PATH": "/x", "PYTHONPATH": "/x", "PATH": "/bin"}
+    argv, env = plan.command(["true"], hostile, markers={"MEITH_PROCESS_ID": "dev_1"})
+    env_file = env.pop(wrapper_environment.ENV_FILE_VAR)
+    assert env == {**wrapper_environment.fixed_environment(), "MEITH_PROCESS_ID": "dev_1"}
+    # Named in the wrapper's environment, not in its argv (which anyone can read).
+    assert env_file not in argv
+    assert os.stat(env_file).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(env_file)).st_mode & 0o777 == 0o300  # cannot be listed
+    assert b"LD_PRELOAD=/x.so\0" in Path(env_file).read_bytes()
+    os.unlink(env_file)
+    with pytest.raises(ValueError, match="marker"):
+        plan.command(["true"], {}, markers={"LD_PRELOAD": "/x.so"})

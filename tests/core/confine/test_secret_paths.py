@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from meith_core import MeithHome, is_secret_path
+from meith_core.base.home_registry import register_home
 from tests.core.support import meith_cli
 
 
@@ -24,3 +26,25 @@ def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
 
     assert is_secret_path(tmp_path / "vault" / "key", settings)
     assert is_secret_path(tmp_path / "vault" / "key", home=home)
+
+
+# -- 7. secrets stay hidden ------------------------------------------------------------------
+
+
+def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
+    home = Path.home()
+    assert is_secret_path(home / ".ssh" / "id_ed25519")
+    assert is_secret_path(home / ".aws" / "credentials")
+    assert is_secret_path(home / ".docker" / "config.json")
+    assert not is_secret_path(home / ".docker" / "other.json")
+    assert not is_secret_path(tmp_path / "project" / "README.md")
+    mine = {"confinement": {"secretPaths": [str(tmp_path / "vault")]}}
+    assert is_secret_path(tmp_path / "vault" / "key", mine)
+    assert not is_secret_path(home / ".ssh" / "id_ed25519", mine)  # the user's list replaces it
+    # Every meith home, whatever the setting says.
+    other = MeithHome(tmp_path / "other-home").ensure()
+    register_home(other.root)
+    assert is_secret_path(other.grants_path, mine)
+    # A symbolic link to a secret is the secret.
+    (tmp_path / "link").symlink_to(home / ".ssh")
+    assert is_secret_path(tmp_path / "link" / "id_rsa")
