@@ -7,6 +7,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
@@ -87,3 +88,24 @@ async def the_running_command(p: Proc) -> tuple[int, list[int]]:
         return (targets[0].pid, kids) if kids else None
 
     return await eventually(found, "the command and its children")
+
+
+async def start(
+    p: Proc, cwd: Path | str, command: str, args: list[str] | None = None, **extra
+) -> dict:
+    payload = {"cwd": str(cwd), "command": command, **extra}
+    if args is not None:
+        payload["args"] = args
+    return ok(await p.rt.call("start_dev_server", payload))
+
+
+async def logs(p: Proc, pid: str) -> list[dict]:
+    return ok(await p.rt.call("get_process_logs", {"processId": pid}))["logs"]
+
+
+async def has_log(p: Proc, pid: str, text: str) -> list[dict]:
+    async def check() -> list[dict] | None:
+        entries = await logs(p, pid)
+        return entries if any(text in e["text"] for e in entries) else None
+
+    return await eventually(check, f"log line containing {text!r}")
