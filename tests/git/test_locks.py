@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import anyio
 import pytest
 
 from meith_core import CancelToken
-from tests.git.support import call_err, call_ok
+from tests.git.support import alive, call_err, call_ok, wait_for
 
 pytestmark = pytest.mark.anyio
-
-
-async def wait_for(predicate, what: str, timeout: float = 30) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.slow
