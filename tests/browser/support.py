@@ -194,3 +194,9 @@ def decode_png(data: bytes, rows_wanted: int | None = None) -> tuple[int, int, i
 def pixel(rows: list[bytes], channels: int, x: int, y: int) -> tuple[int, int, int]:
     row = rows[y]
     return row[x * channels], row[x * channels + 1], row[x * channels + 2]
+
+
+def owned(details: dict[str, object]) -> dict[str, object]:
+    """The tab and owner an ownership denial names (it says what to do instead, too)."""
+    assert details["gate"] == "ownership"
+    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from meith_core.client import Client
-from tests.browser.support import Site, require_browser, wait_for
+from tests.browser.support import Site, owned, require_browser, wait_for
 from tests.harness import MeithServer
 
 pytestmark = pytest.mark.browser
@@ -132,7 +132,7 @@ def test_a_claimed_tab_is_private_for_reads(srv: MeithServer, site: Site) -> Non
             denied = peer.call_raw(tool, {"tabId": tid})
             assert denied["ok"] is False, denied
             assert denied["error"]["code"] == "PERMISSION_DENIED", denied
-            assert _owned(denied["error"]["details"]) == {"tabId": tid, "ownerId": owner}
+            assert owned(denied["error"]["details"]) == {"tabId": tid, "ownerId": owner}
         listed = next(t for t in ok(peer, "get_tabs", {})["browserTabs"] if t["id"] == tid)
         assert listed["ownerId"] == owner
         assert "s3cret" not in json.dumps(listed)
@@ -188,7 +188,7 @@ def test_one_agent_cannot_read_another_agents_tab(srv: MeithServer, site: Site) 
             denied = b.call_raw(tool, {"tabId": tid})
             assert denied["ok"] is False, (tool, denied)
             assert denied["error"]["code"] == "PERMISSION_DENIED", (tool, denied)
-            assert _owned(denied["error"]["details"]) == {"tabId": tid, "ownerId": owner}
+            assert owned(denied["error"]["details"]) == {"tabId": tid, "ownerId": owner}
         listed = next(t for t in ok(b, "get_tabs", {})["browserTabs"] if t["id"] == tid)
         assert "s3cret" not in json.dumps(listed)
         assert ok(a, "get_browser_state", {"tabId": tid})["url"].endswith("token=s3cret")
@@ -198,9 +198,3 @@ def test_one_agent_cannot_read_another_agents_tab(srv: MeithServer, site: Site) 
             "PERMISSION_DENIED"
         )
         ok(a, "close_browser_tab", {"tabId": tid})
-
-
-def _owned(details: dict[str, object]) -> dict[str, object]:
-    """The tab and owner an ownership denial names (it says what to do instead, too)."""
-    assert details["gate"] == "ownership"
-    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}
