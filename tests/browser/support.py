@@ -13,6 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from meith_plugins_browser.executable import BrowserNotFoundError, FoundBrowser, find_browser
@@ -200,3 +201,13 @@ def owned(details: dict[str, object]) -> dict[str, object]:
     """The tab and owner an ownership denial names (it says what to do instead, too)."""
     assert details["gate"] == "ownership"
     return {"tabId": details["tabId"], "ownerId": details["ownerId"]}
+
+
+async def poll(predicate, timeout: float = 20.0):  # type: ignore[no-untyped-def]
+    """Await `predicate()` (async) until truthy."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = await predicate()
+            if value:
+                return value
+            await anyio.sleep(0.05)

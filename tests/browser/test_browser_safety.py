@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from meith_plugins_browser.scripts import POPUP_LOG_PREFIX
 from meith_plugins_browser.settings import SECTION
 from tests.browser.conftest import Browsing
+from tests.browser.support import poll
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
@@ -29,15 +29,6 @@ BLOCKED_URLS = [
     "ftp://127.0.0.1/",
     "127.0.0.1:8000/index.html",
 ]
-
-
-async def poll(predicate, timeout: float = 20.0):  # type: ignore[no-untyped-def]
-    with anyio.fail_after(timeout):
-        while True:
-            value = await predicate()
-            if value:
-                return value
-            await anyio.sleep(0.05)
 
 
 async def tab_ids(browsing: Browsing) -> set[str]:
