@@ -1,5 +1,5 @@
 """run_command on real processes: exit codes, signals, timeout, cancellation, the output cap,
-stdin, env, both forms, streamed log events, confinement, and a real `meith serve`."""
+stdin, env, both forms, streamed log events, and a real `meith serve`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""A grant confined to a directory confines what the processes started under it can do:
-Landlock lets them write only beneath that directory and a private temp dir, never to
-$MEITH_HOME, and not signal processes outside their domain. Reads stay allowed."""
+"""A grant confined to a directory confines what the processes started under it can do, through
+a real `meith serve`: Landlock lets them write only beneath that directory and a private temp
+dir, never to $MEITH_HOME, nor plant git metadata, nor signal processes outside their domain;
+reads stay allowed, and a confined process calls back only as its session."""
 
 from __future__ import annotations
 

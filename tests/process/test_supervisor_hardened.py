@@ -1,7 +1,6 @@
 """Hardened hosts and containers: where user namespaces are unavailable, meith keeps every wall
-it still can (Landlock writes, TCP rules to the gate only, only its own terminal writable),
-states exactly which walls are missing — at grant time, in `meith serve`'s banner and in
-`app_health` — with the fix, and never claims one it did not build.
+it still can (Landlock writes, TCP rules to the gate only, only its own terminal writable), and
+`app_health` and the start of a confined process say which walls are missing.
 
 `MEITH_CONFINE_NO_NAMESPACES=1` forces this path on a host that has namespaces."""
 
