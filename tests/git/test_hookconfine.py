@@ -13,17 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from meith_core import CallerInfo, Runtime, landlock_status
+from meith_core import CallerInfo, Runtime
+from tests.core.confine.support import needs_landlock, needs_namespaces
 from tests.git.support import call_ok
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(not landlock_status().available, reason="needs Landlock"),
-]
-
-needs_namespaces = pytest.mark.skipif(
-    not landlock_status().namespaces, reason="read-only .git needs user namespaces"
-)
+pytestmark = [pytest.mark.anyio, pytest.mark.kernel, needs_landlock]
 
 
 def _hook(repo: Path, name: str, body: str) -> None:

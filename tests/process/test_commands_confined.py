@@ -14,10 +14,9 @@ from tests.core.confine.support import needs_landlock
 from tests.process.conftest import Proc
 from tests.process.support import TWO_SLEEPS, gone, ok, serve, the_running_command
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.kernel, needs_landlock]
 
 
-@needs_landlock
 async def test_under_a_directory_grant_it_writes_only_inside(proc: Proc, tmp_path: Path) -> None:
     inside, outside = tmp_path / "project", tmp_path / "other"
     inside.mkdir()
@@ -39,7 +38,6 @@ async def test_under_a_directory_grant_it_writes_only_inside(proc: Proc, tmp_pat
     assert res["confinedTo"] == str(inside.resolve())
 
 
-@needs_landlock
 @pytest.mark.slow
 async def test_confined_commands_leave_nothing_behind_either(proc: Proc, tmp_path: Path) -> None:
     cli = proc.rt.open_session("cli", cwd=str(tmp_path))
@@ -70,7 +68,6 @@ async def test_confined_commands_leave_nothing_behind_either(proc: Proc, tmp_pat
         assert gone(pid)
 
 
-@needs_landlock
 @pytest.mark.slow
 async def test_git_metadata_a_confined_command_plants_is_neutralised_and_reported(
     proc: Proc, tmp_path: Path
@@ -96,7 +93,6 @@ async def test_git_metadata_a_confined_command_plants_is_neutralised_and_reporte
     assert (project / "sub" / ".git" / "HEAD").is_file()
 
 
-@needs_landlock
 def test_under_a_cwd_grant_meith_call_run_command_is_confined(
     meith_server: Any, tmp_path: Path
 ) -> None:

@@ -19,19 +19,20 @@ from typing import Any
 
 import pytest
 
-from meith_core import landlock_status
 from meith_core.client import Client
 from meith_core.serve.capacity import (
     MAX_CONNECTIONS_PER_SESSION,
     MAX_CONNECTIONS_PER_TREE,
     MAX_DESCENDANT_CONNECTIONS,
 )
+from tests.core.confine.support import needs_landlock
 from tests.harness import MEITH, wait_until
 from tests.process.support import PY
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not landlock_status().available, reason="needs a confined dev server"),
+    pytest.mark.kernel,
+    needs_landlock,
 ]
 
 KIDS = 20

@@ -19,6 +19,8 @@ from meith_core.client import Client
 from tests.core.confine.support import needs_landlock, needs_namespaces, results
 from tests.harness import MEITH, wait_until
 
+pytestmark = pytest.mark.kernel
+
 
 def attack_script(home: Path, outside: Path, victim: int, repo: Path) -> str:
     """What a hostile dev server does: leave its directory, rewrite the trust root, kill."""

@@ -18,7 +18,7 @@ from tests.process.conftest import Proc
 from tests.process.sealed import DONE, agent, http_server, run_dev, tcp_listener
 from tests.process.support import ok
 
-pytestmark = [needs_landlock]
+pytestmark = [pytest.mark.kernel, needs_landlock]
 
 
 @pytest.mark.anyio

@@ -24,15 +24,13 @@ from typing import Any
 
 import pytest
 
-from meith_core import landlock_status
 from meith_core.client import Client
+from tests.core.confine.support import needs_landlock
 from tests.harness import wait_until
 
 GIT = shutil.which("git") or "git"
 
-needs_confinement = pytest.mark.skipif(
-    not landlock_status().available, reason="needs Landlock confinement"
-)
+pytestmark = [pytest.mark.kernel, needs_landlock]
 
 
 def user_git(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -127,7 +125,6 @@ def assert_neutralised(ws: Path, out: Path, home: Path, shm: str) -> None:
 
 
 @pytest.mark.slow
-@needs_confinement
 def test_what_a_confined_dev_server_plants_is_neutralised_when_it_stops(
     meith_server: Any, workspace: tuple[Path, Path, Path, str]
 ) -> None:
@@ -192,7 +189,6 @@ def _log_of(ws: Path) -> str:
 
 
 @pytest.mark.slow
-@needs_confinement
 def test_a_long_lived_confined_process_is_scanned_while_it_runs(
     meith_server: Any, workspace: tuple[Path, Path, Path, str]
 ) -> None:

@@ -40,7 +40,7 @@ from tests.process.sealed import (
 )
 from tests.process.support import eventually, ok
 
-pytestmark = [pytest.mark.anyio, needs_landlock]
+pytestmark = [pytest.mark.anyio, pytest.mark.kernel, needs_landlock]
 
 
 @needs_cc

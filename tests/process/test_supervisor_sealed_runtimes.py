@@ -28,7 +28,7 @@ import pytest
 from tests.core.confine.support import needs_landlock, needs_namespaces
 from tests.harness import MEITH, wait_until
 
-pytestmark = [pytest.mark.slow, needs_landlock, needs_namespaces]
+pytestmark = [pytest.mark.slow, pytest.mark.kernel, needs_landlock, needs_namespaces]
 
 _ATTACK = textwrap.dedent(
     """

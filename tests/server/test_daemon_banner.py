@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from meith_core import landlock_status
 from meith_core.confine.status import NO_NAMESPACES_ENV
-from tests.core.confine.support import MISSING
+from tests.core.confine.support import MISSING, needs_landlock
+
+pytestmark = [pytest.mark.kernel, needs_landlock]
 
 
 def test_the_banner_of_meith_serve_names_the_missing_walls(meith_server: Any) -> None:

@@ -3,8 +3,12 @@ has them): the status names each missing wall with its fix."""
 
 from __future__ import annotations
 
+import pytest
+
 from meith_core import landlock_status
-from tests.core.confine.support import MISSING
+from tests.core.confine.support import MISSING, needs_landlock
+
+pytestmark = [pytest.mark.kernel, needs_landlock]
 
 
 def test_the_status_names_each_missing_wall_with_its_fix(hardened: None) -> None:

@@ -7,12 +7,15 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from meith_core import Confinement
 from meith_core.confine.wrapper import main as confine_main
 from tests.core.confine.support import needs_landlock, results
 
+pytestmark = [pytest.mark.kernel, needs_landlock]
 
-@needs_landlock
+
 def test_meith_home_inside_the_granted_directory_stays_out_of_reach(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "home").mkdir(parents=True)
@@ -33,7 +36,6 @@ def test_meith_home_inside_the_granted_directory_stays_out_of_reach(tmp_path: Pa
     assert got["outside"] != "0"
 
 
-@needs_landlock
 def test_the_wrapper_refuses_to_run_a_command_it_cannot_find(tmp_path: Path) -> None:
     plan = Confinement.beneath(str(tmp_path))
     out = subprocess.run(plan.wrap(["no-such-command-xyz"]), capture_output=True, text=True)
