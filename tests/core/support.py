@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -90,10 +91,13 @@ async def wait_until(
         await anyio.sleep(0.005)
 
 
-async def settle(rounds: int = 20) -> None:
-    """Let callbacks scheduled from other threads (call_soon_threadsafe) run."""
-    for _ in range(rounds):
-        await anyio.sleep(0.001)
+async def loop_caught_up() -> None:
+    """Return once every callback already scheduled on this event loop has run, those a worker
+    thread scheduled (`call_soon_threadsafe`) included: a sentinel scheduled now runs after
+    them. What a tool emitted before it said it finished has then been delivered or dropped."""
+    ran = asyncio.Event()
+    asyncio.get_running_loop().call_soon(ran.set)
+    await ran.wait()
 
 
 def audit_lines(path: Path) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 import meith_core.call.tooldef
 from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, Runtime, ToolContext
-from tests.core.support import NoArgs, Sink, make_tool, records_for, settle, wait_until
+from tests.core.support import NoArgs, Sink, loop_caught_up, make_tool, records_for, wait_until
 
 
 class Stubborn:
@@ -128,7 +128,7 @@ async def test_the_answer_comes_at_the_deadline_even_when_the_tool_does_not_stop
     state.stop()
     await wait_until(state.finished.is_set, what="the stubborn tool to finish")
     await runtime.pipeline.drain(5)
-    await settle()
+    await loop_caught_up()
     assert "late event" not in sink.texts()
     assert [r["outcome"] for r in records_for(runtime.audit.path, request_id)] == ["TIMEOUT"]
     assert runtime.pipeline.in_flight == 0
@@ -206,7 +206,11 @@ async def test_the_default_timeout_applies_when_neither_names_one(
 
 
 @pytest.mark.anyio
-async def test_a_no_timeout_tool_runs_until_cancelled(runtime: Runtime) -> None:
+async def test_a_no_timeout_tool_runs_until_cancelled(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(meith_core.call.tooldef, "DEFAULT_TOOL_TIMEOUT_MS", 45)
+    runtime.register(make_tool(_sleeper, name="sleeper"))  # the default deadline, shrunk
     started = anyio.Event()
 
     async def stream(ctx: ToolContext, args: NoArgs) -> dict[str, bool]:
@@ -227,8 +231,10 @@ async def test_a_no_timeout_tool_runs_until_cancelled(runtime: Runtime) -> None:
 
         tg.start_soon(run)
         await started.wait()
-        await settle()
-        assert results == []  # still running: no deadline
+        # A call with the default deadline started since has timed out...
+        timed_out = await runtime.call("sleeper")
+        assert timed_out.error.code is ErrorCode.TIMEOUT
+        assert results == []  # ...and this one still runs: no deadline
         token.cancel()
     # A cooperative tool answers for itself within the grace period.
     assert results[0].ok
@@ -286,7 +292,7 @@ async def test_cancelling_a_call_gives_cancelled_even_when_the_tool_ignores_it(
     assert not stubborn.finished.is_set()
     stubborn.stop()
     await wait_until(stubborn.finished.is_set)
-    await settle()
+    await loop_caught_up()
     assert sink.texts() == ["started"]  # the late event never arrives
 
 

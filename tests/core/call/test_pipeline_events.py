@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from meith_core import NO_TIMEOUT, CancelToken, ErrorCode, Runtime, ToolContext
 from meith_core.protocol.events import ToolEvent
-from tests.core.support import NoArgs, Sink, make_tool, settle, wait_until
+from tests.core.support import NoArgs, Sink, loop_caught_up, make_tool, wait_until
 
 _event_adapter: TypeAdapter[Any] = TypeAdapter(ToolEvent)
 
@@ -125,7 +125,7 @@ async def test_no_event_from_a_sync_tools_thread_arrives_after_the_result(
         assert results[0].error.code is ErrorCode.CANCELLED
         release.set()
         await wait_until(done.is_set, what="the thread to finish")
-        await settle()
+        await loop_caught_up()
         assert sink.texts() == ["first"]
     finally:
         release.set()
@@ -156,7 +156,7 @@ async def test_no_event_from_a_timed_out_async_tool_arrives_after_the_result(
         assert result.error.code is ErrorCode.TIMEOUT
         release.set()
         await done.wait()
-        await settle()
+        await loop_caught_up()
         assert "after" not in sink.texts()
     finally:
         release.set()
