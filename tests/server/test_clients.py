@@ -8,6 +8,7 @@ import pytest
 
 from meith_core import ToolResult
 from meith_core.client import AsyncClient, Client
+from tests.server.conftest import until
 
 
 @pytest.mark.anyio
@@ -83,7 +84,7 @@ async def test_cancelling_an_awaited_async_call_cancels_it_in_the_runtime(served
 async def test_async_client_raises_when_the_runtime_goes_away(served) -> None:
     client = await AsyncClient.connect(served.socket)
     call = asyncio.ensure_future(client.call("probe_sleep", {"seconds": 60}))
-    await asyncio.sleep(0.2)
+    await until(lambda: served.runtime.pipeline.in_flight == 1, "the call to run")
     for conn in list(served.server.connections):
         conn.abort()
     with pytest.raises(Exception, match="Connection closed by runtime"):
