@@ -3,7 +3,6 @@ and loopback listeners (127.0.0.1 only, never any other address)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import http.server
 import os
@@ -178,5 +177,22 @@ async def until(predicate: Any, what: str) -> Any:
     return await eventually(predicate, what, deadline_s=30)
 
 
-async def sleep_a_little() -> None:
-    await asyncio.sleep(0.05)
+#: What the test itself sends a listener once the confined process is done.
+SENTINEL = b"sentinel"
+
+
+async def only_the_sentinel_arrives(
+    tcp: tuple[int, list[bytes]] | None = None, udp: tuple[int, list[bytes]] | None = None
+) -> None:
+    """Nothing the confined process sent reached these listeners: a connection and a datagram
+    sent from here after it was done arrive, and they are all that did."""
+    if tcp is not None:
+        with socket.create_connection(("127.0.0.1", tcp[0]), timeout=10) as conn:
+            conn.sendall(SENTINEL)
+    if udp is not None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.sendto(SENTINEL, ("127.0.0.1", udp[0]))
+    received = [got for _, got in (x for x in (tcp, udp) if x is not None)]
+    await until(lambda: all(received), "the sentinels")
+    for got in received:
+        assert got == [SENTINEL], got

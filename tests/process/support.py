@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import struct
 import sys
+import termios
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -109,3 +112,16 @@ async def has_log(p: Proc, pid: str, text: str) -> list[dict]:
         return entries if any(text in e["text"] for e in entries) else None
 
     return await eventually(check, f"log line containing {text!r}")
+
+
+def unread_bytes(fd: int) -> int:
+    """Bytes waiting in a pipe for its reader (`FIONREAD`)."""
+    (count,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))
+    return int(count)
+
+
+def signal_pending(pid: int) -> bool:
+    """Whether a signal waits to be handled by `pid` (Linux: /proc/PID/status)."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    masks = [line.split()[1] for line in status if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(int(mask, 16) for mask in masks)

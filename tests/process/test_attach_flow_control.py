@@ -12,7 +12,7 @@ import pytest
 from meith_core import CancelToken
 from meith_plugins_process import attach
 from tests.process.conftest import Proc
-from tests.process.support import PY, eventually, ok
+from tests.process.support import PY, eventually, ok, unread_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -91,9 +91,15 @@ async def test_a_congested_caller_pauses_the_dev_server_and_gets_every_line(
         # the runtime has of it stops growing (observed, not asked of the pipe transport:
         # `is_reading()` is missing from 3.11.2's pipe transports)...
         await eventually(lambda: server._output_holds, "the hold")
-        await asyncio.sleep(0.1)
+        # Output waits in the pipe while the event loop goes round: each round would read a
+        # readable pipe, and none does.
+        assert server._transport is not None
+        stdout = server._transport.get_pipe_transport(1).get_extra_info("pipe").fileno()
+        await eventually(lambda: unread_bytes(stdout) > 0, "output waiting in the pipe")
         held = server.logs.next_seq
-        await asyncio.sleep(0.2)
+        for _ in range(20):
+            await asyncio.sleep(0)  # one round of the loop, readable pipes included
+        assert unread_bytes(stdout) > 0
         assert server.logs.next_seq == held
         # ...so the generator cannot finish: 9 MB do not fit in a pipe and a bounded backlog.
         assert not any(e[2] == "END" for e in server.logs.since(0))

@@ -15,7 +15,14 @@ import pytest
 from meith_core import landlock_status
 from tests.core.confine.support import MISSING, needs_landlock, results
 from tests.process.conftest import Proc
-from tests.process.sealed import DONE, agent, http_server, run_dev, tcp_listener
+from tests.process.sealed import (
+    DONE,
+    agent,
+    http_server,
+    only_the_sentinel_arrives,
+    run_dev,
+    tcp_listener,
+)
 from tests.process.support import ok
 
 pytestmark = [pytest.mark.kernel, needs_landlock]
@@ -83,7 +90,7 @@ async def test_the_walls_that_remain_hold(hardened: None, proc: Proc, tmp_path: 
                 f"echo {DONE}",
             ]
             got = results(await run_dev(proc, caller, repo, "; ".join(steps)))
-            assert tgot == []
+            await only_the_sentinel_arrives(tcp=(tport, tgot))
     finally:
         os.close(master)
         os.close(slave)
