@@ -36,7 +36,7 @@ async def test_a_write_waits_for_a_running_write_instead_of_hitting_index_lock(
 ):
     """While a commit's pre-commit hook runs, a git_stage on the same repository waits: the
     hook never sees b.txt staged. (Unserialised, the stage would land in the middle of the
-    commit; the pause below gives it every chance to.)"""
+    commit; it is let go only once it waits for the repository's lock.)"""
     repo = make_repo()
     started = repo.parent / "hook-started"
     release = repo.parent / "hook-release"
@@ -62,7 +62,8 @@ async def test_a_write_waits_for_a_running_write_instead_of_hitting_index_lock(
         tg.start_soon(commit)
         await wait_for(started.exists, "the pre-commit hook")
         tg.start_soon(stage)
-        await anyio.sleep(0.3)
+        locks = git_rt.plugins.records["git"].obj.tools.locks._locks
+        await wait_for(lambda: any(lock._waiters for lock in locks.values()), "the stage to queue")
         assert "stage" not in outcome  # queued behind the commit
         release.touch()
     assert outcome["commit"].ok, outcome["commit"].error
