@@ -11,8 +11,6 @@ import pytest
 from meith_plugins_browser.artifacts import png_size, write_artifact
 from tests.browser.support import decode_png, make_png
 
-# -- artifacts -------------------------------------------------------------------------------
-
 
 def test_artifacts_get_fresh_private_files(tmp_path: Path) -> None:
     png = make_png(3, 2, (1, 2, 3, 255))

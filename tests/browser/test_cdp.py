@@ -1,4 +1,5 @@
-"""The allow-list of raw DevTools Protocol methods, and local files only inside the grant's scope."""
+"""The allow-list of raw DevTools Protocol methods, and local files only inside the grant's
+scope."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import pytest
 
 from meith_core import ErrorCode, ToolError
 from meith_plugins_browser.cdp import CdpScope, check_cdp
-
-# -- CDP policy ------------------------------------------------------------------------------
 
 
 def test_cdp_policy_is_an_allow_list() -> None:

@@ -7,8 +7,6 @@ import pytest
 from meith_core import ErrorCode, ToolError
 from meith_plugins_browser.elements import ElementIds
 
-# -- element ids -----------------------------------------------------------------------------
-
 
 def test_element_ids_only_resolve_for_the_latest_read() -> None:
     ids = ElementIds()

@@ -14,8 +14,6 @@ from meith_plugins_browser.executable import (
     find_browser,
 )
 
-# -- finding a browser -------------------------------------------------------------------
-
 
 def _exe(path: Path) -> str:
     path.write_text("#!/bin/sh\n")

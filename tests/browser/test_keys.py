@@ -6,8 +6,6 @@ import pytest
 
 from meith_plugins_browser.keys import parse_keys
 
-# -- keys -----------------------------------------------------------------------------------
-
 
 @pytest.mark.parametrize(
     ("keys", "kind"),

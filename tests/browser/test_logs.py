@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from meith_plugins_browser.logs import ConsoleLog, NetworkLog, console_level
 
-# -- logs ------------------------------------------------------------------------------------
-
 
 def test_console_levels_follow_the_original_mapping() -> None:
     mapping = {

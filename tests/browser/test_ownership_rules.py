@@ -10,8 +10,6 @@ from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError
 from meith_plugins_browser.ownership import Access, Controller, check_access, check_release, claim
 from tests.browser.support import owned
 
-# -- ownership -------------------------------------------------------------------------------
-
 
 @dataclass
 class FakeTab:

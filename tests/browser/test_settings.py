@@ -7,8 +7,6 @@ from pydantic import ValidationError
 
 from meith_plugins_browser.settings import BrowserSettings, browser_settings
 
-# -- settings and plugin shape ---------------------------------------------------------------
-
 
 def test_settings_defaults_and_validation() -> None:
     defaults = BrowserSettings()

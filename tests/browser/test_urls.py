@@ -7,8 +7,6 @@ import pytest
 from meith_core import ErrorCode, ToolError
 from meith_plugins_browser.urls import check_url
 
-# -- URLs -----------------------------------------------------------------------------------
-
 
 @pytest.mark.parametrize(
     ("url", "expected"),

@@ -88,8 +88,6 @@ def test_importing_meith_core_stays_cheap() -> None:
     assert done.stdout.strip() == "[]"
 
 
-# -- public API -------------------------------------------------------------------------
-
 ISSUE_API = [
     "tool",
     "ToolDefinition",

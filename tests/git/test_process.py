@@ -13,8 +13,6 @@ from meith_core import CancelToken, ToolError
 from meith_plugins_git.process import OutputTooLarge, run_program
 from tests.git.support import alive, wait_for
 
-# -- the process runner -----------------------------------------------------------------
-
 
 @pytest.mark.anyio
 async def test_output_beyond_the_limit_stops_the_child(tmp_path):

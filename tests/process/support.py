@@ -62,9 +62,6 @@ def ok(result: Any) -> Any:
     return result.content
 
 
-# -- a real `meith serve` -------------------------------------------------------------------
-
-
 def serve(meith_server: Any, **grant: Any) -> Any:
     srv = meith_server(plugins="process")
     srv.approve("process")

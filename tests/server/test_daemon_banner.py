@@ -1,5 +1,5 @@
-"""What `meith serve`'s banner and `meith grants add` say of the walls this host builds: each missing
-one named with its fix, and nothing claimed that was not built."""
+"""What `meith serve`'s banner and `meith grants add` say of the walls this host builds: each
+missing one named with its fix, and nothing claimed that was not built."""
 
 from __future__ import annotations
 

@@ -9,8 +9,6 @@ import pytest
 
 from meith_core import CancelToken
 
-# -- cancel tokens ------------------------------------------------------------------------
-
 
 @pytest.mark.anyio
 async def test_a_token_cancelled_from_another_thread_wakes_its_waiter() -> None:

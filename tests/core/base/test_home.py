@@ -1,4 +1,5 @@
-"""`MeithHome`: the home directory made private, refused when unsafe; JSON state written atomically."""
+"""`MeithHome`: the home directory made private, refused when unsafe; JSON state written
+atomically."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from meith_core.base.home import MeithHome, UnsafePathError, default_home, write_json_atomic
-
-# -- the home directory -------------------------------------------------------------------
 
 
 def test_meith_home_defaults_to_the_env_then_dot_meith(monkeypatch: pytest.MonkeyPatch) -> None:

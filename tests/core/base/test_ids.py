@@ -6,8 +6,6 @@ import re
 
 from meith_core.base.ids import new_id, new_session_id
 
-# -- ids --------------------------------------------------------------------------------
-
 
 def test_ids_are_prefix_and_12_hex() -> None:
     ids = {new_id("req") for _ in range(1000)}

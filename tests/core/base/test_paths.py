@@ -8,8 +8,6 @@ import pytest
 
 from meith_core import PathEscapeError, is_within, resolve_within
 
-# -- paths ------------------------------------------------------------------------------
-
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:

@@ -1,4 +1,5 @@
-"""Self-contained JSON schemas from the input models: nested models inlined, recursive ones refused."""
+"""Self-contained JSON schemas from the input models: nested models inlined, recursive ones
+refused."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from meith_core import Runtime
 from meith_core.call.schema import SchemaError
 from tests.core.call.support import defn
-
-# -- schemas ----------------------------------------------------------------------------
 
 
 class Inner(BaseModel):

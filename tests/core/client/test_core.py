@@ -1,4 +1,5 @@
-"""What the sync and async clients share: the session token goes only to the runtime that gave it."""
+"""What the sync and async clients share: the session token goes only to the runtime that
+gave it."""
 
 from __future__ import annotations
 

@@ -46,9 +46,6 @@ def test_a_plan_with_many_homes_registered_resolves_each_path_once(
     assert str((homes[0] / "inner").resolve()) not in plan.hidden  # covered by its home
 
 
-# -- 1. nothing of the caller's runs before the sandbox ----------------------------------------
-
-
 def test_the_wrapper_is_spawned_under_a_fixed_environment(tmp_path: Path) -> None:
     plan = Confinement.beneath(str(tmp_path))
     hostile = {"LD_PRELOAD": "/x.so", "GCONV_PATH": "/x", "PYTHONPATH": "/x", "PATH": "/bin"}

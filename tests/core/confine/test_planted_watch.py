@@ -17,9 +17,6 @@ from tests.harness import wait_until
 GIT = shutil.which("git") or "git"
 
 
-# -- the scanner on its own (no server): variants and bounds -----------------------------
-
-
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run([GIT, *args], cwd=cwd, check=True, capture_output=True)
 

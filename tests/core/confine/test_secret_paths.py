@@ -28,9 +28,6 @@ def test_the_secret_paths_are_set_on_the_command_line(tmp_path: Path) -> None:
     assert is_secret_path(tmp_path / "vault" / "key", home=home)
 
 
-# -- 7. secrets stay hidden ------------------------------------------------------------------
-
-
 def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
     home = Path.home()
     assert is_secret_path(home / ".ssh" / "id_ed25519")

@@ -22,8 +22,6 @@ from meith_core import (
 )
 from tests.core.support import reason_of
 
-# -- the meith_approve hook -------------------------------------------------------------
-
 
 class Approver:
     """A plugin implementing `meith_approve` with scripted answers."""

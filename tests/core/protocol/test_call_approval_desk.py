@@ -1,4 +1,5 @@
-"""The call approvals a connection is asked for, without a socket: who is asked, the request frame, answers taken once, denials when nobody answers."""
+"""The call approvals a connection is asked for, without a socket: who is asked, the request
+frame, answers taken once, denials when nobody answers."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from meith_core.protocol import call_approval_desk
 from meith_core.protocol.actions import CallApprovalAnswered, Identity
 from meith_core.protocol.connection import Connection
 from tests.core.protocol.support import SID, conn, feed
-
-# -- approvals ----------------------------------------------------------------------------
 
 
 def request(rid: str = "r") -> ApprovalRequest:

@@ -6,8 +6,6 @@ import pytest
 
 from meith_core import CallerInfo, CallerKind
 
-# -- callers ----------------------------------------------------------------------------
-
 
 def test_caller_kinds_and_trust() -> None:
     assert {k.value for k in CallerKind} == {"cli", "renderer", "agent", "plugin", "internal"}
