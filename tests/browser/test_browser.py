@@ -54,6 +54,7 @@ async def poll(predicate, timeout: float = 20.0):  # type: ignore[no-untyped-def
         return value
 
 
+@pytest.mark.slow
 async def test_the_runtime_starts_and_answers_without_starting_a_browser(runtime: Runtime) -> None:
     plugin = load(runtime)
     listed = await runtime.call("get_tabs")
@@ -67,6 +68,7 @@ async def test_the_runtime_starts_and_answers_without_starting_a_browser(runtime
     assert not plugin.host.running
 
 
+@pytest.mark.slow
 async def test_no_browser_found_fails_with_how_to_install_one(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,6 +88,7 @@ async def test_no_browser_found_fails_with_how_to_install_one(
     assert plugin.host.launches == 0
 
 
+@pytest.mark.slow
 async def test_a_bad_browser_variable_is_reported(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKER = ROOT / "scripts" / "check_plugin_imports.py"
 
 
+@pytest.mark.slow
 def test_the_first_party_plugins_import_only_the_public_api() -> None:
     done = subprocess.run(
         [sys.executable, str(CHECKER)], capture_output=True, text=True, check=False

@@ -238,6 +238,7 @@ async def test_rg_is_killed_when_the_search_is_cancelled(
     assert run.proc.returncode is not None  # killed and reaped, not left behind
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_rg_stopped_at_the_limit_is_killed_and_reaped(
     ws: Path, rg_runs: list[ripgrep.Run]
@@ -263,6 +264,7 @@ async def test_rg_stopped_at_the_limit_is_killed_and_reaped(
         assert run.proc.returncode is not None  # reaped, not left behind
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_failure_while_reading_rg_output_kills_rg(ws: Path) -> None:
 

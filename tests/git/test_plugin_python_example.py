@@ -6,10 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.git.conftest import git_env
 from tests.readme import doc_block
 
 
+@pytest.mark.slow
 def test_the_readme_agent_example_commits_once_then_is_denied(git_home, sh, tmp_path):
     example = doc_block("docs/python.md", 'runtime.open_session("agent")', "python").text
     repo = git_home / "src" / "demo"

@@ -52,6 +52,7 @@ async def test_an_idle_connection_is_closed_but_not_while_a_call_runs(
     assert "idle" in frame["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server_options", [{"idle_timeout_s": 0.5}])
 async def test_the_async_client_keepalive_outlives_the_idle_timeout(served, server_options) -> None:
     from meith_core.client.aio import AsyncClient

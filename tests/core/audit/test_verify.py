@@ -22,6 +22,7 @@ from tests.core.audit.support import (
 from tests.harness import MEITH, base_env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tamper", "problem"),
     [
@@ -67,6 +68,7 @@ def test_verify_reports_the_first_tampered_record_and_exits_non_zero(
     assert problem in done.stdout
 
 
+@pytest.mark.slow
 def test_verify_on_a_good_trail_prints_the_head_and_exits_zero(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir(mode=0o700)

@@ -12,6 +12,7 @@ from meith_core.base.home_registry import register_home
 from meith_core.confine.wrapper import environment as wrapper_environment
 
 
+@pytest.mark.slow
 def test_a_plan_with_many_homes_registered_resolves_each_path_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from meith_core.host.otel import otlp_endpoint
 
 
@@ -18,6 +20,7 @@ def test_the_variable_wins_then_the_setting_then_off() -> None:
     assert otlp_endpoint({}, {"telemetry": "nonsense"}) is None
 
 
+@pytest.mark.slow
 def test_off_imports_nothing_and_observes_nothing(tmp_path) -> None:
     script = (
         "import sys\n"

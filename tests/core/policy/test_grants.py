@@ -23,6 +23,7 @@ def test_grants_are_only_for_cli_and_agent_callers() -> None:
         new_grant("cli", ["everything"])
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: Path) -> None:
     """Eight processes race for three uses through the file lock: exactly three win, and the
     spent grant is gone from the file."""

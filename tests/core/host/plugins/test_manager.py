@@ -139,6 +139,7 @@ def test_meith_plugins_is_an_allow_list(
     assert "fixture_import_error" not in [m.split(".")[-1] for m in sys.modules]
 
 
+@pytest.mark.slow
 def test_meith_disable_plugins_is_a_block_list(
     fixture_plugins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,6 +159,7 @@ def test_the_block_list_wins_over_the_allow_list(
     assert _discover()["fixture_good"].status == "disabled"
 
 
+@pytest.mark.slow
 def test_without_the_fixture_distribution_nothing_of_it_is_discovered(
     meith_home: MeithHome,
 ) -> None:

@@ -10,6 +10,7 @@ from meith_core.host.plugins.scaffold import ScaffoldError, scaffold
 from tests.core.host.plugins.support import meith
 
 
+@pytest.mark.slow
 def test_new_refuses_bad_names_and_non_empty_directories(tmp_path: Path) -> None:
     with pytest.raises(ScaffoldError, match="not a usable plugin name"):
         scaffold("Weather Station", tmp_path / "a")
