@@ -267,3 +267,18 @@ async def test_a_patch_names_both_objects_in_full(git_rt, make_repo, sh):
     sh(repo, "checkout", "--", "a.txt")
     sh(repo, "apply", "--3way", "-", input=entry["diff"])
     assert (repo / "a.txt").read_text() == "one\nTWO\n"
+
+
+def test_untracked_previews_never_read_through_a_swapped_in_symlink(tmp_path):
+    """git listed `dir/secret.txt`; by the time it is read `dir` is a link to elsewhere."""
+    from meith_plugins_git.diff import untracked_summary
+
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s1\ns2\n")
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    entry = untracked_summary(str(root), "dir/secret.txt", want_patch=True)
+    assert entry["additions"] == 0
+    assert "s1" not in entry["diff"]

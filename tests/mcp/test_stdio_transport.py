@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness import MEITH
 
 INIT = {
@@ -171,6 +173,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.slow
 def test_stray_output_goes_to_stderr_and_the_descriptors_come_back() -> None:
     """While the transport serves, fd 1 is not the MCP stream (a stray print or write lands on
     stderr); on exit fd 0 and 1 are the pipes again, blocking as they were found."""

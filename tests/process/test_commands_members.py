@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from meith_core import CallerInfo, landlock_status
+from tests.core.confine.support import needs_namespaces
 from tests.process.conftest import Proc
-from tests.process.sealed import agent, logs, needs_namespaces
+from tests.process.sealed import agent, logs
 from tests.process.support import eventually, ok
 
 pytestmark = [pytest.mark.anyio, needs_namespaces, pytest.mark.slow]

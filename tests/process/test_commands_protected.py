@@ -14,8 +14,9 @@ import pytest
 
 import meith_core
 from meith_core.confine import protected
+from tests.core.confine.support import needs_landlock, results
 from tests.process.conftest import Proc
-from tests.process.sealed import agent, needs_landlock, results
+from tests.process.sealed import agent
 from tests.process.support import ok
 
 pytestmark = [pytest.mark.anyio, needs_landlock, pytest.mark.slow]

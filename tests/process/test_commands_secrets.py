@@ -16,8 +16,9 @@ import pytest
 
 from meith_core import CallerInfo
 from meith_core.confine import secret_files
+from tests.core.confine.support import needs_namespaces, results
 from tests.process.conftest import Proc
-from tests.process.sealed import agent, needs_namespaces, results
+from tests.process.sealed import agent
 from tests.process.support import ok
 
 pytestmark = [pytest.mark.anyio, needs_namespaces, pytest.mark.slow]

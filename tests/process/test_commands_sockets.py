@@ -21,8 +21,9 @@ import pytest
 
 from meith_core import CallerInfo
 from meith_core.base.home_registry import user_tmp_dir
+from tests.core.confine.support import needs_namespaces, results
 from tests.process.conftest import Proc
-from tests.process.sealed import DONE, agent, logs, needs_namespaces, results
+from tests.process.sealed import DONE, agent, logs
 from tests.process.support import eventually, ok
 
 pytestmark = [pytest.mark.anyio, needs_namespaces, pytest.mark.slow]

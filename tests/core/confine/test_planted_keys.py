@@ -19,6 +19,7 @@ from meith_core import GIT_RISKY_KEYS, GitMetadataWatch, git_key_risk
 
 GIT = shutil.which("git") or "git"
 
+
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
@@ -52,7 +53,6 @@ def _watched(tmp_path: Path) -> tuple[GitMetadataWatch, Path]:
     return watch, ws
 
 
-# (key as planted, value, what `git config --list` shows as its key)
 RISKY = [
     ("protocol.allow", "always"),
     ("protocol.ext.allow", "always"),
@@ -65,6 +65,7 @@ RISKY = [
     ("submodule.m.url", "ext::sh -c touch% /tmp/x"),
     ("core.worktree", "OUTSIDE"),
 ]
+
 
 HARMLESS = [
     ("protocol.file.allow", "never"),
@@ -156,3 +157,23 @@ def test_a_planted_ext_remote_no_longer_runs_at_the_users_next_fetch(tmp_path: P
     assert ran["control"].exists(), "control: an unscanned planted repository runs the command"
     users_fetch(ws / "planted")
     assert not ran["planted"].exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "program"),
+    [
+        ("core.fsmonitor", "x", True),
+        ("core.sshCommand", "x", True),
+        ("filter.Weird.Clean", "x", True),
+        ("includeIf.gitdir:/x/.path", "/tmp/c", True),
+        ("alias.st", "!sh -c x", True),
+        ("alias.co", "checkout", False),
+        ("submodule.m.update", "!x", True),
+        ("submodule.m.update", "rebase", False),
+        ("uploadpack.packObjectsHook", "x", True),
+        ("core.worktree", "/x", False),
+        ("user.name", "x", False),
+    ],
+)
+def test_which_keys_are_program_valued(key: str, value: str, program: bool) -> None:
+    assert (git_key_risk(key, value) is not None) is program
