@@ -80,6 +80,13 @@ def agent_server(
     return start
 
 
+def every_tool(args: tuple[str, ...] | list[str]) -> list[str]:
+    """`meith mcp` arguments offering every tool unless they select some: the tests of the
+    bridge's mechanics use the test plugin's tools, which no profile offers."""
+    chosen = any(a.split("=")[0] in ("--tools", "--plugins") for a in args)
+    return list(args) if chosen else [*args, "--tools", "all"]
+
+
 @asynccontextmanager
 async def stdio_client(
     srv: MeithServer | PtyServe,
@@ -88,9 +95,10 @@ async def stdio_client(
     name: str = "test-agent",
     **client_kwargs: Any,
 ) -> AsyncIterator[Client]:
-    """The SDK client over `meith mcp --no-start ARGS` on stdio."""
+    """The SDK client over `meith mcp --no-start ARGS` on stdio (every tool unless ARGS
+    select some)."""
     params = StdioServerParameters(
-        command=MEITH, args=["mcp", "--no-start", *args], env=dict(srv.cli_env)
+        command=MEITH, args=["mcp", "--no-start", *every_tool(args)], env=dict(srv.cli_env)
     )
     client = Client(
         params,
@@ -134,7 +142,7 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
     def start(srv: MeithServer, *args: str) -> HttpBridge:
         err = open(tmp_path / f"bridge{len(procs)}.stderr", "w+")  # noqa: SIM115
         proc = subprocess.Popen(
-            [MEITH, "mcp", "--no-start", "--http", "127.0.0.1:0", *args],
+            [MEITH, "mcp", "--no-start", "--http", "127.0.0.1:0", *every_tool(args)],
             env=srv.cli_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -18,7 +18,7 @@ HTTP_SERVER = [PY, "-m", "http.server", "0", "--bind", "127.0.0.1"]
 
 
 async def start(
-    p: Proc, cwd: Path | str, command: str, args: list[str] | None = None, **extra
+    p: Proc, cwd: Path | str, command: str | list[str], args: list[str] | None = None, **extra
 ) -> dict:
     payload = {"cwd": str(cwd), "command": command, **extra}
     if args is not None:
@@ -223,6 +223,18 @@ async def test_command_with_args_runs_without_a_shell(proc: Proc, tmp_path) -> N
     shell = await start(proc, tmp_path, "echo $((6*7)) && echo second")
     entries = await has_log(proc, shell["id"], "exited with code 0")
     assert [e["text"] for e in entries[:2]] == ["42", "second"]
+
+
+async def test_command_as_a_list_runs_without_a_shell_like_run_command(
+    proc: Proc, tmp_path
+) -> None:
+    literal = "$HOME; echo injected"
+    dev = await start(proc, tmp_path, ["printf", "[%s]\\n"], [literal])
+    assert (dev["command"], dev["args"]) == ("printf", ["[%s]\\n", literal])
+    entries = await has_log(proc, dev["id"], "exited with code 0")
+    assert entries[0]["text"] == f"[{literal}]"
+    alone = await start(proc, tmp_path, ["true"])
+    await has_log(proc, alone["id"], "exited with code 0")
 
 
 async def test_a_duplicate_start_returns_the_running_server(proc: Proc, tmp_path) -> None:

@@ -23,6 +23,7 @@ _EPILOG = (
     "\b\nExamples:\n"
     "  meith mcp\n"
     "  meith mcp --plugins git,process --read-only\n"
+    "  meith mcp --tools coding,git   (profiles: coding (the default), git, browser, all)\n"
     "  meith mcp --tools 'git_*,get_browser_*'\n"
     "  meith mcp --http 8765\n"
     "  meith mcp --structured   (results as JSON too, for programs)\n"
@@ -58,7 +59,11 @@ def mcp(
     ] = None,
     tools: Annotated[
         str | None,
-        typer.Option("--tools", help="Only tools matching these globs (comma-separated)."),
+        typer.Option(
+            "--tools",
+            help="Tool profiles and globs, comma-separated: coding (the default: files, "
+            "run_command, git status/diff/log), git, browser, all, or globs like 'git_*'.",
+        ),
     ] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="No privileged tool is listed or callable.")
@@ -132,9 +137,9 @@ def run_mcp(
             parse_bind,
             parse_origin,
         )
+        from meith_core.mcp.profiles import Selection
         from meith_core.mcp.serve import run_http, run_stdio
         from meith_core.mcp.sessions import BridgeConfig, log
-        from meith_core.mcp.tools import Selection
     except ImportError as exc:
         return fail(
             f"meith mcp needs the MCP SDK ({exc.name} is missing): pip install 'meith-core[mcp]'",

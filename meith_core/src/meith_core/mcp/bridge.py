@@ -26,10 +26,12 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meith_core._version import __version__
+from meith_core.base.suggest import close_names
 from meith_core.client._core import TransportError
 from meith_core.mcp import call_approval
 from meith_core.mcp.content import error_content, to_call_result
 from meith_core.mcp.link import Answer, CallHandle
+from meith_core.mcp.profiles import instructions
 from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
 from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
 from meith_core.protocol.call_approval import DEFAULT_CALL_APPROVAL_TIMEOUT_S
@@ -85,10 +87,7 @@ class Bridge:
         self.server = _MeithServer(
             "meith",
             version=__version__,
-            instructions=(
-                "meith tools: git, processes, a browser and plugins, each call checked against "
-                "the user's grants and audited. Privileged tools may ask the user for approval."
-            ),
+            instructions=instructions(config.selection, config.cwd if config.cwd_fixed else None),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self.listen,
@@ -147,7 +146,7 @@ class Bridge:
         known = {str(d.get("name")): d for d in descriptors}
         descriptor = known.get(params.name)
         if descriptor is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+            raise MCPError(code=types.INVALID_PARAMS, message=self._unknown(params.name, known))
         hidden = why_hidden(descriptor, self.config.selection, calling=True)
         if hidden is not None:
             return error_content("PERMISSION_DENIED", f"{hidden}.")
@@ -162,6 +161,16 @@ class Bridge:
             except TransportError as exc:
                 return error_content(exc.code, exc.message)
         return await self._drive(ctx, session, call, [])
+
+    def _unknown(self, name: str, known: dict[str, dict[str, Any]]) -> str:
+        """`Unknown tool: x.` with the close names, and how to offer one this bridge hides."""
+        close = close_names(name, known)
+        if not close:
+            return f"Unknown tool: {name}. tools/list lists the tools this bridge offers."
+        hidden = why_hidden(known[close[0]], self.config.selection)
+        return f"Unknown tool: {name}. Did you mean {' or '.join(close)}?" + (
+            f" {hidden[0].upper()}{hidden[1:]}." if hidden else ""
+        )
 
     async def _start(
         self, session: AgentSession, params: types.CallToolRequestParams

@@ -33,7 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.client._core import TransportError
 from meith_core.mcp.link import RuntimeLink
-from meith_core.mcp.tools import Selection
+from meith_core.mcp.profiles import Selection
 from meith_core.protocol.caller import sanitize_label
 
 ROOTS_TIMEOUT_S = 5.0
