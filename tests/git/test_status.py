@@ -11,9 +11,7 @@ from tests.git.support import call_ok
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_directory_that_is_not_a_repository_is_an_error_with_the_way_out(
-    git_rt, tmp_path
-):
+async def test_a_directory_that_is_not_a_repository_is_an_error_with_the_way_out(git_rt, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     result = await git_rt.call("git_status", {"cwd": str(plain)})
