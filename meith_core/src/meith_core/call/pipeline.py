@@ -105,11 +105,14 @@ class CallPipeline:
         request_id: str | None = None,
         render: bool = True,
         text_only: bool = False,
+        trace: dict[str, str] | None = None,
     ) -> ToolResult:
         """Run one call through every step; never raises. `render`: whether a tool with a
         renderer writes the result's `text` (socket callers ask for it, `withText`).
         `text_only`: the encoded (wire) result of a rendered call carries the text and not the
-        content (`textOnly`); the ToolResult itself, its audit record and its events keep it."""
+        content (`textOnly`); the ToolResult itself, its audit record and its events keep it.
+        `trace`: the caller's W3C trace context, kept in the audit record (the call's span is
+        its child)."""
         call = CallRecord(
             request_id=request_id or new_id("req"),
             caller=caller,
@@ -122,6 +125,7 @@ class CallPipeline:
             emit=emit,
             render=render,
             text_only=text_only,
+            trace=trace,
         )
         try:
             result = await self._steps(call)

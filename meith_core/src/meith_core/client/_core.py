@@ -152,6 +152,7 @@ def tool_call_frame(
     timeout_ms: int | None,
     with_text: bool = False,
     text_only: bool = False,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {
         "type": "tool_call",
@@ -167,6 +168,8 @@ def tool_call_frame(
         frame["withText"] = True
     if text_only:
         frame["textOnly"] = True
+    if trace:
+        frame["traceContext"] = trace
     return frame
 
 

@@ -218,10 +218,13 @@ class AsyncClient(AsyncLink):
         timeout_ms: int | None,
         with_text: bool = False,
         text_only: bool = False,
+        *,
+        trace: dict[str, str] | None = None,
     ) -> CallStream:
         """Send a call; its events and result arrive through the returned stream. `with_text`:
         the result carries the tool's text for a model too (`text`); `text_only`: a result the
-        tool rendered carries only that text, no `content` (for a caller that reads the text)."""
+        tool rendered carries only that text, no `content` (for a caller that reads the text);
+        `trace`: the W3C trace context (`traceparent`, `tracestate`) the call's span joins."""
         frame = tool_call_frame(
             name,
             arguments,
@@ -230,6 +233,7 @@ class AsyncClient(AsyncLink):
             timeout_ms=timeout_ms,
             with_text=with_text,
             text_only=text_only,
+            trace=trace,
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pending[frame["requestId"]] = queue

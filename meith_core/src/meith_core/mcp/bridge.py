@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import secrets
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -35,12 +38,17 @@ from meith_core.mcp.profiles import instructions
 from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
 from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
 from meith_core.protocol.call_approval import DEFAULT_CALL_APPROVAL_TIMEOUT_S
+from meith_core.protocol.messages import TRACEPARENT, TRACESTATE_MAX
 
 #: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
 #: runtime's own deadline when that is longer; the runtime has denied it by then.
 PARKED_TTL_S = 180.0
 #: The bridge gives up on an elicitation this long after the runtime's own deadline.
 ELICIT_GRACE_S = 5.0
+#: How long a client may keep `tools/list` and `server/discover` results (2026-07-28 caching
+#: hints). Private: they depend on this bridge's selection and workspace. A change before then
+#: (a plugin approved, reloaded) is announced as `notifications/tools/list_changed`.
+LIST_TTL_MS = 60_000
 _LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
 _LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
@@ -52,6 +60,19 @@ class _Parked:
     artifacts: list[dict[str, Any]]
     answer: asyncio.Future[Answer]
     until: float
+
+
+def trace_context(meta: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The W3C trace context a request's `_meta` carries (`traceparent`, `tracestate`), when
+    well formed: the call's span in meith's telemetry joins the client's trace."""
+    parent = (meta or {}).get("traceparent")
+    if not isinstance(parent, str) or not re.fullmatch(TRACEPARENT, parent):
+        return None
+    out = {"traceparent": parent}
+    state = (meta or {}).get("tracestate")
+    if isinstance(state, str) and 0 < len(state) <= TRACESTATE_MAX:
+        out["tracestate"] = state
+    return out
 
 
 def _deadline_s(request: dict[str, Any]) -> float:
@@ -92,6 +113,10 @@ class Bridge:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self.listen,
             on_set_logging_level=self._set_level,
+            cache_hints={
+                "tools/list": CacheHint(LIST_TTL_MS, "private"),
+                "server/discover": CacheHint(LIST_TTL_MS, "private"),
+            },
         )
         # The SDK's default OpenTelemetry middleware costs a span per message; meith has its
         # own audit trail and structured logs for every call.
@@ -178,7 +203,10 @@ class Bridge:
         # Without --structured the model's text is all that is sent on: the runtime need not
         # encode, send and the bridge decode the content beside it.
         return await session.link.start_call(
-            params.name, params.arguments or {}, text_only=not self.config.structured
+            params.name,
+            params.arguments or {},
+            text_only=not self.config.structured,
+            trace=trace_context(params.meta),
         )
 
     async def _resume(

@@ -180,14 +180,20 @@ class RuntimeLink:
         return [t for t in tools if isinstance(t, dict)]
 
     async def start_call(
-        self, name: str, arguments: dict[str, Any], *, text_only: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        text_only: bool = False,
+        trace: dict[str, str] | None = None,
     ) -> CallHandle:
         """Start a call. The model reads the tool's text: it is asked for beside the content,
-        or (`text_only`) in place of it where the tool renders one."""
+        or (`text_only`) in place of it where the tool renders one. `trace`: the client's W3C
+        trace context, which the call's span joins."""
         try:
-            stream = await self.client.stream(
-                name, arguments, with_text=True, text_only=text_only
-            ).__aenter__()
+            stream = await self.client.start_stream(
+                name, arguments, None, True, text_only, trace=trace
+            )
         except TransportError:
             self.broken = True
             raise

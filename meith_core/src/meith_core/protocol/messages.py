@@ -102,6 +102,21 @@ class ApprovalResponse(_Message):
     answeredBy: Annotated[str, Field(max_length=4096)] = ""
 
 
+#: A W3C `traceparent`: version, trace id, parent span id, flags.
+TRACEPARENT = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+TRACESTATE_MAX = 512
+
+
+class TraceContext(BaseModel):
+    """The W3C trace context of the caller's own trace (an MCP request's `_meta`): the call's
+    span is its child."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    traceparent: Annotated[str, Field(pattern=TRACEPARENT)]
+    tracestate: Annotated[str, Field(max_length=TRACESTATE_MAX)] | None = None
+
+
 class ToolCall(_Message):
     type: Literal["tool_call"]
     requestId: _Id
@@ -116,6 +131,7 @@ class ToolCall(_Message):
     #: with `text` and without `content`, which is then never encoded or sent. Implies
     #: `withText`; a tool without a renderer answers with its `content` as before.
     textOnly: bool = False
+    traceContext: TraceContext | None = None
 
 
 class CancelToolCall(_Message):

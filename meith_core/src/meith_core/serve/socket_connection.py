@@ -230,6 +230,9 @@ class SocketConnection(asyncio.Protocol):
                 request_id=rid,
                 render=call.withText or call.textOnly,
                 text_only=call.textOnly,
+                trace=call.traceContext.model_dump(exclude_none=True)
+                if call.traceContext
+                else None,
             )
         finally:
             self._tokens.pop(rid, None)
