@@ -26,7 +26,12 @@ def _post(
     bridge: Any, method: str, params: dict[str, Any] | None = None, **headers: str
 ) -> tuple[int, dict[str, Any]]:
     """One self-contained request: the status and the JSON-RPC answer (JSON or one SSE event)."""
-    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {"_meta": META} if params is None else params}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": method,
+        "params": {"_meta": META} if params is None else params,
+    }
     sent = {
         "Authorization": f"Bearer {bridge.token}",
         "Accept": "application/json, text/event-stream",
