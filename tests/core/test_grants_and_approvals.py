@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -23,6 +24,7 @@ from meith_core import (
     hookimpl,
 )
 from meith_core.policy.grants import StandingGrants, new_grant
+from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL
 from tests.core.support import CwdArgs, NoArgs, TextArgs, make_tool
 
 
@@ -441,6 +443,46 @@ async def test_a_session_revoked_while_its_prompt_is_open_is_denied(scoped: Runt
     scoped.approvers.append(revoke_then_allow)
     assert (await scoped.call("write_a", caller=cli)).error.code is ErrorCode.PERMISSION_DENIED
     assert "revoked" in reason_of(scoped)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_connection_that_shares_its_approvals_races_the_local_user(
+    scoped: Runtime, shared: bool
+) -> None:
+    """An MCP task's approval: the calling connection is asked beside the others (the first
+    answer wins, the loser is withdrawn) and the caller is told where the call waits; without
+    sharing, the connection's answer is final and nobody else is asked."""
+    agent = scoped.open_session("agent")
+    withdrawn = asyncio.Event()
+
+    async def connection(request: ApprovalRequest) -> Any:
+        if not shared:
+            return ApprovalAnswer.DENY
+        try:
+            await asyncio.Event().wait()
+        finally:
+            withdrawn.set()
+
+    person = []
+
+    async def prompt(request: ApprovalRequest) -> Any:
+        person.append(request)
+        return ApprovalAnswer.ALLOW_ONCE
+
+    scoped.set_session_approver(agent.session_id or "", connection, shared=shared)
+    scoped.approvers.append(prompt)
+    said: list[str] = []
+    result = await scoped.call(
+        "write_a", caller=agent, on_event=lambda e: said.append(str(e.get("message")))
+    )
+    if shared:
+        assert result.ok
+        assert withdrawn.is_set()
+        assert said == [WAITING_FOR_APPROVAL, APPROVED]
+    else:
+        assert result.error.code is ErrorCode.PERMISSION_DENIED
+        assert (person, said) == ([], [])
 
 
 def test_concurrent_processes_never_spend_more_uses_than_a_grant_has(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from meith_core.mcp.bridge import trace_context
+from meith_core.mcp.call_driver import trace_context
 from tests.browser.support import wait_for
 from tests.mcp.conftest import ERAS, stdio_client
 from tests.server.test_otel_export import Collector, attrs

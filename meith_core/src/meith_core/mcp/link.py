@@ -59,6 +59,8 @@ class RuntimeLink:
         self.broken = False
         self._client: AsyncClient | None = None
         self._calls: dict[str, CallHandle] = {}
+        #: Approval requests waiting for this side's answer, by approval ID.
+        self._asked: dict[str, asyncio.Future[Answer]] = {}
 
     @classmethod
     async def connect(
@@ -69,10 +71,12 @@ class RuntimeLink:
         cwd: str,
         answers_call_approvals: bool,
         resume: RuntimeLink | None = None,
+        shares_call_approvals: bool = False,
     ) -> RuntimeLink:
         """`answers_call_approvals`: whether this session can ask its person (the MCP client
         can elicit). When it cannot, the runtime asks its other approvers (a `serve` prompt)
-        instead.
+        instead. `shares_call_approvals` (an MCP client with tasks): the runtime asks those at
+        the same time, and an approval answered there is withdrawn here.
 
         `resume`: the broken link whose session this one takes over. When the runtime no
         longer keeps it (it ended, or the runtime restarted), a new session is started and
@@ -85,6 +89,8 @@ class RuntimeLink:
             label=label,
             on_approval=link._on_call_approval if answers_call_approvals else None,
             on_tools_changed=link._tools_changed,
+            approvals_shared=shares_call_approvals,
+            on_approval_closed=link._call_approval_closed,
         )
         token = resume.resume_token if resume is not None else None
         try:
@@ -164,12 +170,22 @@ class RuntimeLink:
         if call is None or call.done:
             return ("deny", "bridge: the call is no longer waiting")
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        approval_id = str(request.get("approvalId"))
+        self._asked[approval_id] = answer
         call.queue.put_nowait(("approval", (request, answer)))
         try:
             return await answer
         finally:
+            self._asked.pop(approval_id, None)
             if not answer.done():
                 answer.cancel()
+
+    def _call_approval_closed(self, frame: dict[str, Any]) -> None:
+        """Answered elsewhere (or no longer waiting): whoever waits here for this side's
+        answer learns it is not needed (the runtime ignores a late one)."""
+        answer = self._asked.get(str(frame.get("approvalId")))
+        if answer is not None and not answer.done():
+            answer.set_result(("deny", "withdrawn: answered elsewhere"))
 
     async def list_tools(self) -> list[dict[str, Any]]:
         try:

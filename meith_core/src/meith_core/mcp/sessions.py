@@ -34,6 +34,7 @@ from meith_core.base.envknobs import seconds_from_env
 from meith_core.client._core import TransportError
 from meith_core.mcp.link import RuntimeLink
 from meith_core.mcp.profiles import Selection
+from meith_core.mcp.tasks import negotiated
 from meith_core.protocol.caller import sanitize_label
 
 ROOTS_TIMEOUT_S = 5.0
@@ -51,6 +52,11 @@ _NAMED = "http-2026:"
 def label_of(name: str | None) -> str:
     """The MCP client's self-reported name as the session label (a hint, never a secret)."""
     return sanitize_label(name) or "mcp-client"
+
+
+def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else None
 
 
 def can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -88,6 +94,8 @@ class AgentSession:
     log_level: str = "info"
     #: The directory the session's link said it works in (kept for its reconnects).
     cwd: str = ""
+    #: Its approvals are asked of the local user elsewhere too (a client with tasks).
+    shares: bool = False
     last_used: float = field(default_factory=time.monotonic)
 
     async def all_tools(self) -> list[dict[str, Any]]:
@@ -119,20 +127,30 @@ class BridgeSessions:
             await session.link.aclose()
         self._sessions.clear()
 
-    def _key(self, ctx: ServerRequestContext[Any, Any], label: str, elicits: bool) -> str:
+    def owner(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """Who a request is, as far as the bridge can tell: what its tasks are bound to."""
         headers = getattr(ctx.request, "headers", None)
         if headers is None:
             return "stdio"
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return f"{_NAMED}{'asks' if elicits else 'mute'}:{label}"
+            return f"{_NAMED}{label_of(_client_name(ctx))}"
         return f"http:{headers.get('mcp-session-id')}"
+
+    def _key(self, ctx: ServerRequestContext[Any, Any], elicits: bool, shares: bool) -> str:
+        owner = self.owner(ctx)
+        if not owner.startswith(_NAMED):
+            return owner
+        # The runtime asks a link's connection for approvals, and shares them, only as it
+        # said when it connected: one link per way of answering.
+        how = ("asks" if elicits else "mute") + ("+tasks" if shares else "")
+        return f"{_NAMED}{how}:{owner.removeprefix(_NAMED)}"
 
     async def get(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
         """This request's agent session, connecting its runtime link on first use."""
-        params = ctx.session.client_params
-        label = label_of(params.client_info.name if params is not None else None)
+        label = label_of(_client_name(ctx))
         elicits = can_elicit(ctx)
-        key = self._key(ctx, label, elicits)
+        shares = elicits and negotiated(ctx)
+        key = self._key(ctx, elicits, shares)
         session = self._sessions.get(key)
         if session is not None and session.link.usable:
             session.last_used = time.monotonic()
@@ -151,10 +169,11 @@ class BridgeSessions:
                     label=label,
                     cwd=await self._cwd_for(ctx),
                     answers_call_approvals=elicits,
+                    shares_call_approvals=shares,
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
-            session = AgentSession(key, label, link, cwd=link.cwd)
+            session = AgentSession(key, label, link, cwd=link.cwd, shares=shares)
             link.on_tools_changed = lambda: self._changed(key)
             self._sessions[key] = session
             log(f"runtime session {link.session_id} for {label}")
@@ -176,6 +195,7 @@ class BridgeSessions:
                 cwd=session.cwd,
                 answers_call_approvals=elicits,
                 resume=old,
+                shares_call_approvals=session.shares,
             )
         except TransportError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None

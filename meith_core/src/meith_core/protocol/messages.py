@@ -38,6 +38,9 @@ class ClientInfo(BaseModel):
     label: _Hint | None = None
     #: This connection answers `approval_request` frames.
     approvals: bool = False
+    #: With `approvals`: the local user's consoles and the `serve` prompt are asked too, and
+    #: the first answer wins (an MCP task's approval may be answered anywhere).
+    approvalsShared: bool = False
     #: The local user's console (`meith ui`): answers approval requests for every session.
     #: Honoured only for a `cli` connection the runtime did not start and that has no token.
     console: bool = False
