@@ -227,6 +227,7 @@ def run_mcp(
         cwd=workdir,
         selection=Selection.parse(plugins, tools, read_only),
         artifacts_dir=home.artifacts_dir,
+        audit_path=home.audit_path,
         cwd_fixed=cwd is not None,
         structured=structured,
     )

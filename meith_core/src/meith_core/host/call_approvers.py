@@ -71,10 +71,15 @@ class ApproverChain:
         first answer wins."""
         own = self._sessions.approver_of(request.caller.session_id)
         if own is None:
-            return await self._others(request)
-        if request.caller.session_id not in self._shared:
-            return await own(request)
-        return await _first_answer([own, self._others], request)
+            answer = await self._others(request)
+        elif request.caller.session_id not in self._shared:
+            answer = await own(request)
+        else:
+            answer = await _first_answer([own, self._others], request)
+        decision = answer.answer if isinstance(answer, CallApprovalReply) else answer
+        if decision in _ALLOWS and request.notify is not None:
+            request.notify(APPROVED)
+        return answer
 
     async def _others(self, request: ApprovalRequest) -> ApprovalAnswer | CallApprovalReply | None:
         """The hooks, then the local user's consoles and the added approvers."""
@@ -98,9 +103,6 @@ class ApproverChain:
             answer = await approver(request)
             if answer is not None:
                 break
-        decision = answer.answer if isinstance(answer, CallApprovalReply) else answer
-        if decision in _ALLOWS and request.notify is not None:
-            request.notify(APPROVED)
         return answer
 
 

@@ -22,6 +22,7 @@ from meith_core._version import __version__
 from meith_core.base.suggest import close_names
 from meith_core.client._core import TransportError
 from meith_core.mcp import tasks
+from meith_core.mcp.agent_events import EVENTS_EXTENSION, AgentEvents, ListParams, SubscribeParams
 from meith_core.mcp.call_driver import CallDriver, trace_context
 from meith_core.mcp.content import error_content
 from meith_core.mcp.link import CallHandle
@@ -55,7 +56,8 @@ class _MeithServer(Server[Any]):
 class Bridge:
     def __init__(self, config: BridgeConfig) -> None:
         self.config = config
-        self.sessions = BridgeSessions(config, self._tools_changed)
+        self.sessions = BridgeSessions(config, self._tools_changed, self._on_link)
+        self.events = AgentEvents(self.sessions, config.audit_path, lambda: self.task_group)
         self.calls = CallDriver(config)
         self.task_group: anyio.abc.TaskGroup | None = None
         self.bus = InMemorySubscriptionBus()
@@ -79,10 +81,13 @@ class Bridge:
         # The SDK's default OpenTelemetry middleware costs a span per message; meith has its
         # own audit trail and structured logs for every call.
         self.server.middleware = []
-        self.server.extensions = {tasks.TASKS_EXTENSION: {}}
+        self.server.extensions = {tasks.TASKS_EXTENSION: {}, EVENTS_EXTENSION: {}}
         self.server.add_request_handler("tasks/get", TaskParams, self._task_get)
         self.server.add_request_handler("tasks/update", TaskUpdateParams, self._task_update)
         self.server.add_request_handler("tasks/cancel", TaskParams, self._task_cancel)
+        self.server.add_request_handler("events/list", ListParams, self.events.list_types)
+        self.server.add_request_handler("events/poll", SubscribeParams, self._events_poll)
+        self.server.add_request_handler("events/stream", SubscribeParams, self._events_stream)
 
     def init_options(self) -> InitializationOptions:
         return self.server.create_initialization_options()
@@ -150,6 +155,24 @@ class Bridge:
         if tasks.negotiated(ctx) and self.task_group is not None:
             return await self._call_or_task(ctx, session, call)
         return await self.calls.drive(ctx, session, call, [])
+
+    def _on_link(self, session: AgentSession) -> None:
+        owner = session.owner
+
+        def observe(call: CallHandle, item: tuple[str, Any]) -> None:
+            self.events.observe(owner, call, item)
+
+        session.link.observer = observe
+
+    async def _events_poll(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeParams
+    ) -> dict[str, Any]:
+        return await self.events.poll(ctx, params, self.sessions.owner(ctx))
+
+    async def _events_stream(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeParams
+    ) -> dict[str, Any]:
+        return await self.events.stream(ctx, params, self.sessions.owner(ctx))
 
     # -- tasks --------------------------------------------------------------------------
 

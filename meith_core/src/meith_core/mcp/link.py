@@ -56,6 +56,8 @@ class RuntimeLink:
         self.cwd = cwd
         self.welcome: dict[str, Any] = {}
         self.on_tools_changed: Callable[[], None] | None = None
+        #: Sees every item of every call as it is queued (the events extension watches).
+        self.observer: Callable[[CallHandle, tuple[str, Any]], None] | None = None
         self.broken = False
         self._client: AsyncClient | None = None
         self._calls: dict[str, CallHandle] = {}
@@ -172,7 +174,7 @@ class RuntimeLink:
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         approval_id = str(request.get("approvalId"))
         self._asked[approval_id] = answer
-        call.queue.put_nowait(("approval", (request, answer)))
+        self._put(call, ("approval", (request, answer)))
         try:
             return await answer
         finally:
@@ -221,17 +223,23 @@ class RuntimeLink:
     async def _pump(self, call: CallHandle) -> None:
         try:
             async for event in call.stream:
-                call.queue.put_nowait(("event", event))
-            call.queue.put_nowait(("result", call.stream.result))
+                self._put(call, ("event", event))
+            self._put(call, ("result", call.stream.result))
         except TransportError as exc:
             self.broken = True
-            call.queue.put_nowait(("error", exc))
+            self._put(call, ("error", exc))
         finally:
             call.done = True
             call.finished.set()
             self._calls.pop(call.request_id, None)
             with contextlib.suppress(Exception):
                 await call.stream.__aexit__(None, None, None)
+
+    def _put(self, call: CallHandle, item: tuple[str, Any]) -> None:
+        if self.observer is not None:
+            with contextlib.suppress(Exception):  # a watcher's fault is never the call's
+                self.observer(call, item)
+        call.queue.put_nowait(item)
 
     async def cancel(self, call: CallHandle) -> None:
         if not call.done:

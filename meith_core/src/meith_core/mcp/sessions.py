@@ -76,6 +76,8 @@ class BridgeConfig:
     cwd: str
     selection: Selection = field(default_factory=Selection)
     artifacts_dir: Path | None = None
+    #: The runtime's audit trail (read for the events extension's planted-git events).
+    audit_path: Path | None = None
     #: `--cwd` was given: the client's roots do not override it.
     cwd_fixed: bool = False
     #: `--structured`: results carry `structuredContent` and tools their output schemas. Off
@@ -96,6 +98,8 @@ class AgentSession:
     cwd: str = ""
     #: Its approvals are asked of the local user elsewhere too (a client with tasks).
     shares: bool = False
+    #: Who it is for the bridge (`BridgeSessions.owner`): its tasks and events are theirs.
+    owner: str = ""
     last_used: float = field(default_factory=time.monotonic)
 
     async def all_tools(self) -> list[dict[str, Any]]:
@@ -105,12 +109,29 @@ class AgentSession:
 
 
 class BridgeSessions:
-    def __init__(self, config: BridgeConfig, on_tools_changed: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        config: BridgeConfig,
+        on_tools_changed: Callable[[str], None],
+        on_link: Callable[[AgentSession], None] | None = None,
+    ) -> None:
         self.config = config
         self._on_tools_changed = on_tools_changed
+        #: Told of each new link (a session's first, or one that resumes it).
+        self._on_link = on_link
         self._sessions: dict[str, AgentSession] = {}
         self._connections: dict[str, Any] = {}
         self._lock = anyio.Lock()
+
+    def of_owner(self, owner: str) -> list[AgentSession]:
+        """The agent sessions of one owner (over 2026-07-28 HTTP, one per way of answering)."""
+        return [s for s in self._sessions.values() if s.owner == owner and s.link.usable]
+
+    def owner_of_runtime_session(self, session_id: str) -> str | None:
+        for session in self._sessions.values():
+            if session.link.session_id == session_id:
+                return session.owner
+        return None
 
     def connection(self, key: str) -> Any:
         """The handshake-era MCP connection of a session (None in the 2026-07-28 era)."""
@@ -173,8 +194,12 @@ class BridgeSessions:
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
-            session = AgentSession(key, label, link, cwd=link.cwd, shares=shares)
+            session = AgentSession(
+                key, label, link, cwd=link.cwd, shares=shares, owner=self.owner(ctx)
+            )
             link.on_tools_changed = lambda: self._changed(key)
+            if self._on_link is not None:
+                self._on_link(session)
             self._sessions[key] = session
             log(f"runtime session {link.session_id} for {label}")
             if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -203,6 +228,8 @@ class BridgeSessions:
         link.on_tools_changed = lambda: self._changed(key)
         session.link, session.tools = link, None
         session.last_used = time.monotonic()
+        if self._on_link is not None:
+            self._on_link(session)
         if link.resumed:
             log(f"runtime session {link.session_id} resumed for {session.label}")
         else:

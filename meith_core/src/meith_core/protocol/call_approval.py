@@ -17,7 +17,7 @@ from meith_core.protocol.capabilities import Capability
 #: What a call waiting for a person says to its caller (a progress event), and what it says
 #: once a person allowed it: an MCP client's task reads its status from these.
 WAITING_FOR_APPROVAL = "waiting for approval by the user"
-APPROVED = "approved by the user; running"
+APPROVED = "approved; running"
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
 DEFAULT_CALL_APPROVAL_TIMEOUT_S = 60.0
 #: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
