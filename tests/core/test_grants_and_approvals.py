@@ -466,12 +466,12 @@ async def test_a_connection_that_shares_its_approvals_races_the_local_user(
 
     person = []
 
-    async def prompt(request: ApprovalRequest) -> Any:
+    async def console(request: ApprovalRequest) -> Any:
         person.append(request)
         return ApprovalAnswer.ALLOW_ONCE
 
     scoped.set_session_approver(agent.session_id or "", connection, shared=shared)
-    scoped.approvers.append(prompt)
+    scoped.set_console_approver(scoped.open_session("cli").session_id or "", console)
     said: list[str] = []
     result = await scoped.call(
         "write_a", caller=agent, on_event=lambda e: said.append(str(e.get("message")))

@@ -94,7 +94,7 @@ class ApproverChain:
                 _log.error(
                     "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
                 )
-        if (self._consoles or self.added) and request.notify is not None:
+        if self._consoles and request.notify is not None:  # the prompt says so itself
             request.notify(WAITING_FOR_APPROVAL)
         answer: ApprovalAnswer | CallApprovalReply | None = None
         if self._consoles:

@@ -32,7 +32,7 @@ from pydantic import Field
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.mcp import call_approval
 from meith_core.mcp.link import Answer, CallHandle
-from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL
+from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL, waits_for_approval
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: A call still running after this long becomes a task (`MEITH_MCP_TASK_AFTER_S`).
@@ -236,7 +236,9 @@ class TaskStore:
             if task.terminal and now - task.created > TASK_TTL_MS / 1000:
                 del self._tasks[task_id]
         finished = [t for t in self._tasks.values() if t.terminal]
-        for task in sorted(finished, key=lambda t: t.updated)[: len(self._tasks) - MAX_TASKS]:
+        for task in sorted(finished, key=lambda t: t.updated)[
+            : max(0, len(self._tasks) - MAX_TASKS)
+        ]:
             del self._tasks[task.task_id]
 
 
@@ -244,7 +246,7 @@ def waits_for_a_person(item: tuple[str, Any]) -> bool:
     """Whether a call's queued item says it now waits for a person (an approval request to
     answer, or the runtime saying it asks the user elsewhere): it becomes a task at once."""
     kind, payload = item
-    return kind == "approval" or (kind == "event" and _said(payload) == WAITING_FOR_APPROVAL)
+    return kind == "approval" or (kind == "event" and waits_for_approval(_said(payload)))
 
 
 def _said(event: Any) -> str | None:
@@ -271,7 +273,7 @@ def apply(
         said = _said(payload)
         if payload.get("kind") == "artifact":
             artifacts.append(payload)
-        elif said == WAITING_FOR_APPROVAL and not task.inputs:
+        elif waits_for_approval(said) and not task.inputs:
             store.update(task, "working", WAITING_FOR_APPROVAL)
         elif said == APPROVED and not task.inputs:
             store.update(task, "working", RUNNING)
