@@ -69,8 +69,11 @@ def test_a_missing_match_says_zero_and_points_at_a_whitespace_near_miss(
     err = patch_error(files, ws, [{"oldText": "def b():\n  return 1", "newText": "x"}])
     assert err.message == (
         "edit 1: oldText was not found in m.py (0 matches); it matches at line 5 when "
-        "whitespace is ignored (check indentation and line breaks). Nothing was changed."
+        "whitespace is ignored (check spaces, indentation and line breaks). Nothing was changed."
     )
+    # Spaces where the file has none (`sum( items )` against `sum(items)`) are a near miss too.
+    inside = patch_error(files, ws, [{"oldText": "def b( ):", "newText": "x"}])
+    assert "0 matches); it matches at line 5 when whitespace is ignored" in inside.message
     plain = patch_error(files, ws, [{"oldText": "nowhere", "newText": "x"}])
     assert (
         plain.message == "edit 1: oldText was not found in m.py (0 matches). Nothing was changed."

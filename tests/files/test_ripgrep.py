@@ -151,6 +151,29 @@ def test_context_lines_come_with_each_hit(files: MeithHarness, ws: Path) -> None
     assert (m["before"], m["after"]) == (["1", "2"], ["4", "5"])
 
 
+def test_overlapping_context_gives_each_line_once(files: MeithHarness, ws: Path) -> None:
+    tree(ws, {"a.txt": "1\nhit a\n3\nhit b\n5\n6\n7\n8\n9\nhit c\n11\n"})
+    got = search(files, ws, "hit", contextLines=2)
+    a, b, c = got["matches"]
+    assert (a["before"], a["after"]) == (["1"], ["3"])
+    assert (b["before"], b["after"]) == ([], ["5", "6"])
+    assert (c["before"], c["after"]) == (["8", "9"], ["11"])
+    text = files.call("workspace_search", {"cwd": str(ws), "query": "hit", "contextLines": 2}).text
+    assert text.splitlines() == [
+        "a.txt-1- 1",
+        "a.txt:2:1: hit a",
+        "a.txt-3- 3",
+        "a.txt:4:1: hit b",
+        "a.txt-5- 5",
+        "a.txt-6- 6",
+        "--",
+        "a.txt-8- 8",
+        "a.txt-9- 9",
+        "a.txt:10:1: hit c",
+        "a.txt-11- 11",
+    ]
+
+
 def test_hits_in_hostile_names_and_text_keep_their_path_line_and_column(
     files: MeithHarness, ws: Path
 ) -> None:

@@ -90,6 +90,16 @@ async def test_path_narrows_patches_to_one_file(git_rt, changed_repo):
     assert "-two" in files["unstaged.txt"]["diff"]
     assert all(f["diff"] == "" for p, f in files.items() if p != "unstaged.txt")
     assert len(files) == 4  # the summary still lists every file
+    assert (result["path"], result["pathMatches"]) == ("unstaged.txt", 1)
+
+
+async def test_a_path_that_matches_no_changed_file_says_so(git_rt, changed_repo):
+    result = await git_rt.call("git_diff", {"cwd": str(changed_repo), "path": "nothing.txt"})
+    assert result.ok, result.error
+    assert (result.content["path"], result.content["pathMatches"]) == ("nothing.txt", 0)
+    lines = (result.text or "").splitlines()
+    assert lines[0] == "no changes to nothing.txt (all); it matches no changed file"
+    assert lines[1].startswith("4 files changed")
 
 
 async def test_huge_untracked_file_keeps_exact_counts_and_a_capped_preview(git_rt, make_repo):

@@ -62,7 +62,9 @@ async def test_log_of_a_repository_without_commits_is_empty(git_rt, make_repo):
 
 async def test_log_outside_a_repository_fails(git_rt, tmp_path):
     code, message = await call_err(git_rt, "git_log", {"cwd": str(tmp_path)})
-    assert (code, message) == ("TOOL_FAILED", "Not inside a git repository.")
+    assert code == "TOOL_FAILED"
+    assert message.startswith(f"Not inside a git repository: {tmp_path} (nor any directory")
+    assert "Pass cwd: a directory inside a repository, or run git init there" in message
 
 
 async def test_blame_lines_and_range(git_rt, make_repo, sh):

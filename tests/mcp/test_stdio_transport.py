@@ -63,7 +63,7 @@ def _converse(srv: Any, data: bytes, wait_for: set[Any]) -> tuple[int, bytes]:
     answered (stdin stays open meanwhile: at EOF the SDK fails what is still in flight), then
     close stdin and wait for the exit."""
     proc = subprocess.Popen(
-        [MEITH, "mcp", "--no-start"],
+        [MEITH, "mcp", "--no-start", "--tools", "mcptest_*"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -92,7 +92,7 @@ def _converse(srv: Any, data: bytes, wait_for: set[Any]) -> tuple[int, bytes]:
 
 def _run(srv: Any, stdin: Any, stdout: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [MEITH, "mcp", "--no-start"],
+        [MEITH, "mcp", "--no-start", "--tools", "mcptest_*"],
         stdin=stdin,
         stdout=stdout,
         stderr=subprocess.PIPE,

@@ -91,7 +91,7 @@ async def the_running_command(p: Proc) -> tuple[int, list[int]]:
 
 
 async def start(
-    p: Proc, cwd: Path | str, command: str, args: list[str] | None = None, **extra
+    p: Proc, cwd: Path | str, command: str | list[str], args: list[str] | None = None, **extra
 ) -> dict:
     payload = {"cwd": str(cwd), "command": command, **extra}
     if args is not None:

@@ -84,6 +84,9 @@ async def test_a_program_that_does_not_exist_fails_clearly(proc: Proc, tmp_path:
 
 async def test_the_shell_form_runs_through_sh(proc: Proc, tmp_path: Path) -> None:
     res = await run(proc, tmp_path, shell="echo a b c | wc -w; echo $((40 + 2))")
+    # `command` as a string is a command line, as start_dev_server takes it.
+    line = await run(proc, tmp_path, command="echo a b c | wc -w; echo $((40 + 2))")
+    assert line["stdout"] == res["stdout"]
     assert res["stdout"].split() == ["3", "42"]
 
 
@@ -96,6 +99,7 @@ async def test_the_argv_form_passes_arguments_as_is(proc: Proc, tmp_path: Path) 
     ("args", "said"),
     [
         ({"command": ["true"], "shell": "true"}, "both were given"),
+        ({"command": "true", "shell": "true"}, "both were given"),
         ({}, "neither was given"),
     ],
 )
@@ -110,7 +114,7 @@ async def test_exactly_one_of_command_and_shell(
 
 
 async def test_an_empty_program_is_a_validation_error(proc: Proc, tmp_path: Path) -> None:
-    for args in ({"command": []}, {"command": [""]}, {"shell": ""}):
+    for args in ({"command": []}, {"command": [""]}, {"command": ""}, {"shell": ""}):
         res = await proc.rt.call("run_command", {"cwd": str(tmp_path), **args})
         assert res.error.code == "VALIDATION_ERROR", args
 

@@ -200,6 +200,18 @@ async def test_command_with_args_runs_without_a_shell(proc: Proc, tmp_path) -> N
     assert [e["text"] for e in entries[:2]] == ["42", "second"]
 
 
+async def test_command_as_a_list_runs_without_a_shell_like_run_command(
+    proc: Proc, tmp_path
+) -> None:
+    literal = "$HOME; echo injected"
+    dev = await start(proc, tmp_path, ["printf", "[%s]\\n"], [literal])
+    assert (dev["command"], dev["args"]) == ("printf", ["[%s]\\n", literal])
+    entries = await has_log(proc, dev["id"], "exited with code 0")
+    assert entries[0]["text"] == f"[{literal}]"
+    alone = await start(proc, tmp_path, ["true"])
+    await has_log(proc, alone["id"], "exited with code 0")
+
+
 async def test_a_duplicate_start_returns_the_running_server(proc: Proc, tmp_path) -> None:
     first = await start(proc, tmp_path, "sleep 300")
     res = await proc.rt.call("start_dev_server", {"cwd": str(tmp_path), "command": "sleep 300"})

@@ -36,7 +36,8 @@ class CommandTools:
 
     async def run_command(self, ctx: ToolContext, args: RunCommandArgs) -> ToolResult:
         """Run one command to completion (tests, builds, linters) and return its exit status and
-        output. `command` (an argv list) runs without a shell; `shell` runs through /bin/sh -c.
+        output. `command` as a list runs without a shell; a command line (`command` as a
+        string, or `shell`) runs through /bin/sh -c.
         Output streams as log events while it runs; each stream keeps its first and last
         halves of `maxOutputBytes`. At `timeoutMs` (default 120 s) its processes are ended;
         none of them outlives the call."""

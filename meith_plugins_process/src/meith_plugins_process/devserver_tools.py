@@ -70,11 +70,13 @@ class DevServerTools:
 
     async def start_dev_server(self, ctx: ToolContext, args: StartDevServerArgs) -> ToolResult:
         """Start a long-running command in its own process group and capture its output.
-        `command` with `args` runs without a shell; `command` alone runs via /bin/sh -c."""
+        `command` as a list, or with `args`, runs without a shell; a string alone runs via
+        /bin/sh -c."""
         self.sup.bind_home(ctx.home)
         cwd = resolve_cwd(args.cwd, ctx.cwd)
         check_scope(ctx, cwd)
-        running = self.dev_servers.find_running(cwd, args.command, list(args.args), ctx.caller)
+        command, arguments = args.program
+        running = self.dev_servers.find_running(cwd, command, arguments, ctx.caller)
         if running is not None:
             return ok_result(
                 running.record(),
@@ -89,8 +91,8 @@ class DevServerTools:
         callback = ctx.child_environment()
         server = await self.dev_servers.start(
             cwd=cwd,
-            command=args.command,
-            args=list(args.args),
+            command=command,
+            args=arguments,
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import signal
 from typing import Annotated, Any, Final, Literal
 
@@ -12,6 +13,9 @@ from meith_core import PatternError, ToolArgs, compile_pattern
 from meith_plugins_process.killer import parse_signal
 
 _ID = Annotated[str, Field(min_length=1, max_length=200)]
+#: A command in either form: a command line, or the program and its arguments.
+_LINE = Annotated[str, Field(min_length=1)]
+_ARGV = Annotated[list[str], Field(min_length=1)]
 _DIM = Annotated[int, Field(ge=1, le=10_000)]
 _TERMINAL_ID = Annotated[
     str, Field(min_length=1, max_length=200, description="A terminal id (term_…)")
@@ -110,10 +114,9 @@ class SnapshotArgs(ToolArgs):
 
 class StartDevServerArgs(ToolArgs):
     cwd: str = Field(min_length=1, description="Directory to run the command in")
-    command: str = Field(
-        min_length=1,
-        description="With args: the program, run without a shell. Alone: a command line run "
-        "through /bin/sh -c",
+    command: _LINE | _ARGV = Field(
+        description="A command line run through /bin/sh -c (a string alone), or the program "
+        "and its arguments run without a shell (a list, or a string with args)",
     )
     args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
     name: str | None = Field(None, max_length=200, description="A name to show for the server")
@@ -121,6 +124,23 @@ class StartDevServerArgs(ToolArgs):
     detach: _DETACH
 
     _env = field_validator("env")(_check_env)
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value[0]:
+            raise ValueError("command[0], the program, must not be empty")
+        return value
+
+    @property
+    def program(self) -> tuple[str, list[str]]:
+        """`(command, args)`: a list is its program and arguments (a program alone is run
+        through the shell quoted, as a command line of one word)."""
+        if isinstance(self.command, str):
+            return self.command, list(self.args)
+        first, *rest = self.command
+        rest += self.args
+        return (first if rest else shlex.quote(first)), rest
 
 
 class StopDevServerArgs(ToolArgs):
@@ -203,11 +223,11 @@ class RunCommandArgs(ToolArgs):
     cwd: str | None = Field(
         None, min_length=1, description="Directory to run in (default: the caller's)"
     )
-    command: list[str] | None = Field(
+    command: _ARGV | _LINE | None = Field(
         None,
-        min_length=1,
-        description="The program and its arguments, run without a shell (no expansion, no "
-        "quoting); give this or `shell`",
+        description="The program and its arguments as a list, run without a shell (no "
+        "expansion, no quoting); or a command line as a string, run through /bin/sh -c like "
+        "`shell`. Give this or `shell`",
     )
     shell: str | None = Field(
         None,
@@ -241,8 +261,11 @@ class RunCommandArgs(ToolArgs):
 
     @field_validator("command")
     @classmethod
-    def _argv(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
+    def _argv(cls, value: list[str] | str | None) -> list[str] | str | None:
+        if isinstance(value, str):
+            if "\0" in value:
+                raise ValueError("command must not contain NUL characters")
+        elif value is not None:
             if not value[0]:
                 raise ValueError("command[0], the program, must not be empty")
             if any("\0" in part for part in value):
@@ -258,10 +281,13 @@ class RunCommandArgs(ToolArgs):
 
     @model_validator(mode="after")
     def _one_form(self) -> RunCommandArgs:
+        if isinstance(self.command, str) and self.shell is None:
+            # A command line given as `command`: it is a `shell` line.
+            self.shell, self.command = self.command, None
         if (self.command is None) == (self.shell is None):
             raise ValueError(
-                "Give exactly one of command (an argv list, run without a shell) or shell "
-                "(a command line for /bin/sh -c)"
+                "Give exactly one of command (a list run without a shell, or a command line) "
+                "or shell (a command line for /bin/sh -c)"
                 + ("; both were given" if self.command is not None else "; neither was given")
             )
         return self

@@ -122,10 +122,10 @@ async def test_an_id_passed_as_id_is_told_the_argument_name(runtime: Runtime) ->
         '"terminalId"'
     )
     assert ran["n"] == 0
-    # Anything else keeps the first error as it is.
+    # With the id given as well, `id` is an unknown argument like any other.
     other = await runtime.call("counted", {"id": "term_1", "terminalId": "term_1"})
-    assert (
-        other.error.message == 'Invalid arguments for "counted": id: Extra inputs are not permitted'
+    assert other.error.message == (
+        'Invalid arguments for "counted": unknown argument "id". It takes: terminalId, data.'
     )
 
 

@@ -4,6 +4,7 @@ or a session revoked while its prompt is open is denied."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from meith_core import (
     Runtime,
     hookimpl,
 )
+from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL
 from tests.core.support import reason_of
 
 
@@ -214,3 +216,43 @@ async def test_a_session_revoked_while_its_prompt_is_open_is_denied(scoped: Runt
     scoped.approvers.append(revoke_then_allow)
     assert (await scoped.call("write_a", caller=cli)).error.code is ErrorCode.PERMISSION_DENIED
     assert "revoked" in reason_of(scoped)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_connection_that_shares_its_approvals_races_the_local_user(
+    scoped: Runtime, shared: bool
+) -> None:
+    """An MCP task's approval: the calling connection is asked beside the others (the first
+    answer wins, the loser is withdrawn) and the caller is told where the call waits; without
+    sharing, the connection's answer is final and nobody else is asked."""
+    agent = scoped.open_session("agent")
+    withdrawn = asyncio.Event()
+
+    async def connection(request: ApprovalRequest) -> Any:
+        if not shared:
+            return ApprovalAnswer.DENY
+        try:
+            await asyncio.Event().wait()
+        finally:
+            withdrawn.set()
+
+    person = []
+
+    async def console(request: ApprovalRequest) -> Any:
+        person.append(request)
+        return ApprovalAnswer.ALLOW_ONCE
+
+    scoped.set_session_approver(agent.session_id or "", connection, shared=shared)
+    scoped.set_console_approver(scoped.open_session("cli").session_id or "", console)
+    said: list[str] = []
+    result = await scoped.call(
+        "write_a", caller=agent, on_event=lambda e: said.append(str(e.get("message")))
+    )
+    if shared:
+        assert result.ok
+        assert withdrawn.is_set()
+        assert said == [WAITING_FOR_APPROVAL, APPROVED]
+    else:
+        assert result.error.code is ErrorCode.PERMISSION_DENIED
+        assert (person, said) == ([], [])

@@ -32,7 +32,8 @@ from meith_core.call.catalogue import Catalogue, RegisteredTool
 from meith_core.call.context import EventSink, ToolContext
 from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
-from meith_core.call.tooldef import DEFAULTED_CWD, NO_TIMEOUT, ToolDefinition
+from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
+from meith_core.call.validation import first_error, validate_arguments, validation_details
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
 from meith_core.protocol.caller import CallerInfo
@@ -104,11 +105,14 @@ class CallPipeline:
         request_id: str | None = None,
         render: bool = True,
         text_only: bool = False,
+        trace: dict[str, str] | None = None,
     ) -> ToolResult:
         """Run one call through every step; never raises. `render`: whether a tool with a
         renderer writes the result's `text` (socket callers ask for it, `withText`).
         `text_only`: the encoded (wire) result of a rendered call carries the text and not the
-        content (`textOnly`); the ToolResult itself, its audit record and its events keep it."""
+        content (`textOnly`); the ToolResult itself, its audit record and its events keep it.
+        `trace`: the caller's W3C trace context, kept in the audit record (the call's span is
+        its child)."""
         call = CallRecord(
             request_id=request_id or new_id("req"),
             caller=caller,
@@ -121,6 +125,7 @@ class CallPipeline:
             emit=emit,
             render=render,
             text_only=text_only,
+            trace=trace,
         )
         try:
             result = await self._steps(call)
@@ -155,7 +160,7 @@ class CallPipeline:
                 f"Unknown tool: {call.name}",
                 {"hint": "list the available tools with: meith tools"},
             )
-        args = _validate(call, call.tool)
+        args = validate_arguments(call.tool.definition, call.arguments, call.cwd)
         if isinstance(args, ToolResult):
             return args
         call.decision = await self._authorise(call, call.tool, args)
@@ -315,29 +320,6 @@ def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
     return notify
 
 
-def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:
-    """The tool's input model from the call's arguments, or a VALIDATION_ERROR."""
-    defn = tool.definition
-    arguments = call.arguments
-    if not isinstance(arguments, Mapping):
-        return error_result(
-            ErrorCode.VALIDATION_ERROR,
-            f'Invalid arguments for "{defn.name}": arguments must be a JSON object',
-        )
-    if DEFAULTED_CWD not in arguments and DEFAULTED_CWD in defn.input_model.model_fields:
-        # Convention: an argument named `cwd` defaults to the caller's working directory
-        # (clientInfo.cwd, else the runtime's), so `meith call git_status` works in a repo.
-        arguments = {**arguments, DEFAULTED_CWD: call.cwd}
-    try:
-        return defn.input_model.model_validate(arguments)
-    except ValidationError as exc:
-        details = _validation_details(exc)
-        first = _id_hint(details) or _first_error(details)
-        return error_result(
-            ErrorCode.VALIDATION_ERROR, f'Invalid arguments for "{defn.name}": {first}', details
-        )
-
-
 def _rendered(defn: ToolDefinition, content: Any) -> str | None:
     """The tool's text of a result; a renderer that fails costs the text, never the call."""
     assert defn.render is not None
@@ -347,22 +329,6 @@ def _rendered(defn: ToolDefinition, content: Any) -> str | None:
         _log.error("tool renderer raised", toolName=defn.name, error=f"{type(exc).__name__}: {exc}")
         return None
     return text if isinstance(text, str) else None
-
-
-def _id_hint(details: dict[str, Any]) -> str | None:
-    """Results name an object's id `id` (`create_terminal` → `{"id": "term_…"}`) where the
-    tools that act on it take `terminalId`, `tabId`, …: a call that passes `id` for the one
-    missing `…Id` argument is told which name to use, in the one line."""
-    errors = details["errors"]
-    extra = any(e["type"] == "extra_forbidden" and e["path"] == ["id"] for e in errors)
-    missing = [
-        str(e["path"][0])
-        for e in errors
-        if e["type"] == "missing" and len(e["path"]) == 1 and str(e["path"][0]).endswith("Id")
-    ]
-    if not extra or len(missing) != 1:
-        return None
-    return f'unknown argument "id": this tool takes the id as "{missing[0]}"'
 
 
 def _normalise(
@@ -411,7 +377,7 @@ def _normalise(
         return error_result(
             ErrorCode.TOOL_FAILED,
             f'Tool "{defn.name}" returned a result that does not match its output schema: '
-            f"{_first_error(_validation_details(err))}",
+            f"{first_error(validation_details(err))}",
         )
     except (TypeError, ValueError, RecursionError) as err:
         return error_result(
@@ -419,27 +385,6 @@ def _normalise(
             f'Tool "{defn.name}" returned a result that is not JSON: {err}',
         )
     return result
-
-
-def _validation_details(exc: ValidationError) -> dict[str, Any]:
-    # Only locations and messages: the offending input may be huge or hostile.
-    errors = [
-        {
-            "path": [p if isinstance(p, int) else str(p) for p in err["loc"]],
-            "message": err["msg"],
-            "type": err["type"],
-        }
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)[:50]
-    ]
-    return {"errors": errors}
-
-
-def _first_error(details: dict[str, Any]) -> str:
-    err = details["errors"][0] if details["errors"] else None
-    if err is None:
-        return "invalid"
-    where = ".".join(str(p) for p in err["path"]) or "arguments"
-    return f"{where}: {err['message']}"
 
 
 def _json_safe(value: Any) -> Any:

@@ -43,6 +43,8 @@ class CallRecord:
     render: bool = True
     #: The wire result leaves out `content` when the tool rendered `text` (see `Pipeline.call`).
     text_only: bool = False
+    #: The caller's W3C trace context (`traceparent`, `tracestate`), when it sent one.
+    trace: dict[str, str] | None = None
     #: Set once the name is found in the catalogue.
     tool: RegisteredTool | None = None
     #: Set once the permission service has decided.

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any
 
+from meith_core.base.suggest import did_you_mean
 from meith_core.cli.args import UsageError, parse_call_line, parse_timeout
 from meith_core.cli.output import (
     EXIT_INTERRUPTED,
@@ -127,19 +128,11 @@ def _error_code(result: dict[str, Any]) -> str | None:
 
 def _suggestion(client: Client, name: str) -> str:
     """' Did you mean …?' for a misspelt tool name, and where to find the real ones."""
-    import difflib
-
     try:
         names = [str(t.get("name")) for t in client.list_tools()]
     except TransportError:
         names = []
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names), reverse=True
-    )
-    # Only names about as close as the best one: a shared `git_` prefix is not a resemblance.
-    close = [n for score, n in scored[:3] if score >= 0.75 and score >= scored[0][0] - 0.05]
-    hint = f" Did you mean {' or '.join(close)}?" if close else ""
-    return f'{hint} List the tools with "meith tools".'
+    return f'{did_you_mean(name, names)} List the tools with "meith tools".'
 
 
 def _read_stdin_object() -> dict[str, Any]:

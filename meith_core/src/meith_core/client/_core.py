@@ -91,6 +91,7 @@ def client_info(
     approvals: bool = False,
     socket_path: str | None = None,
     console: bool = False,
+    approvals_shared: bool = False,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
     # A process a session started calls back as that session (the server ignores `caller`),
@@ -108,6 +109,8 @@ def client_info(
         info["label"] = label
     if approvals:
         info["approvals"] = True
+        if approvals_shared:
+            info["approvalsShared"] = True
     if console:
         info["console"] = True
     return info
@@ -152,6 +155,7 @@ def tool_call_frame(
     timeout_ms: int | None,
     with_text: bool = False,
     text_only: bool = False,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {
         "type": "tool_call",
@@ -167,6 +171,8 @@ def tool_call_frame(
         frame["withText"] = True
     if text_only:
         frame["textOnly"] = True
+    if trace:
+        frame["traceContext"] = trace
     return frame
 
 

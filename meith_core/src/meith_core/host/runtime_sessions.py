@@ -151,9 +151,13 @@ class RuntimeSessions:
             session.session_id, session.caller, session.label, workspace=session.workspace
         )
 
-    def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
-        """`approver` answers this session's approval requests before any other approver."""
+    def set_session_approver(
+        self, session_id: str, approver: Approver | None, *, shared: bool = False
+    ) -> None:
+        """`approver` answers this session's approval requests before any other approver;
+        `shared`: the other approvers are asked at the same time, and the first answer wins."""
         self.sessions.set_approver(session_id, approver)
+        self._approvers.share(session_id, shared and approver is not None)
 
     def set_console_approver(self, session_id: str, approver: Approver | None) -> None:
         """`approver` (a local user's console) is asked about every session's approval

@@ -23,6 +23,8 @@ class Identity:
     console: bool = False
     #: The directory the session was opened for (see `CallerInfo.workspace`).
     workspace: str | None = None
+    #: With `answers_call_approvals`: the others approvers are asked at the same time.
+    shares_call_approvals: bool = False
 
 
 # -- actions: what the adapter must do --------------------------------------------------

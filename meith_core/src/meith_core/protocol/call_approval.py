@@ -15,6 +15,18 @@ from meith_core.base.envknobs import seconds_from_env
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import Capability
 
+#: What a call waiting for a person says to its caller (a progress event; the `serve` prompt
+#: says where: "waiting for approval in the meith serve terminal …"), and what it says once an
+#: approver allowed it: an MCP client's task reads its status from these.
+WAITING_FOR_APPROVAL = "waiting for approval by the user"
+APPROVED = "approved; running"
+
+
+def waits_for_approval(message: object) -> bool:
+    """Whether a progress message says its call waits for a person."""
+    return isinstance(message, str) and message.startswith("waiting for approval")
+
+
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
 DEFAULT_CALL_APPROVAL_TIMEOUT_S = 60.0
 #: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.

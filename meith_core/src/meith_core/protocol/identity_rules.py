@@ -139,6 +139,7 @@ class IdentityRules:
             answers,
             console=console,
             workspace=self._workspace(info),
+            shares_call_approvals=answers and info.approvalsShared,
         )
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
@@ -159,7 +160,13 @@ class IdentityRules:
         self.session_id = found.session_id
         answers = hello.clientInfo.approvals and self._may_answer_call_approvals
         # A resumed session keeps the workspace it was opened for.
-        self._identity = Identity(found.caller, found.label, answers, workspace=found.workspace)
+        self._identity = Identity(
+            found.caller,
+            found.label,
+            answers,
+            workspace=found.workspace,
+            shares_call_approvals=answers and hello.clientInfo.approvalsShared,
+        )
         out.append(IdentityFixed(self._identity))
         return ""
 

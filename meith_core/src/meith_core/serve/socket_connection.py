@@ -153,7 +153,9 @@ class SocketConnection(asyncio.Protocol):
             if ident.console:
                 server.runtime.set_console_approver(self.session_id, self._ask_call_approval)
             elif ident.answers_call_approvals:
-                server.runtime.set_session_approver(self.session_id, self._ask_call_approval)
+                server.runtime.set_session_approver(
+                    self.session_id, self._ask_call_approval, shared=ident.shares_call_approvals
+                )
         elif isinstance(action, RevokeSession):
             _log.info("session revoked by the console", sessionId=action.session_id)
             server.runtime.revoke_session(action.session_id, action.by)
@@ -231,6 +233,9 @@ class SocketConnection(asyncio.Protocol):
                 request_id=rid,
                 render=call.withText or call.textOnly,
                 text_only=call.textOnly,
+                trace=call.traceContext.model_dump(exclude_none=True)
+                if call.traceContext
+                else None,
             )
         finally:
             self._tokens.pop(rid, None)
@@ -263,8 +268,12 @@ class SocketConnection(asyncio.Protocol):
         finally:
             self._call_approvals.pop(ask.approval_id, None)
             rules.call_approvals.settled(ask.approval_id)
-            if rules.identity.console and not (fut.done() and not fut.cancelled()):
-                # Answered elsewhere, timed out or the call went away: the console's card goes.
+            ident = rules.identity
+            if (ident.console or ident.shares_call_approvals) and not (
+                fut.done() and not fut.cancelled()
+            ):
+                # Answered elsewhere, timed out or the call went away: the console's card (or
+                # the sharing connection's question) goes.
                 self.send(rules.call_approvals.closed_frame(ask, request, "no longer waiting"))
 
     # -- frames out ---------------------------------------------------------------------
