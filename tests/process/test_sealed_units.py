@@ -27,18 +27,24 @@ def test_destinations_parse_and_match() -> None:
         "[::1]:8080",
         "10.0.0.1",
     ]
-    gate = NetworkGate(rules)
-    assert gate.decide("pypi.org", 443) is None
-    assert gate.decide("PyPI.org.", 80) is None
-    assert gate.decide("files.pythonhosted.org", 443) is None
-    assert gate.decide("pythonhosted.org", 443) is not None  # subdomains only
-    assert gate.decide("files.pythonhosted.org", 80) is not None
-    assert gate.decide("evilpythonhosted.org", 443) is not None
-    assert gate.decide("::1", 8080) is None
-    reason = gate.decide("example.com", 443)
+    # A public answer for every name (no resolver is asked).
+    gate = NetworkGate(rules, resolve=lambda host, port: ["203.0.113.9"])
+
+    def allowed(host: str, port: int) -> bool:
+        return gate.decide(host, port).refusal is None
+
+    assert allowed("pypi.org", 443)
+    assert allowed("PyPI.org.", 80)
+    assert allowed("files.pythonhosted.org", 443)
+    assert not allowed("pythonhosted.org", 443)  # subdomains only
+    assert not allowed("files.pythonhosted.org", 80)
+    assert not allowed("evilpythonhosted.org", 443)
+    assert allowed("::1", 8080)
+    reason = gate.decide("example.com", 443).refusal
     assert reason is not None
     assert "--net example.com:443" in reason
-    assert NetworkGate(parse_destinations(["any"])).decide("example.com", 1) is None
+    anything = NetworkGate(parse_destinations(["any"]), resolve=lambda host, port: ["203.0.113.9"])
+    assert anything.decide("example.com", 1).refusal is None
     for bad in ("exa mple.com", "host:0", "host:99999", "[::1", "a:b:c:d]"):
         with pytest.raises(DestinationError):
             parse_destinations([bad])

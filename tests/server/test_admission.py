@@ -17,6 +17,7 @@ import pytest
 from meith_core.base.peers import peer_credentials, peer_descends_from
 from meith_core.serve.orphans import OrphanReaper, adopt_orphans, release_orphans
 from tests.harness import wait_until
+from tests.server.conftest import Served
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -102,3 +103,22 @@ def test_adopted_orphans_are_reaped_and_own_children_keep_their_status(tmp_path:
             os.waitpid(orphan, os.WNOHANG)
     finally:
         release_orphans()
+
+
+@pytest.mark.anyio
+async def test_a_peer_that_is_the_runtime_itself_is_refused(served: Served) -> None:
+    """A connection whose peer is the runtime's own process is one the runtime was tricked
+    into making for someone else (a port forwarder led to its socket): never the user."""
+    from meith_core.serve.admission import Admitted, Refusal
+
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with mine, theirs:
+        served.server.admit_own_process = False
+        refused = served.server.admit(mine)
+        assert isinstance(refused, Refusal)
+        assert "this runtime itself" in refused.reason
+        served.server.admit_own_process = True  # what the embedding test harness asks for
+        admitted = served.server.admit(mine)
+        assert isinstance(admitted, Admitted)
+        if admitted.slot is not None:
+            served.server.capacity.release(admitted.slot)

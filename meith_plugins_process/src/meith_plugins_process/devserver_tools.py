@@ -97,6 +97,7 @@ class DevServerTools:
                 ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
             ),
             session_callback=callback,
+            ports=list(args.ports),
         )
         diagnostics = unconfined_warning(ctx)
         diagnostics.extend(detached_note(ctx, "Dev server", server.id, args.detach))

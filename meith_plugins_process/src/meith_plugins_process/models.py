@@ -108,6 +108,18 @@ class SnapshotArgs(ToolArgs):
     )
 
 
+_PORTS = Annotated[
+    list[Annotated[int, Field(ge=1, le=65535)]],
+    Field(
+        default_factory=list,
+        max_length=16,
+        description="Ports it serves on, opened on the host's 127.0.0.1 when it runs confined "
+        "in a network namespace of its own (the port it announces is opened too; meith's own "
+        "ports never are)",
+    ),
+]
+
+
 class StartDevServerArgs(ToolArgs):
     cwd: str = Field(min_length=1, description="Directory to run the command in")
     command: str = Field(
@@ -119,6 +131,7 @@ class StartDevServerArgs(ToolArgs):
     name: str | None = Field(None, max_length=200, description="A name to show for the server")
     env: _ENV
     detach: _DETACH
+    ports: _PORTS
 
     _env = field_validator("env")(_check_env)
 
@@ -287,6 +300,32 @@ class TerminalSession(BaseModel):
     detached: bool = False
 
 
+class HostPort(BaseModel):
+    port: int
+    #: Whether the runtime opened it on the host's 127.0.0.1 for the confined server.
+    forwarded: bool
+    #: Why not, when it did not (meith's own port, taken on the host).
+    reason: str | None = None
+
+
+class WallRefusal(BaseModel):
+    wall: str
+    what: str
+    #: The grant that would open it.
+    open: str | None = None
+    note: str | None = None
+
+
+class Walls(BaseModel):
+    """The walls around a confined process, and what they refused while it ran."""
+
+    inForce: list[str]
+    writable: list[str] = Field(description="Where it may write")
+    network: list[str] = Field(description="The destinations its grant names (--net)")
+    refused: list[WallRefusal]
+    refusedMore: int = 0
+
+
 class DevServerRecord(BaseModel):
     id: str
     name: str | None
@@ -303,6 +342,9 @@ class DevServerRecord(BaseModel):
     confinedTo: str | None = None
     #: Handed to the local user (`detach`): it outlives the session that started it.
     detached: bool = False
+    #: The ports asked for (named or announced) and whether the host's loopback has them.
+    hostPorts: list[HostPort] = Field(default_factory=list)
+    walls: Walls | None = None
 
 
 class ProcessLogEntry(BaseModel):
@@ -387,3 +429,4 @@ class RunCommandResult(BaseModel):
     durationMs: int = Field(description="From start to exit, in milliseconds")
     #: The directory its writes are confined to by the kernel (None: not confined).
     confinedTo: str | None = None
+    walls: Walls | None = None

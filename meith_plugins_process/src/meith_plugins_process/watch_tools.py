@@ -242,6 +242,15 @@ class WatchTools:
                         port = server.port
                         if port is not None:
                             ctx.progress(f"port {port} detected")
+                    if port is not None:
+                        why = server.forward(port)
+                        if why is not None:
+                            raise ToolError(
+                                ErrorCode.TOOL_FAILED,
+                                f"Dev server {server.id} runs in a network namespace of its own "
+                                f"and port {port} cannot be opened on the host: {why}",
+                                failure_details(),
+                            )
                     if port is not None and await port_accepts(port):
                         port_ok = True
                         ctx.progress(f"port {port} accepts connections")

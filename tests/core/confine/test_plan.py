@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from meith_core.base.home_registry import register_home, user_tmp_dir
-from meith_core.confine.plan import DEVICE_DIRS, DEVICE_FILES, Confinement, NetworkAccess
+from meith_core.confine.plan import (
+    DEVICE_DIRS,
+    DEVICE_FILES,
+    Confinement,
+    NetworkAccess,
+    resolv_stub,
+)
 from meith_core.confine.status import LandlockStatus
 
 #: A host with every wall: Landlock ABI 6 and user, mount and network namespaces.
@@ -50,7 +56,7 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         str(work),
         home=meith_home,
         extra_dirs=[str(tmp)],
-        net=NetworkAccess(proxy_socket="/gate.sock"),
+        net=NetworkAccess(control_fd=7, gate=True, listen=("127.0.0.1:5432",)),
         secrets=[str(secret)],
         status=FULL,
     )
@@ -63,12 +69,24 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         hidden=tuple(p for p in hidden if os.path.lexists(p)),
         binds=(),
         devpts=True,
-        network=NetworkAccess(proxy_socket="/gate.sock"),
+        network=NetworkAccess(control_fd=7, gate=True, listen=("127.0.0.1:5432",)),
         net_namespace=True,
         read_dirs=None,
         tcp_rules=True,
     )
-    assert plan.wrap(["true"])[-4:] == ["--net", "/gate.sock", "--", "true"]
+    # The control channel by its inherited descriptor: no path of the plumbing anywhere.
+    assert plan.wrap(["true"])[-10:] == [
+        "--net",
+        "gate",
+        "--control",
+        "7",
+        "--resolv",
+        resolv_stub(),
+        "--listen",
+        "127.0.0.1:5432",
+        "--",
+        "true",
+    ]
 
 
 def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: Path) -> None:

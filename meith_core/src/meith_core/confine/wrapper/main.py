@@ -2,7 +2,7 @@
 
     python -I -S -B RUN [--env-file FILE] --write DIR [--write DIR ...]
         [--write-file FILE ...] [--read-only PATH ...] [--bind SRC DST ...] [--hide PATH ...]
-        [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
+        [--devpts] [--net none|gate] [--control FD] [--resolv FILE] [--listen HOST:PORT ...] [--tcp-connect PORT]
         [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] -- ARGV...
 
 (RUN: the entry `confine.launcher` compiles.) Run as the child of a spawn (so it is safe in a
@@ -24,11 +24,14 @@ Walls, in the order they are built:
   read-only (repository metadata); `--devpts`: a private devpts instance on /dev/pts (and its
   ptmx on /dev/ptmx), so no other terminal can be opened; each `--hide` PATH covered (an empty
   read-only tmpfs over a directory, /dev/null over a file): meith homes and sockets, secrets.
-- `--net`: a network namespace with only loopback. With a PROXYSOCK (a Unix socket of the
-  runtime's network gate), the forwarder (`forwarder.py`) listens on 127.0.0.1 inside and
-  relays to it, and the proxy variables of the child point there; with `--ports SOCK` the same
-  forwarder accepts connections on SOCK (from the runtime) for a port of the namespace's
-  loopback (a dev server the user opens at localhost:PORT).
+- `--net none|gate`: a network namespace with only loopback. With `--control FD` (the spawn's
+  control channel, an inherited socket pair: `control.py`), the forwarder (`forwarder.py`)
+  takes it over: with `gate` it listens on 127.0.0.1:PROXY_PORT inside and the proxy variables
+  of the child point there; on each `--listen HOST:PORT` (a host-loopback destination the
+  grant names) it tunnels through the gate; it relays connections the runtime sends for a port
+  of the namespace's loopback; and it answers name lookups with REFUSED, reporting each name
+  (`--resolv FILE`, mounted on /etc/resolv.conf, points lookups at it). The command never has
+  the channel.
 - Landlock (`landlock.py`): writing, creating, removing, renaming and truncating only beneath
   the `--write` directories (and on the `--write-file` files); reads and execution stay
   allowed unless `--read` limits them (a host without namespaces); with ABI 6+ signals and
@@ -57,6 +60,7 @@ from .namespaces import (
     loopback_up,
     private_devpts,
     read_only,
+    resolve_here,
 )
 
 #: Exit status when confinement or exec fails (like a shell's "cannot run").
@@ -72,8 +76,9 @@ _LIST_FLAGS = (
     "--tcp-connect",
     "--read",
     "--read-file",
+    "--listen",
 )
-_VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
+_VALUE_FLAGS = ("--env-file", "--net", "--control", "--resolv", "--proxy-url")
 
 
 def main(argv: list[str]) -> int:
@@ -116,6 +121,15 @@ def main(argv: list[str]) -> int:
         print("meith confine: no command after --", file=sys.stderr)
         return EXIT_FAILED
     net = values.get("--net")
+    control_fd = None
+    if "--control" in values:
+        try:
+            control_fd = int(values["--control"])
+            # Never the command's, whatever happens next.
+            os.set_inheritable(control_fd, False)
+        except (ValueError, OSError) as exc:
+            print(f"meith confine: bad --control: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     if "--env-file" not in values and os.environ.get(ENV_FILE_VAR):
         values["--env-file"] = os.environ[ENV_FILE_VAR]
     if "--env-file" not in values:
@@ -144,6 +158,8 @@ def main(argv: list[str]) -> int:
             enter_user_mount_namespace(net=net is not None)
             for source, target in binds:
                 bind(source, target)
+            if "--resolv" in values:
+                resolve_here(values["--resolv"])
             for path in lists["--read-only"]:
                 read_only(path)
             if devpts:
@@ -152,10 +168,10 @@ def main(argv: list[str]) -> int:
                 hide(path)
             if net is not None:
                 loopback_up()
-                proxy = None if net == "none" else net
-                if proxy is not None or "--ports" in values:
-                    start_forwarder(proxy, values.get("--ports"))
-                if proxy is not None:
+                if control_fd is not None:
+                    fd, control_fd = control_fd, None
+                    start_forwarder(fd, net == "gate", lists["--listen"], dns=True)
+                if net == "gate":
                     env.update(proxy_environment(f"http://127.0.0.1:{PROXY_PORT}"))
         if "--proxy-url" in values:
             env.update(proxy_environment(values["--proxy-url"]))
@@ -167,6 +183,8 @@ def main(argv: list[str]) -> int:
             read_dirs=lists["--read"] if limit_reads else None,
             read_files=lists["--read-file"],
         )
+        if control_fd is not None:
+            os.close(control_fd)  # no forwarder here: nobody holds the channel
     except (OSError, ValueError) as exc:
         # Never run the command unconfined when confinement was asked for.
         print(f"meith confine: could not confine the process: {exc}", file=sys.stderr)

@@ -102,3 +102,15 @@ def hide(path: str) -> None:
         _mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
     else:
         _mount("/dev/null", path, None, MS_BIND)
+
+
+RESOLV_CONF = "/etc/resolv.conf"
+#: What a confined process's /etc/resolv.conf says: ask the stub on its own loopback.
+RESOLV_STUB = b"nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
+
+
+def resolve_here(stub: str) -> None:
+    """Point name lookups at the stub on the namespace's own loopback (the forwarder answers
+    there): the file `stub` (RESOLV_STUB) mounted on /etc/resolv.conf, or on what it links to."""
+    if os.path.exists(RESOLV_CONF):  # else the C library asks 127.0.0.1 anyway
+        _mount(stub, RESOLV_CONF, None, MS_BIND)
