@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 
 from meith_core.client import Client
-from tests.harness import wait_until
+from tests.harness import MEITH, reap, wait_until
 from tests.process.sealed import free_port, needs_landlock, needs_namespaces
 
 pytestmark = [pytest.mark.slow, needs_landlock, needs_namespaces]
@@ -159,3 +161,77 @@ def test_the_forwarded_port_never_leads_to_the_runtime(meith_server: Any, tmp_pa
     assert ran == [], ran
     # By construction: no socket of the plumbing lies in the process's directories.
     assert "swapped:" not in logs(), logs()
+
+
+_LISTEN = textwrap.dedent(
+    """
+    import socket, sys
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", int(sys.argv[1])))
+    srv.listen(8)
+    print(f"listening on http://127.0.0.1:{sys.argv[1]}", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 8\\r\\n\\r\\nsquatted")
+        conn.close()
+    """
+)
+
+
+def _bridge(srv: Any, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [MEITH, "mcp", "--http", str(port)],
+        env=srv.cli_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_a_port_meith_uses_is_never_opened_for_a_confined_process(
+    meith_server: Any, tmp_path: Path
+) -> None:
+    """A confined process that listens first on the port of the user's MCP HTTP bridge (and
+    announces it) must not get it opened on the host: the bridge would fail to start, or its
+    clients would hand their bearer token to the process."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = meith_server(plugins="process")
+    srv.approve("process")
+    srv.grant("starts-process", cwd=str(ws))
+    port = free_port()
+    # The user serves MCP over HTTP on this port (their client is configured for it).
+    bridge = _bridge(srv, port)
+    try:
+        assert wait_until(lambda: _accepts(port), timeout=60), bridge.stderr
+    finally:
+        reap(bridge, signal.SIGTERM)
+    (ws / "listen.py").write_text(_LISTEN)
+    dev = srv.call(
+        "start_dev_server",
+        {"command": sys.executable, "args": ["listen.py", str(port)]},
+        cwd=str(ws),
+    )
+    assert dev["ok"], dev
+
+    def record() -> dict[str, Any]:
+        listed = srv.call("list_dev_servers", {}, cwd=str(ws))["content"]
+        return next(s for s in listed if s["id"] == dev["content"]["id"])
+
+    def asked() -> list[dict[str, Any]]:
+        return [p for p in record().get("hostPorts", []) if p["port"] == port]
+
+    # Either the runtime says what it did with the port, or the process got it on the host.
+    assert wait_until(lambda: asked() or _accepts(port), timeout=60), record()
+    assert not _accepts(port), "the confined process squats meith's port on the host"
+    (entry,) = asked()
+    assert entry["forwarded"] is False, entry
+    assert "meith mcp --http" in entry["reason"], entry
+    # The bridge starts again on its port, and nothing of the process answers there.
+    again = _bridge(srv, port)
+    try:
+        assert wait_until(lambda: _accepts(port), timeout=60)
+        assert again.poll() is None
+    finally:
+        reap(again, signal.SIGTERM)
