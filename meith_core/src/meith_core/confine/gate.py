@@ -151,9 +151,12 @@ class NetworkGate:
         conn.settimeout(HEAD_TIMEOUT_S)
         head, extra = _read_head(conn)
         lines = head.decode("latin-1").split("\r\n")
-        method, target, version = [*lines[0].split(" "), "", ""][:3]
+        parts = lines[0].split(" ")
+        method, target, version = [*parts, "", ""][:3]
         connect = method.upper() == "CONNECT"
         try:
+            if len(parts) != 3 or not version.startswith("HTTP/"):
+                raise RequestError(f"not an HTTP request line: {lines[0][:200]!r}")
             if connect:
                 host, port = _split_host_port(target, 443)
                 forward = b""

@@ -1,0 +1,263 @@
+"""What `--net` values mean, decided as stated: malformed values are errors (at grant time too),
+`any` takes no port, an IPv6 address with a port goes in brackets, and which addresses are
+local (carrier-grade NAT and the metadata services included, in every spelling)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from meith_core.confine.destinations import (
+    Destination,
+    DestinationError,
+    decide,
+    is_local,
+    parse_destination,
+    parse_destinations,
+)
+from meith_core.policy.grants import new_grant
+from tests.harness import MEITH
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("example.org", "example.org"),
+        ("Example.ORG.", "example.org"),
+        ("example.org:443", "example.org:443"),
+        ("*.example.org", "*.example.org"),
+        ("*.example.org:443", "*.example.org:443"),
+        ("any", "*"),
+        ("ANY", "*"),
+        ("10.0.0.5:5432", "10.0.0.5:5432"),
+        ("[::1]:8080", "[::1]:8080"),
+        ("[0:0:0:0:0:0:0:1]", "::1"),
+        ("::1", "::1"),
+        ("[::ffff:127.0.0.1]:5432", "127.0.0.1:5432"),
+        ("localhost:5432", "localhost:5432"),
+        ("_srv.example.org", "_srv.example.org"),
+        ("x-1.example.org:1", "x-1.example.org:1"),
+        ("example.org:65535", "example.org:65535"),
+    ],
+)
+def test_a_destination_parses_to_its_canonical_form(value: str, parsed: str) -> None:
+    destination = parse_destination(value)
+    assert (destination.host if destination.host == "*" else str(destination)) == parsed
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "  ",
+        "any:80",
+        "any:",
+        "[::1]8080",
+        "[::1",
+        "[::1]:",
+        "[example.org]:80",
+        "a:b:c:d]",
+        "::1:8080:",
+        ".example.org",
+        "example.org..",
+        "exa mple.com",
+        "example..org",
+        "*.",
+        "*",
+        "*.*.example.org",
+        "foo*.example.org",
+        "*.10.0.0.1",
+        "host:0",
+        "host:65536",
+        "host:99999",
+        "host:-1",
+        "host:http",
+        "127.1",
+        "2130706433",
+        "a" * 64 + ".org",
+        ".".join(["a" * 60] * 5),
+        "exa/mple.org",
+        "example.org:443:1",
+    ],
+)
+def test_a_malformed_destination_is_an_error(value: str) -> None:
+    with pytest.raises(DestinationError):
+        parse_destination(value)
+
+
+def test_a_comma_list_splits_and_repeats_go() -> None:
+    rules = parse_destinations(["a.org,b.org:443", "a.org", " ,c.org"])
+    assert [str(r) for r in rules] == ["a.org", "b.org:443", "c.org"]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.255.255.254",
+        "0.0.0.0",
+        "0.1.2.3",
+        "10.0.0.1",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "100.127.255.255",
+        "100.100.100.200",
+        "168.63.129.16",
+        "192.0.0.1",
+        "198.18.0.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "240.0.0.1",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "fd00:ec2::254",
+        "fec0::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "::ffff:169.254.169.254",
+        "::127.0.0.1",
+        "64:ff9b::7f00:1",
+        "64:ff9b::a9fe:a9fe",
+    ],
+)
+def test_local_addresses(address: str) -> None:
+    assert is_local(address)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.216.34",
+        "8.8.8.8",
+        "100.63.255.255",
+        "100.128.0.0",
+        "172.15.255.255",
+        "172.32.0.0",
+        "169.253.0.1",
+        "11.0.0.1",
+        "203.0.113.7",
+        "2001:db8::7",
+        "2606:4700::1111",
+        "::ffff:8.8.8.8",
+        "64:ff9b::808:808",
+        "not-an-address",
+    ],
+)
+def test_internet_addresses(address: str) -> None:
+    assert not is_local(address)
+
+
+def _public(host: str, port: int) -> list[str]:
+    return ["203.0.113.7"]
+
+
+def test_wildcards_match_subdomains_only() -> None:
+    rule = parse_destination("*.example.org:443")
+    assert rule.matches("a.example.org", 443)
+    assert rule.matches("a.b.example.org", 443)
+    assert not rule.matches("example.org", 443)
+    assert not rule.matches("a.example.org", 80)
+    assert not rule.matches("aexample.org", 443)
+    assert not rule.matches("example.org.evil", 443)
+
+
+def test_a_rule_names_an_address_or_localhost_the_loopback() -> None:
+    import ipaddress
+
+    loop, loop6 = ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")
+    other = ipaddress.ip_address("127.0.0.2")
+    assert parse_destination("localhost").names_address(loop, 1)
+    assert parse_destination("localhost").names_address(other, 1)
+    assert parse_destination("localhost").names_address(loop6, 1)
+    assert not parse_destination("localhost").names_address(ipaddress.ip_address("10.0.0.1"), 1)
+    assert parse_destination("127.0.0.1:5").names_address(loop, 5)
+    assert not parse_destination("127.0.0.1:5").names_address(loop, 6)
+    assert not parse_destination("127.0.0.1").names_address(other, 5)
+    assert not parse_destination("any").names_address(loop, 5)
+    assert not parse_destination("loop.example").names_address(loop, 5)
+
+
+def test_where_a_forwarder_listens_inside() -> None:
+    assert parse_destination("127.0.0.1:5432").loopback_listens() == ["127.0.0.1:5432"]
+    assert parse_destination("[::1]:6379").loopback_listens() == ["[::1]:6379"]
+    assert parse_destination("localhost:5432").loopback_listens() == [
+        "127.0.0.1:5432",
+        "[::1]:5432",
+    ]
+    assert parse_destination("127.0.0.1").loopback_listens() == []  # no port: proxy only
+    assert parse_destination("10.0.0.5:5432").loopback_listens() == []
+    assert parse_destination("db.example:5432").loopback_listens() == []
+    assert parse_destination("any").loopback_listens() == []
+
+
+def test_decide_without_a_resolver_for_literals() -> None:
+    def never(host: str, port: int) -> list[str]:
+        raise AssertionError("a literal is not resolved")
+
+    rules = parse_destinations(["any"])
+    assert decide(rules, "203.0.113.7", 443, never).addresses == ("203.0.113.7",)
+    assert decide(rules, "2001:DB8::7", 443, never).addresses == ("2001:db8::7",)
+    assert decide(rules, "127.0.0.1", 443, never).refusal is not None
+    verdict = decide(parse_destinations(["example.org"]), "example.org", 443, _public)
+    assert verdict == type(verdict)(("203.0.113.7",))
+
+
+def test_decide_a_resolver_that_fails_or_answers_nothing() -> None:
+    def fails(host: str, port: int) -> list[str]:
+        raise OSError("no such name")
+
+    rules = (Destination("*"),)
+    assert decide(rules, "x.example", 1, fails).failure == "meith: cannot resolve x.example"
+    empty = decide(rules, "x.example", 1, lambda h, p: [])
+    assert empty.failure is not None
+    assert empty.refusal is None
+
+
+def test_the_refusal_hint_names_the_grant() -> None:
+    verdict = decide((), "a.b.example.org", 443, _public, "HINT --net")
+    assert verdict.refusal is not None
+    assert "HINT --net a.b.example.org:443 (or --net *.b.example.org)" in verdict.refusal
+    verdict = decide((), "example.org", 443, _public, "HINT --net")
+    assert verdict.refusal is not None
+    assert "(or" not in verdict.refusal
+    verdict = decide((), "::1", 8080, _public, "HINT --net")
+    assert verdict.refusal is not None
+    assert "HINT --net [::1]:8080" in verdict.refusal
+
+
+def test_malformed_net_values_are_errors_when_the_grant_is_made(tmp_path: Path) -> None:
+    for bad in ("any:80", "[::1]8080", ".example.org", "example.org.."):
+        with pytest.raises(DestinationError):
+            new_grant("agent", ["starts-process"], cwd_prefix=str(tmp_path), net=[bad])
+
+
+@pytest.mark.slow
+def test_malformed_net_values_are_errors_on_the_command_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEITH_")}
+    env["MEITH_HOME"] = str(tmp_path / "home")
+    base = [MEITH, "grants", "add", "--caller", "agent", "-c", "starts-process"]
+    for bad in ("any:80", "[::1]8080"):
+        done = subprocess.run(
+            [*base, "--cwd", str(tmp_path), "--net", bad],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode != 0, (bad, done.stdout)
+        assert "--net" in done.stderr
+    listed = subprocess.run(
+        [MEITH, "grants", "list", "--json"], capture_output=True, text=True, env=env, check=False
+    )
+    assert json.loads(listed.stdout or "[]") == []

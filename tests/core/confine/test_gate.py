@@ -1,0 +1,199 @@
+"""The real gate, connecting to names: a private network and /etc/hosts (`gate_lab`), streams
+handed to the gate as the control channel hands them, real listeners answering at each address.
+A local address is reached only through a rule naming it; `any` and name rules mean the
+internet; a name's local addresses are never connected to unless named; malformed requests are
+refused with a 403 and an audit record, never dropped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from meith_core import landlock_status
+
+ROOT = Path(__file__).resolve().parents[3]
+
+pytestmark = pytest.mark.skipif(
+    not landlock_status().namespaces or shutil.which("ip") is None,
+    reason="needs user and network namespaces and ip(8)",
+)
+
+
+class Lab:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.core.confine.gate_lab"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline()
+        assert "ready" in ready, ready
+
+    def ask(self, rules: list[str], request: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"rules": rules, "request": request}) + "\n")
+        self.proc.stdin.flush()
+        got: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return got
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    running = Lab()
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def connect(lab: Lab, rules: list[str], target: str) -> dict[str, Any]:
+    return lab.ask(rules, f"CONNECT {target} HTTP/1.1")
+
+
+def reached(answer: dict[str, Any]) -> str | None:
+    """The address whose listener answered, or None when the gate did not connect."""
+    text = answer["answer"]
+    if not text.startswith("HTTP/1.1 200"):
+        return None
+    return str(text.split("hello from ", 1)[1].strip())
+
+
+def refused(answer: dict[str, Any]) -> bool:
+    return bool(answer["answer"].startswith("HTTP/1.1 403") and answer["refused"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["loop.test", "private.test", "metadata.test", "cgnat.test", "metadata6.test", "mapped.test"],
+)
+def test_a_name_that_resolves_to_a_local_address_is_refused_under_any(lab: Lab, name: str) -> None:
+    answer = connect(lab, ["any"], f"{name}:8080")
+    assert refused(answer), answer
+    assert "resolves to a local address" in answer["answer"]
+    assert answer["refused"][0][0] == f"{name}:8080"
+
+
+def test_a_name_s_local_address_opens_when_a_rule_names_it(lab: Lab) -> None:
+    assert reached(connect(lab, ["loop.test", "127.0.0.1:8080"], "loop.test:8080")) == "127.0.0.1"
+    assert reached(connect(lab, ["*.test", "10.1.2.3"], "private.test:8080")) == "10.1.2.3"
+    # A rule for another port of that address does not.
+    assert refused(connect(lab, ["loop.test", "127.0.0.1:9999"], "loop.test:8080"))
+    # Nor does naming the address without a rule for the name.
+    assert refused(connect(lab, ["127.0.0.1:8080"], "loop.test:8080"))
+
+
+def test_a_public_name_and_address_are_the_internet(lab: Lab) -> None:
+    assert reached(connect(lab, ["any"], "public.test:8080")) == "203.0.113.7"
+    assert reached(connect(lab, ["any"], "public6.test:8080")) == "2001:db8::7"
+    assert reached(connect(lab, ["any"], "[2001:db8::7]:8080")) == "2001:db8::7"
+    assert reached(connect(lab, ["public.test:8080"], "PUBLIC.Test.:8080")) == "203.0.113.7"
+    assert refused(connect(lab, ["public.test:443"], "public.test:8080"))
+    assert refused(connect(lab, ["*.public.test"], "public.test:8080"))
+
+
+def test_a_mixed_answer_connects_only_to_the_public_address(lab: Lab) -> None:
+    answer = connect(lab, ["any"], "mixed.test:8080")
+    assert reached(answer) == "203.0.113.7", answer
+    # Only local addresses in the answer: refused, nothing connected.
+    assert refused(connect(lab, ["any"], "rebound.test:8080"))
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "127.0.0.1:8080",
+        "localhost:8080",
+        "LOCALHOST:8080",
+        "[::1]:8080",
+        "[::ffff:127.0.0.1]:8080",
+        "[::ffff:7f00:1]:8080",
+        "0.0.0.0:8080",
+        "127.1:8080",
+        "2130706433:8080",
+        "169.254.169.254:8080",
+        "[fd00:ec2::254]:8080",
+        "100.64.1.1:8080",
+        "10.1.2.3:8080",
+    ],
+)
+def test_local_addresses_are_never_reached_under_any(lab: Lab, target: str) -> None:
+    answer = connect(lab, ["any", "*.test"], target)
+    assert refused(answer), answer
+    assert "meith" in answer["answer"]
+
+
+def test_a_rule_naming_a_local_address_or_localhost_opens_it(lab: Lab) -> None:
+    assert reached(connect(lab, ["127.0.0.1:8080"], "127.0.0.1:8080")) == "127.0.0.1"
+    assert reached(connect(lab, ["127.0.0.1:8080"], "[::ffff:127.0.0.1]:8080")) == "127.0.0.1"
+    assert reached(connect(lab, ["[::1]:8080"], "[::1]:8080")) == "::1"
+    assert reached(connect(lab, ["localhost:8080"], "localhost:8080")) in ("127.0.0.1", "::1")
+    assert reached(connect(lab, ["localhost"], "127.0.0.1:8080")) == "127.0.0.1"
+    assert reached(connect(lab, ["169.254.169.254"], "169.254.169.254:8080")) == "169.254.169.254"
+    assert refused(connect(lab, ["localhost"], "10.1.2.3:8080"))
+    assert refused(connect(lab, ["127.0.0.1:8080"], "127.0.0.2:8080"))
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        "CONNECT .public.test:8080 HTTP/1.1",
+        "CONNECT public.test..:8080 HTTP/1.1",
+        "CONNECT pub lic.test:8080 HTTP/1.1",
+        "CONNECT public.test:0 HTTP/1.1",
+        "CONNECT public.test:99999 HTTP/1.1",
+        "CONNECT public.test:http HTTP/1.1",
+        "CONNECT ::1:8080 HTTP/1.1",
+        "CONNECT [::1 HTTP/1.1",
+        "CONNECT [::1]8080 HTTP/1.1",
+        "CONNECT :8080 HTTP/1.1",
+        "GET ftp://public.test/ HTTP/1.1",
+        "GET /relative HTTP/1.1",
+        "CONNECT public.test:8080",
+        "CONNECT public.test:8080 HTTP/1.1 extra",
+    ],
+)
+def test_a_malformed_request_is_refused_and_audited(lab: Lab, request_line: str) -> None:
+    answer = lab.ask(["any", "*.test"], request_line)
+    assert answer["answer"].startswith("HTTP/1.1 403"), answer
+    assert "X-Meith-Refused: meith: refused" in answer["answer"], answer
+    assert answer["refused"], "every refusal reaches the audit trail"
+
+
+def test_plain_http_is_forwarded_to_the_allowed_host(lab: Lab) -> None:
+    answer = lab.ask(["public.test:8080"], "GET http://public.test:8080/x HTTP/1.1\r\nHost: x")
+    assert "hello from 203.0.113.7" in answer["answer"], answer
+    assert refused(lab.ask(["any"], "GET http://loop.test:8080/ HTTP/1.1\r\nHost: x"))
+
+
+def test_a_name_that_does_not_resolve_is_a_failure_not_a_refusal(lab: Lab) -> None:
+    answer = connect(lab, ["any"], "nowhere.test:8080")
+    assert answer["answer"].startswith("HTTP/1.1 403")
+    assert "cannot resolve nowhere.test" in answer["answer"]
+    assert answer["refused"] == []
+
+
+def test_the_refusal_names_the_flag_to_add(lab: Lab) -> None:
+    answer = connect(lab, ["public.test"], "api.public.test:443")
+    assert refused(answer)
+    assert "--net api.public.test:443" in answer["answer"]
+    assert "(or --net *.public.test)" in answer["answer"]
+    local = connect(lab, ["any"], "loop.test:8080")
+    assert "--net 127.0.0.1:8080" in local["answer"]
