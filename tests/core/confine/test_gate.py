@@ -35,7 +35,12 @@ class Lab:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+                ),
+            },
         )
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline()
