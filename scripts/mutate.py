@@ -8,7 +8,8 @@ Each mutant is one change of the module's syntax tree — a comparison flipped (
 operator swapped, an integer moved by one, `True`/`False` swapped, a short string literal
 emptied (long ones are messages), a `return X` made `return None`, an `if` body skipped (its
 condition made False), an early `continue`/`break` dropped — written over the file, then the
-tests run (`pytest -x -q PYTEST_ARGS`); a mutant whose run fails is killed. The file is always
+tests run (`pytest -x -q PYTEST_ARGS`, in a child forked from a process that has pytest and the
+heavy libraries imported but not the module); a mutant whose run fails is killed. The file is always
 restored. Prints each survivor (line, change) and the kill rate per module.
 """
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
-import subprocess
+import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -166,7 +169,52 @@ def _annotation(node: ast.AST, parents: dict[int, tuple[ast.AST, str, int | None
     return False
 
 
-def run(path: Path, pytest_args: list[str], timeout_s: float) -> tuple[int, int, list[Mutant]]:
+def _purge(prefixes: list[str], keep: list[str]) -> None:
+    """Forget every imported module under `prefixes` (but those under `keep`): the next import
+    reads the (mutated) file anew."""
+    for name in list(sys.modules):
+        if name.startswith(tuple(prefixes)) and not name.startswith(tuple(keep)):
+            del sys.modules[name]
+            parent, _, attr = name.rpartition(".")
+            if parent in sys.modules:
+                with contextlib.suppress(AttributeError):
+                    delattr(sys.modules[parent], attr)
+
+
+def _tests_fail(
+    pytest_args: list[str], timeout_s: float, purge: list[str], keep: list[str]
+) -> bool:
+    """Run the tests in a child forked from this process, which has imported pytest and the
+    heavy libraries (`--preload`); the child forgets the `--purge` modules first, so the module
+    under test is imported anew."""
+    import pytest
+
+    pid = os.fork()
+    if pid == 0:  # the child: quiet, then pytest in-process
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        _purge(purge, keep)
+        try:
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *pytest_args])
+        finally:
+            os._exit(3)
+        os._exit(int(code))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) != 0
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return True
+        time.sleep(0.02)
+
+
+def run(
+    path: Path, pytest_args: list[str], timeout_s: float, purge: list[str], keep: list[str]
+) -> tuple[int, int, list[Mutant]]:
     original = path.read_text()
     found = list(mutants(path))
     killed = 0
@@ -175,25 +223,7 @@ def run(path: Path, pytest_args: list[str], timeout_s: float) -> tuple[int, int,
         for n, mutant in enumerate(found, 1):
             path.write_text(mutant.source)
             started = time.monotonic()
-            try:
-                done = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "pytest",
-                        "-x",
-                        "-q",
-                        "-p",
-                        "no:cacheprovider",
-                        *pytest_args,
-                    ],
-                    capture_output=True,
-                    timeout=timeout_s,
-                    check=False,
-                )
-                dead = done.returncode != 0
-            except subprocess.TimeoutExpired:
-                dead = True
+            dead = _tests_fail(pytest_args, timeout_s, purge, keep)
             killed += dead
             if not dead:
                 survivors.append(mutant)
@@ -213,15 +243,26 @@ def main() -> int:
     parser.add_argument("modules", nargs="+", type=Path)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--list", action="store_true", help="only list the mutants")
+    parser.add_argument("--preload", action="append", default=[], help="import once, up front")
+    parser.add_argument("--purge", action="append", default=[], help="module prefix to re-import")
+    parser.add_argument("--keep", action="append", default=[], help="prefix never re-imported")
     args, rest = parser.parse_known_args()
     pytest_args = rest[1:] if rest[:1] == ["--"] else rest
+    for heavy in ("pytest", "pydantic", "anyio", "structlog", "psutil", "typer"):
+        # Imported once here, before any module under test: each forked run starts warm.
+        with contextlib.suppress(ImportError):
+            __import__(heavy)
+    for module_name in args.preload:
+        __import__(module_name)
+    # SIGTERM ends the run through `finally` (the file is restored).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     summary = []
     for module in args.modules:
         if args.list:
             for m in mutants(module):
                 print(f"{module.name}:{m.line} {m.what}")
             continue
-        killed, total, survivors = run(module, pytest_args, args.timeout)
+        killed, total, survivors = run(module, pytest_args, args.timeout, args.purge, args.keep)
         summary.append((module, killed, total, survivors))
     for module, killed, total, survivors in summary:
         print(f"\n{module}: {killed} of {total} mutants killed ({killed / max(total, 1):.0%})")
