@@ -3,8 +3,9 @@ tests.core.confine.gate_lab`), it enters private user, mount and network namespa
 addresses on its loopback (a public stand-in 203.0.113.7 and 2001:db8::7, private, link-local
 metadata, carrier-grade NAT, unique-local metadata, ::1), a listener on port 8080 at each that
 says who it is, and its own /etc/hosts (`HOSTS`) over the real one. Then, per line on stdin
-(`{"rules": [...], "request": "CONNECT host:port HTTP/1.1"}`), it hands one stream to a real
-`NetworkGate` exactly as the control channel does and prints what came back and what the gate
+(`{"rules": [...], "request": "CONNECT host:port HTTP/1.1", "tcp": false}`), it hands one
+stream to a real `NetworkGate` exactly as the control channel does (or, with `tcp`, connects to
+the gate's loopback port, as on a host without network namespaces) and prints what came back and what the gate
 reported (`{"answer": ..., "refused": [...]}`) on stdout.
 """
 
@@ -87,11 +88,16 @@ def _setup() -> None:
         _listen(address)
 
 
-def _ask(rules: list[str], request: str) -> dict[str, object]:
+def _ask(rules: list[str], request: str, tcp: bool) -> dict[str, object]:
     refused: list[list[str]] = []
     gate = NetworkGate(rules, on_refused=lambda what, why: refused.append([what, why]))
-    mine, theirs = socket.socketpair()
-    gate.serve(theirs)
+    if tcp:  # a host without network namespaces: the gate on a loopback port
+        access = gate.start_sync()
+        assert access.proxy_port == gate.port
+        mine = socket.create_connection(("127.0.0.1", access.proxy_port))
+    else:
+        mine, theirs = socket.socketpair()
+        gate.serve(theirs)
     mine.settimeout(20)
     mine.sendall(request.encode("latin-1") + b"\r\n\r\n")
     answer = b""
@@ -110,7 +116,8 @@ def main() -> int:
     print(json.dumps({"ready": os.getpid()}), flush=True)
     for line in sys.stdin:
         asked = json.loads(line)
-        print(json.dumps(_ask(asked["rules"], asked["request"])), flush=True)
+        answer = _ask(asked["rules"], asked["request"], asked.get("tcp", False))
+        print(json.dumps(answer), flush=True)
     return 0
 
 

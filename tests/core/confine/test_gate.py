@@ -46,10 +46,11 @@ class Lab:
         ready = self.proc.stdout.readline()
         assert "ready" in ready, ready
 
-    def ask(self, rules: list[str], request: str) -> dict[str, Any]:
+    def ask(self, rules: list[str], request: str, *, tcp: bool = False) -> dict[str, Any]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"rules": rules, "request": request}) + "\n")
+        asked = {"rules": rules, "request": request, "tcp": tcp}
+        self.proc.stdin.write(json.dumps(asked) + "\n")
         self.proc.stdin.flush()
         got: dict[str, Any] = json.loads(self.proc.stdout.readline())
         return got
@@ -202,3 +203,10 @@ def test_the_refusal_names_the_flag_to_add(lab: Lab) -> None:
     assert "(or --net *.public.test)" in answer["answer"]
     local = connect(lab, ["any"], "loop.test:8080")
     assert "--net 127.0.0.1:8080" in local["answer"]
+
+
+def test_the_gate_on_a_loopback_port_decides_alike(lab: Lab) -> None:
+    """On a host without network namespaces the gate listens on the host's loopback."""
+    allowed = lab.ask(["public.test:8080"], "CONNECT public.test:8080 HTTP/1.1", tcp=True)
+    assert reached(allowed) == "203.0.113.7", allowed
+    assert refused(lab.ask(["any"], "CONNECT 127.0.0.1:8080 HTTP/1.1", tcp=True))

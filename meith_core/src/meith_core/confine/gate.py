@@ -65,8 +65,6 @@ class NetworkGate:
         self.resolve = resolve
         self.grant_hint = grant_hint
         self.port: int | None = None
-        self.refused = 0
-        self.allowed_count = 0
         self._listener: socket.socket | None = None
         self._closed = threading.Event()
         self._open: set[socket.socket] = set()
@@ -115,7 +113,6 @@ class NetworkGate:
         return decide(self.allowed, host, port, self.resolve, self.grant_hint)
 
     def _refuse(self, destination: str, reason: str) -> None:
-        self.refused += 1
         if self.on_refused is not None:
             with contextlib.suppress(Exception):
                 self.on_refused(destination, reason)
@@ -185,7 +182,6 @@ class NetworkGate:
             reason = reason or f"meith: could not reach {destination}"
             self._answer_refused(conn, destination, reason, audited=verdict.refusal is not None)
             return
-        self.allowed_count += 1
         self._track(upstream, True)
         try:
             conn.settimeout(None)
