@@ -11,6 +11,7 @@ reported (`{"answer": ..., "refused": [...]}`) on stdout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -48,21 +49,49 @@ fd00:ec2::254 metadata6.test
 203.0.113.7 mixed.test
 10.1.2.3 rebound.test
 127.0.0.1 rebound.test
+203.0.113.8 two.test
+203.0.113.7 two.test
 """
+#: Port 8081: says hello and holds the connection; 8082: echoes the request it got.
+HOLD, ECHO = 8081, 8082
 
 
-def _listen(address: str) -> None:
+def _listen(address: str, port: int = PORT) -> None:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     srv = socket.socket(family, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((address, PORT))
+    srv.bind((address, port))
     srv.listen(16)
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            hello = f"hello from {address}\n".encode()
+            if port == HOLD:
+                conn.sendall(hello)
+                while conn.recv(4096):
+                    pass
+            elif port == ECHO:
+                got = b""
+                while b"\r\n\r\n" not in got:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                length = [
+                    int(line.split(b":", 1)[1])
+                    for line in got.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ]
+                while length and len(got.split(b"\r\n\r\n", 1)[1]) < length[0]:
+                    got += conn.recv(65536)
+                conn.sendall(hello + got)
+            else:
+                conn.sendall(hello)
 
     def serve() -> None:
         while True:
             conn, _ = srv.accept()
-            with conn:
-                conn.sendall(f"hello from {address}\n".encode())
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
 
@@ -86,12 +115,29 @@ def _setup() -> None:
     bind(hosts.name, "/etc/hosts")
     for address in ADDRESSES:
         _listen(address)
+    for address in ("127.0.0.1", "203.0.113.7"):
+        _listen(address, HOLD)
+        _listen(address, ECHO)
 
 
-def _ask(rules: list[str], request: str, tcp: bool) -> dict[str, object]:
+def _read_all(sock: socket.socket) -> bytes:
+    answer = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:  # closed with unread data: what came first counts
+            return answer
+        if not chunk:
+            return answer
+        answer += chunk
+
+
+def _ask(asked: dict[str, object]) -> dict[str, object]:
     refused: list[list[str]] = []
+    rules = asked["rules"]
+    assert isinstance(rules, list)
     gate = NetworkGate(rules, on_refused=lambda what, why: refused.append([what, why]))
-    if tcp:  # a host without network namespaces: the gate on a loopback port
+    if asked.get("tcp"):  # a host without network namespaces: the gate on a loopback port
         access = gate.start_sync()
         assert access.proxy_port == gate.port
         mine = socket.create_connection(("127.0.0.1", access.proxy_port))
@@ -99,25 +145,36 @@ def _ask(rules: list[str], request: str, tcp: bool) -> dict[str, object]:
         mine, theirs = socket.socketpair()
         gate.serve(theirs)
     mine.settimeout(20)
-    mine.sendall(request.encode("latin-1") + b"\r\n\r\n")
-    answer = b""
-    while True:
-        chunk = mine.recv(65536)
-        if not chunk:
-            break
-        answer += chunk
+    raw = asked.get("raw")
+    sent = str(raw if raw is not None else f"{asked['request']}\r\n\r\n")
+    with contextlib.suppress(OSError):  # the gate may answer and close before it all went
+        mine.sendall(sent.encode("latin-1"))
+    out: dict[str, object] = {"refused": refused}
+    if asked.get("close_after"):
+        # Relaying to a listener that holds on: the gate's close drops the connection, and a
+        # stream handed to a closed gate is closed at once.
+        first = mine.recv(65536)
+        gate.close()
+        out["dropped"] = _read_all(mine) == b""
+        late, theirs = socket.socketpair()
+        late.settimeout(20)
+        gate.serve(theirs)
+        out["late"] = _read_all(late).decode("latin-1")
+        late.close()
+        answer = first
+    else:
+        answer = _read_all(mine)
+        gate.close()
     mine.close()
-    gate.close()
-    return {"answer": answer.decode("latin-1"), "refused": refused}
+    out["answer"] = answer.decode("latin-1")
+    return out
 
 
 def main() -> int:
     _setup()
     print(json.dumps({"ready": os.getpid()}), flush=True)
     for line in sys.stdin:
-        asked = json.loads(line)
-        answer = _ask(asked["rules"], asked["request"], asked.get("tcp", False))
-        print(json.dumps(answer), flush=True)
+        print(json.dumps(_ask(json.loads(line))), flush=True)
     return 0
 
 

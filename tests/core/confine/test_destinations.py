@@ -89,6 +89,19 @@ def test_a_malformed_destination_is_an_error(value: str) -> None:
         parse_destination(value)
 
 
+def test_names_are_held_to_dns_lengths() -> None:
+    label = "a" * 63
+    longest = ".".join([label, label, label, "b" * 61])  # 253 characters
+    assert len(longest) == 253
+    assert str(parse_destination(longest)) == longest
+    assert str(parse_destination(longest + ".")) == longest
+    with pytest.raises(DestinationError):
+        parse_destination(longest + "b")
+    assert str(parse_destination(label + ".org")) == label + ".org"
+    with pytest.raises(DestinationError):
+        parse_destination("a" + label + ".org")
+
+
 def test_a_comma_list_splits_and_repeats_go() -> None:
     rules = parse_destinations(["a.org,b.org:443", "a.org", " ,c.org"])
     assert [str(r) for r in rules] == ["a.org", "b.org:443", "c.org"]

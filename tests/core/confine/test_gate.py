@@ -46,10 +46,12 @@ class Lab:
         ready = self.proc.stdout.readline()
         assert "ready" in ready, ready
 
-    def ask(self, rules: list[str], request: str, *, tcp: bool = False) -> dict[str, Any]:
+    def ask(self, rules: list[str], request: str = "", **options: Any) -> dict[str, Any]:
+        """What the gate answered `request` (or the `raw` bytes) under `rules`; options:
+        `tcp` (the gate on a loopback port), `close_after` (close the gate mid-relay)."""
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        asked = {"rules": rules, "request": request, "tcp": tcp}
+        asked = {"rules": rules, "request": request, **options}
         self.proc.stdin.write(json.dumps(asked) + "\n")
         self.proc.stdin.flush()
         got: dict[str, Any] = json.loads(self.proc.stdout.readline())
@@ -210,3 +212,64 @@ def test_the_gate_on_a_loopback_port_decides_alike(lab: Lab) -> None:
     allowed = lab.ask(["public.test:8080"], "CONNECT public.test:8080 HTTP/1.1", tcp=True)
     assert reached(allowed) == "203.0.113.7", allowed
     assert refused(lab.ask(["any"], "CONNECT 127.0.0.1:8080 HTTP/1.1", tcp=True))
+
+
+def test_plain_http_is_forwarded_without_the_proxy_s_headers(lab: Lab) -> None:
+    head = (
+        "POST http://user:pw@public.test:8082/x?y=1 HTTP/1.1\r\nHost: public.test:8082\r\n"
+        "Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n"
+        "Connection: keep-alive\r\nX-Keep: 1\r\nContent-Length: 4\r\n\r\nbody"
+    )
+    answer = lab.ask(["public.test:8082"], raw=head)
+    text = answer["answer"]
+    assert text.startswith("hello from 203.0.113.7\nPOST /x?y=1 HTTP/1.1\r\n"), text
+    assert "Host: public.test:8082\r\n" in text
+    assert "X-Keep: 1\r\n" in text
+    assert "Proxy-" not in text
+    assert "keep-alive" not in text
+    assert text.endswith("Connection: close\r\n\r\nbody"), text
+    bare = lab.ask(["public.test:8082"], "GET http://public.test:8082 HTTP/1.1\r\nHost: x")
+    assert "GET / HTTP/1.1\r\n" in bare["answer"], bare
+
+
+def test_default_ports_are_443_for_a_tunnel_and_80_for_http(lab: Lab) -> None:
+    tunnel = connect(lab, ["public.test:443"], "public.test")
+    assert "could not connect to public.test:443" in tunnel["answer"], tunnel
+    assert tunnel["refused"] == []  # allowed, nobody listens: a failure, not a refusal
+    plain = lab.ask(["public.test:80"], "GET http://public.test/ HTTP/1.1\r\nHost: x")
+    assert "could not connect to public.test:80" in plain["answer"], plain
+    assert plain["refused"] == []
+
+
+def test_the_next_address_is_tried_when_one_does_not_answer(lab: Lab) -> None:
+    assert reached(connect(lab, ["two.test"], "two.test:8080")) == "203.0.113.7"
+
+
+def test_the_403_says_why_in_its_header_and_body(lab: Lab) -> None:
+    text = connect(lab, ["any"], "127.0.0.1:8080")["answer"]
+    head, _, body = text.partition("\r\n\r\n")
+    fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:])
+    assert head.startswith("HTTP/1.1 403 Forbidden\r\n")
+    assert fields["Content-Type"] == "text/plain"
+    assert fields["Connection"] == "close"
+    assert int(fields["Content-Length"]) == len(body.encode())
+    assert body == fields["X-Meith-Refused"] + "\n"
+
+
+def test_a_request_head_is_read_up_to_its_limit(lab: Lab) -> None:
+    filler = "X-Fill: " + "f" * 1000 + "\r\n"
+    near = "CONNECT public.test:8080 HTTP/1.1\r\n" + filler * 65 + "\r\n"
+    assert 65536 < len(near) < 2 * 65536  # more than one read, within the limit
+    assert reached(lab.ask(["public.test"], raw=near)) == "203.0.113.7"
+    over = "CONNECT public.test:8080 HTTP/1.1\r\n" + filler * 200 + "\r\n"
+    answer = lab.ask(["public.test"], raw=over)
+    assert answer["answer"].startswith("HTTP/1.1 403"), answer["answer"][:200]
+    assert "request head over 65536 bytes" in answer["answer"]
+    assert answer["refused"]
+
+
+def test_closing_the_gate_drops_what_it_relays(lab: Lab) -> None:
+    answer = lab.ask(["127.0.0.1:8081"], "CONNECT 127.0.0.1:8081 HTTP/1.1", close_after=True)
+    assert answer["answer"].startswith("HTTP/1.1 200"), answer
+    assert answer["dropped"] is True
+    assert answer["late"] == ""

@@ -84,7 +84,7 @@ def is_local(address: str | IP) -> bool:
         if ip.ipv4_mapped is not None:
             return is_local(ip.ipv4_mapped)
         for prefix in _EMBEDDING:
-            if ip in prefix and int(ip) & 0xFFFFFFFF and ip != ipaddress.IPv6Address("::1"):
+            if ip in prefix:  # (`::` and `::1` embed 0.0.0.0/8: local, as they are)
                 return is_local(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
         return any(ip in net for net in _LOCAL_V6)
     return any(ip in net for net in _LOCAL_V4)
@@ -141,7 +141,7 @@ class Destination:
         if self.host == "*":
             return True
         if self.wildcard:
-            return host.endswith(self.host[1:]) and len(host) > len(self.host) - 1
+            return host.endswith(self.host[1:])  # a canonical host has no leading dot
         return host == self.host
 
     def names_address(self, ip: IP, port: int) -> bool:

@@ -146,7 +146,11 @@ class NetworkGate:
 
     def _one(self, conn: socket.socket) -> None:
         conn.settimeout(HEAD_TIMEOUT_S)
-        head, extra = _read_head(conn)
+        try:
+            head, extra = _read_head(conn)
+        except RequestError as exc:
+            self._answer_refused(conn, "(request)", f"meith: refused: {exc}", audited=True)
+            return
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         method, target, version = [*parts, "", ""][:3]
@@ -238,7 +242,7 @@ def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
     data = b""
     while b"\r\n\r\n" not in data:
         if len(data) > MAX_HEAD_BYTES:
-            raise ValueError("request head too large")
+            raise RequestError(f"a request head over {MAX_HEAD_BYTES} bytes")
         chunk = conn.recv(65536)
         if not chunk:
             raise ValueError("connection closed before the request head")
