@@ -120,6 +120,8 @@ def _forward(main_pid: int, channel: socket.socket, listeners: list[Listener]) -
     lock = threading.Lock()
 
     def report(name: str) -> None:
+        if name.endswith((".in-addr.arpa", ".ip6.arpa")):
+            return  # an address's name (a log line's reverse lookup): no destination
         with lock:
             if name in reported or len(reported) >= MAX_REPORTED:
                 return
