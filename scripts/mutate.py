@@ -212,11 +212,29 @@ def _tests_fail(
         time.sleep(0.02)
 
 
+def survivors_of(output: Path, module: Path) -> set[tuple[int, str]]:
+    """(line, change) of each survivor of `module` in an earlier run's output."""
+    found: set[tuple[int, str]] = set()
+    current = None
+    for line in output.read_text().splitlines():
+        if " mutants killed (" in line:
+            current = line.split(": ", 1)[0].strip()
+        elif line.strip().startswith("survived: line ") and current == str(module):
+            number, _, what = line.strip()[len("survived: line ") :].partition(": ")
+            found.add((int(number), what))
+    return found
+
+
 def run(
-    path: Path, pytest_args: list[str], timeout_s: float, purge: list[str], keep: list[str]
+    path: Path,
+    pytest_args: list[str],
+    timeout_s: float,
+    purge: list[str],
+    keep: list[str],
+    only: set[tuple[int, str]] | None = None,
 ) -> tuple[int, int, list[Mutant]]:
     original = path.read_text()
-    found = list(mutants(path))
+    found = [m for m in mutants(path) if only is None or (m.line, m.what) in only]
     killed = 0
     survivors: list[Mutant] = []
     try:
@@ -246,6 +264,11 @@ def main() -> int:
     parser.add_argument("--preload", action="append", default=[], help="import once, up front")
     parser.add_argument("--purge", action="append", default=[], help="module prefix to re-import")
     parser.add_argument("--keep", action="append", default=[], help="prefix never re-imported")
+    parser.add_argument(
+        "--again",
+        type=Path,
+        help="only the survivors listed in this earlier output (`survived: line N: WHAT`)",
+    )
     args, rest = parser.parse_known_args()
     pytest_args = rest[1:] if rest[:1] == ["--"] else rest
     for heavy in ("pytest", "pydantic", "anyio", "structlog", "psutil", "typer"):
@@ -262,7 +285,10 @@ def main() -> int:
             for m in mutants(module):
                 print(f"{module.name}:{m.line} {m.what}")
             continue
-        killed, total, survivors = run(module, pytest_args, args.timeout, args.purge, args.keep)
+        only = survivors_of(args.again, module) if args.again is not None else None
+        killed, total, survivors = run(
+            module, pytest_args, args.timeout, args.purge, args.keep, only
+        )
         summary.append((module, killed, total, survivors))
     for module, killed, total, survivors in summary:
         print(f"\n{module}: {killed} of {total} mutants killed ({killed / max(total, 1):.0%})")
