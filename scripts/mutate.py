@@ -195,11 +195,11 @@ def _tests_fail(
         os.dup2(null, 1)
         os.dup2(null, 2)
         _purge(purge, keep)
+        code = 3
         try:
-            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *pytest_args])
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *pytest_args]))
         finally:
-            os._exit(3)
-        os._exit(int(code))
+            os._exit(code)
     deadline = time.monotonic() + timeout_s
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -234,6 +234,8 @@ def run(
     only: set[tuple[int, str]] | None = None,
 ) -> tuple[int, int, list[Mutant]]:
     original = path.read_text()
+    if _tests_fail(pytest_args, timeout_s, purge, keep):
+        raise SystemExit(f"the tests fail on {path} as it is: nothing to measure")
     found = [m for m in mutants(path) if only is None or (m.line, m.what) in only]
     killed = 0
     survivors: list[Mutant] = []
