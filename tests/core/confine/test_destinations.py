@@ -15,6 +15,7 @@ from meith_core.confine.destinations import (
     Destination,
     DestinationError,
     decide,
+    host_name,
     is_local,
     parse_destination,
     parse_destinations,
@@ -100,6 +101,47 @@ def test_names_are_held_to_dns_lengths() -> None:
     assert str(parse_destination(label + ".org")) == label + ".org"
     with pytest.raises(DestinationError):
         parse_destination("a" + label + ".org")
+
+
+def test_every_name_character_and_digit_labels_but_the_last() -> None:
+    every = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+    assert str(parse_destination(f"{every}.example")) == f"{every}.example"
+    assert str(parse_destination("127.example.org")) == "127.example.org"
+    assert str(parse_destination("1.2.3.example")) == "1.2.3.example"
+    with pytest.raises(DestinationError, match="not a host name or address"):
+        parse_destination("example.123")
+    with pytest.raises(DestinationError, match="neither a host name nor an address"):
+        host_name("example.123")
+
+
+def test_each_malformed_value_says_what_is_wrong() -> None:
+    for value, why in (
+        ("", "an empty --net destination"),
+        ("[::1", "unclosed"),
+        ("[::1]8080", "expected :PORT after"),
+        ("[example.org]:80", "not an address inside"),
+        ("::1:8080:", "an IPv6 address with a port goes in"),
+        ("any:80", "takes no port"),
+        ("host:0", "1-65535"),
+        ("*.10.0.0.1", "takes a domain, not an address"),
+        ("exa mple.org", "not a host name or address"),
+    ):
+        with pytest.raises(DestinationError) as raised:
+            parse_destination(value)
+        assert why in str(raised.value), (value, str(raised.value))
+
+
+def test_answers_are_booleans() -> None:
+    import ipaddress
+
+    rule = parse_destination("a.example:1")
+    assert rule.matches("b.example", 1) is False
+    assert rule.matches("a.example", 2) is False
+    assert rule.names_address(ipaddress.ip_address("10.0.0.1"), 2) is False
+    assert is_local("not-an-address") is False
+    # An address object in its IPv4-mapped form is the IPv4 address it maps.
+    assert is_local(ipaddress.ip_address("::ffff:127.0.0.1")) is True
+    assert is_local(ipaddress.ip_address("::ffff:8.8.8.8")) is False
 
 
 def test_a_comma_list_splits_and_repeats_go() -> None:
