@@ -137,8 +137,11 @@ def _ask(asked: dict[str, object]) -> dict[str, object]:
     rules = asked["rules"]
     assert isinstance(rules, list)
     gate = NetworkGate(rules, on_refused=lambda what, why: refused.append([what, why]))
+    out: dict[str, object] = {"refused": refused}
     if asked.get("tcp"):  # a host without network namespaces: the gate on a loopback port
+        listening = [gate.listening]
         access = gate.start_sync()
+        listening.append(gate.listening)
         assert access.proxy_port == gate.port
         mine = socket.create_connection(("127.0.0.1", access.proxy_port))
     else:
@@ -149,7 +152,6 @@ def _ask(asked: dict[str, object]) -> dict[str, object]:
     sent = str(raw if raw is not None else f"{asked['request']}\r\n\r\n")
     with contextlib.suppress(OSError):  # the gate may answer and close before it all went
         mine.sendall(sent.encode("latin-1"))
-    out: dict[str, object] = {"refused": refused}
     if asked.get("close_after"):
         # Relaying to a listener that holds on: the gate's close drops the connection, and a
         # stream handed to a closed gate is closed at once.
@@ -165,6 +167,14 @@ def _ask(asked: dict[str, object]) -> dict[str, object]:
     else:
         answer = _read_all(mine)
         gate.close()
+    if asked.get("tcp"):
+        listening.append(gate.listening)
+        out["listening"] = listening
+        try:
+            socket.create_connection(("127.0.0.1", access.proxy_port), timeout=5).close()
+            out["closed_port_refuses"] = False
+        except OSError:
+            out["closed_port_refuses"] = True
     mine.close()
     out["answer"] = answer.decode("latin-1")
     return out

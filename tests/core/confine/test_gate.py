@@ -160,28 +160,29 @@ def test_a_rule_naming_a_local_address_or_localhost_opens_it(lab: Lab) -> None:
 
 
 @pytest.mark.parametrize(
-    "request_line",
+    ("request_line", "why"),
     [
-        "CONNECT .public.test:8080 HTTP/1.1",
-        "CONNECT public.test..:8080 HTTP/1.1",
-        "CONNECT pub lic.test:8080 HTTP/1.1",
-        "CONNECT public.test:0 HTTP/1.1",
-        "CONNECT public.test:99999 HTTP/1.1",
-        "CONNECT public.test:http HTTP/1.1",
-        "CONNECT ::1:8080 HTTP/1.1",
-        "CONNECT [::1 HTTP/1.1",
-        "CONNECT [::1]8080 HTTP/1.1",
-        "CONNECT :8080 HTTP/1.1",
-        "GET ftp://public.test/ HTTP/1.1",
-        "GET /relative HTTP/1.1",
-        "CONNECT public.test:8080",
-        "CONNECT public.test:8080 HTTP/1.1 extra",
+        ("CONNECT .public.test:8080 HTTP/1.1", "is not a host name"),
+        ("CONNECT public.test..:8080 HTTP/1.1", "is not a host name"),
+        ("CONNECT pub lic.test:8080 HTTP/1.1", "not an HTTP request line"),
+        ("CONNECT public.test:0 HTTP/1.1", "the port must be 1-65535"),
+        ("CONNECT public.test:99999 HTTP/1.1", "the port must be 1-65535"),
+        ("CONNECT public.test:http HTTP/1.1", "the port must be 1-65535"),
+        ("CONNECT ::1:8080 HTTP/1.1", "an IPv6 address goes in [ ]"),
+        ("CONNECT [::1 HTTP/1.1", "unclosed [ in"),
+        ("CONNECT [::1]8080 HTTP/1.1", "expected :PORT after ]"),
+        ("CONNECT :8080 HTTP/1.1", "no host in"),
+        ("GET ftp://public.test/ HTTP/1.1", "only absolute http:// URLs"),
+        ("GET /relative HTTP/1.1", "only absolute http:// URLs"),
+        ("CONNECT public.test:8080", "not an HTTP request line"),
+        ("CONNECT public.test:8080 HTTP/1.1 extra", "not an HTTP request line"),
     ],
 )
-def test_a_malformed_request_is_refused_and_audited(lab: Lab, request_line: str) -> None:
+def test_a_malformed_request_is_refused_and_audited(lab: Lab, request_line: str, why: str) -> None:
     answer = lab.ask(["any", "*.test"], request_line)
     assert answer["answer"].startswith("HTTP/1.1 403"), answer
     assert "X-Meith-Refused: meith: refused" in answer["answer"], answer
+    assert why in answer["answer"], answer
     assert answer["refused"], "every refusal reaches the audit trail"
 
 
@@ -211,6 +212,9 @@ def test_the_gate_on_a_loopback_port_decides_alike(lab: Lab) -> None:
     """On a host without network namespaces the gate listens on the host's loopback."""
     allowed = lab.ask(["public.test:8080"], "CONNECT public.test:8080 HTTP/1.1", tcp=True)
     assert reached(allowed) == "203.0.113.7", allowed
+    # Listening from its start to its close, and nothing there once closed.
+    assert allowed["listening"] == [False, True, False]
+    assert allowed["closed_port_refuses"] is True
     assert refused(lab.ask(["any"], "CONNECT 127.0.0.1:8080 HTTP/1.1", tcp=True))
 
 
