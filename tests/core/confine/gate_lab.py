@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from meith_core.confine.gate import NetworkGate
 from meith_core.confine.wrapper.namespaces import bind, enter_user_mount_namespace, loopback_up
@@ -136,13 +137,18 @@ def _ask(asked: dict[str, object]) -> dict[str, object]:
     refused: list[list[str]] = []
     rules = asked["rules"]
     assert isinstance(rules, list)
-    gate = NetworkGate(rules, on_refused=lambda what, why: refused.append([what, why]))
+    hint = str(asked.get("hint", "meith grants add ... --net"))
+    gate = NetworkGate(
+        rules, on_refused=lambda what, why: refused.append([what, why]), grant_hint=hint
+    )
     out: dict[str, object] = {"refused": refused}
     if asked.get("tcp"):  # a host without network namespaces: the gate on a loopback port
         listening = [gate.listening]
         access = gate.start_sync()
         listening.append(gate.listening)
         assert access.proxy_port == gate.port
+        assert gate._listener is not None
+        out["bound"] = gate._listener.getsockname()[0]
         mine = socket.create_connection(("127.0.0.1", access.proxy_port))
     else:
         mine, theirs = socket.socketpair()
@@ -166,6 +172,13 @@ def _ask(asked: dict[str, object]) -> dict[str, object]:
         answer = first
     else:
         answer = _read_all(mine)
+        with contextlib.suppress(OSError):
+            mine.shutdown(socket.SHUT_WR)  # this side is done too: the relay ends
+        # Each connection the gate served is forgotten once it ends (a bounded wait).
+        deadline = time.monotonic() + 10
+        while gate._open and time.monotonic() < deadline:
+            time.sleep(0.01)
+        out["released"] = not gate._open
         gate.close()
     if asked.get("tcp"):
         listening.append(gate.listening)

@@ -78,6 +78,8 @@ def connect(lab: Lab, rules: list[str], target: str) -> dict[str, Any]:
 
 def reached(answer: dict[str, Any]) -> str | None:
     """The address whose listener answered, or None when the gate did not connect."""
+    # However it went, the gate lets go of the connection once both sides are done.
+    assert answer.get("released", True) is True, answer
     text = answer["answer"]
     if not text.startswith("HTTP/1.1 200"):
         return None
@@ -176,6 +178,8 @@ def test_a_rule_naming_a_local_address_or_localhost_opens_it(lab: Lab) -> None:
         ("GET /relative HTTP/1.1", "only absolute http:// URLs"),
         ("CONNECT public.test:8080", "not an HTTP request line"),
         ("CONNECT public.test:8080 HTTP/1.1 extra", "not an HTTP request line"),
+        ("CONNECT public.test:8080 FTP/1.1", "not an HTTP request line"),
+        ("CONNECT public.test:65536 HTTP/1.1", "the port must be 1-65535"),
     ],
 )
 def test_a_malformed_request_is_refused_and_audited(lab: Lab, request_line: str, why: str) -> None:
@@ -184,6 +188,32 @@ def test_a_malformed_request_is_refused_and_audited(lab: Lab, request_line: str,
     assert "X-Meith-Refused: meith: refused" in answer["answer"], answer
     assert why in answer["answer"], answer
     assert answer["refused"], "every refusal reaches the audit trail"
+    target = request_line.split(" ")[1]
+    assert answer["refused"][0][0] == target, answer["refused"]
+    assert answer["released"] is True
+
+
+def test_the_ends_of_the_port_range_are_ports(lab: Lab) -> None:
+    for port in (1, 65535):
+        answer = connect(lab, ["any"], f"public.test:{port}")
+        assert f"could not connect to public.test:{port}" in answer["answer"], answer
+        assert answer["refused"] == []
+
+
+def test_a_long_malformed_target_is_recorded_cut(lab: Lab) -> None:
+    target = "a" * 400 + ":99999"
+    answer = lab.ask(["any"], f"CONNECT {target} HTTP/1.1")
+    assert answer["refused"][0][0] == target[:300]
+
+
+def test_a_reason_that_is_not_latin_1_still_makes_a_header(lab: Lab) -> None:
+    answer = lab.ask(
+        ["public.test"], "CONNECT other.test:443 HTTP/1.1", hint="meith grants add --cwd /tmp/€"
+    )
+    head, _, body = answer["answer"].partition("\r\n\r\n")
+    assert "X-Meith-Refused: " in head
+    assert "/tmp/?" in head  # the header is latin-1: what is not becomes ?
+    assert answer["refused"][0][1] in body.encode("latin-1").decode()  # the body is UTF-8
 
 
 def test_plain_http_is_forwarded_to_the_allowed_host(lab: Lab) -> None:
@@ -214,6 +244,7 @@ def test_the_gate_on_a_loopback_port_decides_alike(lab: Lab) -> None:
     assert reached(allowed) == "203.0.113.7", allowed
     # Listening from its start to its close, and nothing there once closed.
     assert allowed["listening"] == [False, True, False]
+    assert allowed["bound"] == "127.0.0.1"  # the host's loopback only, never every address
     assert allowed["closed_port_refuses"] is True
     assert refused(lab.ask(["any"], "CONNECT 127.0.0.1:8080 HTTP/1.1", tcp=True))
 
@@ -229,6 +260,8 @@ def test_plain_http_is_forwarded_without_the_proxy_s_headers(lab: Lab) -> None:
     assert text.startswith("hello from 203.0.113.7\nPOST /x?y=1 HTTP/1.1\r\n"), text
     assert "Host: public.test:8082\r\n" in text
     assert "X-Keep: 1\r\n" in text
+    assert "user:pw" not in text  # the request line is rewritten, never passed on
+    assert text.count(" HTTP/1.1\r\n") == 1
     assert "Proxy-" not in text
     assert "keep-alive" not in text
     assert text.endswith("Connection: close\r\n\r\nbody"), text
@@ -269,7 +302,7 @@ def test_a_request_head_is_read_up_to_its_limit(lab: Lab) -> None:
     answer = lab.ask(["public.test"], raw=over)
     assert answer["answer"].startswith("HTTP/1.1 403"), answer["answer"][:200]
     assert "request head over 65536 bytes" in answer["answer"]
-    assert answer["refused"]
+    assert answer["refused"][0][0] == "(request)"
 
 
 def test_closing_the_gate_drops_what_it_relays(lab: Lab) -> None:
