@@ -85,21 +85,21 @@ def _changes(node: ast.AST, skip: set[int]) -> Iterator[tuple[str, ast.AST | Non
         for i, op in enumerate(node.ops):
             flipped = _FLIP_CMP.get(type(op))
             if flipped is not None:
-                new = copy.deepcopy(node)
-                new.ops[i] = flipped()
-                yield f"{type(op).__name__} -> {flipped.__name__}", new
+                compared = copy.deepcopy(node)
+                compared.ops[i] = flipped()
+                yield f"{type(op).__name__} -> {flipped.__name__}", compared
     elif isinstance(node, ast.BoolOp):
-        new = copy.deepcopy(node)
-        new.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-        yield f"{type(node.op).__name__} -> {type(new.op).__name__}", new
+        joined = copy.deepcopy(node)
+        joined.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield f"{type(node.op).__name__} -> {type(joined.op).__name__}", joined
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "drop not", copy.deepcopy(node.operand)
     elif isinstance(node, ast.BinOp):
         flipped_bin = _FLIP_BIN.get(type(node.op))
         if flipped_bin is not None:
-            new = copy.deepcopy(node)
-            new.op = flipped_bin()
-            yield f"{type(node.op).__name__} -> {flipped_bin.__name__}", new
+            computed = copy.deepcopy(node)
+            computed.op = flipped_bin()
+            yield f"{type(node.op).__name__} -> {flipped_bin.__name__}", computed
     elif isinstance(node, ast.Constant) and id(node) not in skip:
         value = node.value
         if isinstance(value, bool):
@@ -114,9 +114,9 @@ def _changes(node: ast.AST, skip: set[int]) -> Iterator[tuple[str, ast.AST | Non
         if not (isinstance(node.value, ast.Constant) and node.value.value is None):
             yield "return None", ast.Return(ast.Constant(None))
     elif isinstance(node, ast.If):
-        new = copy.deepcopy(node)
-        new.test = ast.Constant(False)
-        yield "if -> if False", new
+        branch = copy.deepcopy(node)
+        branch.test = ast.Constant(False)
+        yield "if -> if False", branch
     elif isinstance(node, ast.Continue | ast.Break):
         yield f"drop {type(node).__name__.lower()}", ast.Pass()
 
@@ -182,7 +182,11 @@ def _purge(prefixes: list[str], keep: list[str]) -> None:
 
 
 def _tests_fail(
-    pytest_args: list[str], timeout_s: float, purge: list[str], keep: list[str]
+    pytest_args: list[str],
+    timeout_s: float,
+    purge: list[str],
+    keep: list[str],
+    quiet: bool = True,
 ) -> bool:
     """Run the tests in a child forked from this process, which has imported pytest and the
     heavy libraries (`--preload`); the child forgets the `--purge` modules first, so the module
@@ -191,9 +195,10 @@ def _tests_fail(
 
     pid = os.fork()
     if pid == 0:  # the child: quiet, then pytest in-process
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
+        if quiet:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
         _purge(purge, keep)
         code = 3
         try:
@@ -234,7 +239,7 @@ def run(
     only: set[tuple[int, str]] | None = None,
 ) -> tuple[int, int, list[Mutant]]:
     original = path.read_text()
-    if _tests_fail(pytest_args, timeout_s, purge, keep):
+    if _tests_fail(pytest_args, timeout_s, purge, keep, quiet=False):
         raise SystemExit(f"the tests fail on {path} as it is: nothing to measure")
     found = [m for m in mutants(path) if only is None or (m.line, m.what) in only]
     killed = 0
