@@ -196,3 +196,50 @@ async def test_git_metadata_a_confined_hook_plants_is_neutralised_and_audited(
     assert records, "no planted-git record"
     assert records[-1]["subject"]["kind"] == "git-hooks"
     assert "core.fsmonitor" in str(records[-1]["findings"])
+
+
+@needs_namespaces
+async def test_a_confined_hook_reaches_the_destinations_its_grant_names(
+    git_rt, make_repo, sh, tmp_path
+):
+    """git hands the hooks' control channel down to each hook it runs (an inherited
+    descriptor): a named host-loopback destination answers, another port does not."""
+    import http.server
+    import threading
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"hi\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    port = httpd.server_address[1]
+    try:
+        repo = make_repo("project/repo")
+        scope = repo.parent
+        report = scope / "report"
+        _hook(
+            repo,
+            "pre-commit",
+            f"curl -s -m 10 http://127.0.0.1:{port}/ >> '{report}'\n"
+            f"curl -s -m 10 -o /dev/null -w '%{{http_code}}\\n' --noproxy '' -x http://127.0.0.1:3128 "
+            f"http://127.0.0.1:{port + 1}/ >> '{report}'\n",
+        )
+        agent = git_rt.open_session("agent", cwd=str(scope))
+        git_rt.grant(
+            agent,
+            ["writes-files", "starts-process"],
+            cwd_prefix=str(scope),
+            net=(f"127.0.0.1:{port}",),
+        )
+        await _commit(git_rt, repo, sh, agent)
+        assert report.read_text().splitlines() == ["hi", "403"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -158,7 +158,8 @@ async def served(
     runtime.approve_plugin("probe")
     await runtime.start()
     bound = bind_socket(short_socket_path(), create_dir=False)
-    server = SocketServer(runtime, bound, **server_options)
+    # The clients of these tests live in the runtime's own process.
+    server = SocketServer(runtime, bound, admit_own_process=True, **server_options)
     runtime.socket_path = server.socket_path
     runtime.server = server
     await server.start()

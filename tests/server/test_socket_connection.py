@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import uuid
 
 import pytest
 
-from tests.server.conftest import until
+from tests.server.conftest import Served, until
 
 pytestmark = pytest.mark.anyio
 
@@ -304,3 +305,22 @@ async def test_unknown_tool_and_validation_failures_are_results_not_transport_er
     assert (await conn.result("u"))["error"]["code"] == "UNKNOWN_TOOL"
     await conn.call("v", "probe_sleep", {"seconds": "soon"})
     assert (await conn.result("v"))["error"]["code"] == "VALIDATION_ERROR"
+
+
+@pytest.mark.anyio
+async def test_a_peer_that_is_the_runtime_itself_is_refused(served: Served) -> None:
+    """A connection whose peer is the runtime's own process is one the runtime was tricked
+    into making for someone else (a port forwarder led to its socket): never the user."""
+    from meith_core.serve.admission import Admitted, Refusal
+
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with mine, theirs:
+        served.server.admit_own_process = False
+        refused = served.server.admit(mine)
+        assert isinstance(refused, Refusal)
+        assert "this runtime itself" in refused.reason
+        served.server.admit_own_process = True  # what the embedding test harness asks for
+        admitted = served.server.admit(mine)
+        assert isinstance(admitted, Admitted)
+        if admitted.slot is not None:
+            served.server.capacity.release(admitted.slot)

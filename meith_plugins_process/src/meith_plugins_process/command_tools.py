@@ -6,7 +6,8 @@ from meith_core import ToolContext, ToolDefinition, ToolResult, tool
 from meith_plugins_process.commands import TOOL_TIMEOUT_MS, CommandRunner
 from meith_plugins_process.devservers import resolve_cwd
 from meith_plugins_process.diagnostics import check_scope, unconfined_warning
-from meith_plugins_process.models import RunCommandArgs, RunCommandResult
+from meith_plugins_process.models import RunCommandArgs
+from meith_plugins_process.outputs import RunCommandResult
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.render import render_result
 from meith_plugins_process.supervisor import Supervisor

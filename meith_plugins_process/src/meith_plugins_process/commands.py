@@ -307,8 +307,7 @@ class CommandRunner:
                 argv,
                 env,
                 markers={MARKER_ENV: run_id},
-                pid_of=lambda started: started[0].get_pid(),
-                start=lambda spawn, spawn_env: loop.subprocess_exec(
+                start=lambda spawn, spawn_env, fds: loop.subprocess_exec(
                     lambda: _Protocol(run),
                     *spawn,
                     stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
@@ -317,6 +316,7 @@ class CommandRunner:
                     cwd=cwd,
                     env=spawn_env,
                     start_new_session=True,
+                    pass_fds=fds,
                 ),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
@@ -405,6 +405,11 @@ class CommandRunner:
             "durationMs": round((ended_at - started) * 1000),
             "confinedTo": confined.scope if confined is not None else None,
         }
+        if confined is not None:
+            # What the walls refused, and after a failure what they likely caused.
+            await asyncio.to_thread(confined.settle)
+            content["walls"] = confined.walls_report()
+            diagnostics.extend(confined.diagnostics(outcome == "timeout" or code != 0, stderr))
         return ok_result(content, diagnostics=diagnostics or None)
 
     @staticmethod

@@ -16,14 +16,8 @@ from meith_plugins_process.diagnostics import (
     unconfined_warning,
 )
 from meith_plugins_process.killer import parse_signal
-from meith_plugins_process.models import (
-    DevServerList,
-    DevServerRecord,
-    EmptyArgs,
-    StartDevServerArgs,
-    StopDevServerArgs,
-    StopResult,
-)
+from meith_plugins_process.models import EmptyArgs, StartDevServerArgs, StopDevServerArgs
+from meith_plugins_process.outputs import DevServerList, DevServerRecord, StopResult
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.supervisor import Supervisor
 
@@ -104,6 +98,7 @@ class DevServerTools:
                 on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
+            ports=list(args.ports),
         )
         diagnostics = unconfined_warning(ctx) + confinement_notes(server.confined)
         diagnostics.extend(detached_note(ctx, "Dev server", server.id, args.detach))

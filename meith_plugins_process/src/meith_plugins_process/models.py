@@ -1,13 +1,13 @@
-"""The tools' input and output models (their field names are the wire shapes)."""
+"""The tools' argument models (their field names are the wire shapes; results: `outputs`)."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import signal
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final
 
-from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from meith_core import PatternError, ToolArgs, compile_pattern
 from meith_plugins_process.killer import parse_signal
@@ -112,6 +112,18 @@ class SnapshotArgs(ToolArgs):
     )
 
 
+_PORTS = Annotated[
+    list[Annotated[int, Field(ge=1, le=65535)]],
+    Field(
+        default_factory=list,
+        max_length=16,
+        description="Ports it serves on, opened on the host's 127.0.0.1 when it runs confined "
+        "in a network namespace of its own (the port it announces is opened too; meith's own "
+        "ports never are)",
+    ),
+]
+
+
 class StartDevServerArgs(ToolArgs):
     cwd: str = Field(min_length=1, description="Directory to run the command in")
     command: _LINE | _ARGV = Field(
@@ -122,6 +134,7 @@ class StartDevServerArgs(ToolArgs):
     name: str | None = Field(None, max_length=200, description="A name to show for the server")
     env: _ENV
     detach: _DETACH
+    ports: _PORTS
 
     _env = field_validator("env")(_check_env)
 
@@ -291,125 +304,3 @@ class RunCommandArgs(ToolArgs):
                 + ("; both were given" if self.command is not None else "; neither was given")
             )
         return self
-
-
-# -- outputs --------------------------------------------------------------------------------
-
-
-class TerminalSession(BaseModel):
-    id: str
-    cwd: str
-    shell: str
-    pid: int | None
-    cols: int
-    rows: int
-    status: Literal["running", "exited"]
-    createdAt: int
-    exitCode: int | None
-    signal: str | None
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None
-    #: Handed to the local user (`detach`): it outlives the session that started it.
-    detached: bool = False
-
-
-class DevServerRecord(BaseModel):
-    id: str
-    name: str | None
-    cwd: str
-    command: str
-    args: list[str]
-    status: Literal["starting", "running", "exited", "errored", "stopped"]
-    pid: int | None
-    port: int | None
-    exitCode: int | None
-    signal: str | None
-    startedAt: int
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None
-    #: Handed to the local user (`detach`): it outlives the session that started it.
-    detached: bool = False
-
-
-class ProcessLogEntry(BaseModel):
-    seq: int
-    stream: Literal["stdout", "stderr", "pty", "system"]
-    text: str
-    ts: int
-
-
-class ProcessNode(BaseModel):
-    pid: int
-    ppid: int | None
-    command: str | None
-    ports: list[int]
-    # Typed loosely on purpose: tool schemas are self-contained (no $ref), so a recursive
-    # model cannot be described; each child has this same shape.
-    children: list[dict[str, Any]] = Field(description="Child ProcessNode objects")
-
-
-class ManagedProcess(BaseModel):
-    kind: Literal["dev-server", "terminal"]
-    id: str
-    pid: int | None
-    cwd: str
-    command: str | None
-    status: str
-    ports: list[int]
-    tree: ProcessNode | None
-
-
-class WriteResult(BaseModel):
-    terminalId: str
-    written: int
-
-
-class CloseResult(BaseModel):
-    terminalId: str
-    closed: bool
-
-
-class SnapshotResult(BaseModel):
-    session: TerminalSession
-    buffer: str
-    nextSeq: int
-    truncated: bool = Field(description="True when output before sinceSeq was already dropped")
-
-
-class StopResult(BaseModel):
-    devServerId: str
-    stopped: bool
-
-
-class ProcessTreeResult(BaseModel):
-    processes: list[ManagedProcess]
-
-
-class ProcessLogsResult(BaseModel):
-    processId: str
-    logs: list[ProcessLogEntry]
-
-
-class AttachResult(BaseModel):
-    devServerId: str
-    attached: bool
-
-
-class TerminalList(RootModel[list[TerminalSession]]):
-    pass
-
-
-class DevServerList(RootModel[list[DevServerRecord]]):
-    pass
-
-
-class RunCommandResult(BaseModel):
-    exitCode: int | None = Field(description="The exit status; null when a signal ended it")
-    signal: str | None = Field(description="The signal that ended it (SIGTERM, SIGKILL, ...)")
-    timedOut: bool = Field(description="True when timeoutMs passed and meith ended it")
-    stdout: str
-    stderr: str
-    truncated: bool = Field(description="True when the middle of stdout or stderr was elided")
-    durationMs: int = Field(description="From start to exit, in milliseconds")
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None

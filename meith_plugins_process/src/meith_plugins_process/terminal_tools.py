@@ -15,18 +15,20 @@ from meith_plugins_process.diagnostics import (
 )
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.models import (
-    CloseResult,
     CreateTerminalArgs,
     EmptyArgs,
     KillTerminalArgs,
     ResizeTerminalArgs,
     SnapshotArgs,
-    SnapshotResult,
     TerminalIdArgs,
+    WriteTerminalArgs,
+)
+from meith_plugins_process.outputs import (
+    CloseResult,
+    SnapshotResult,
     TerminalList,
     TerminalSession,
     WriteResult,
-    WriteTerminalArgs,
 )
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.supervisor import Supervisor

@@ -284,8 +284,7 @@ class TerminalManager(OwnedRegistry[Terminal]):
                 child_env,
                 markers={MARKER_ENV: term.id},
                 tty=os.ttyname(slave),
-                pid_of=lambda started: started[0].get_pid(),
-                start=lambda argv, spawn_env: loop.subprocess_exec(
+                start=lambda argv, spawn_env, fds: loop.subprocess_exec(
                     lambda: _Protocol(term),
                     *argv,
                     stdin=slave,
@@ -295,6 +294,7 @@ class TerminalManager(OwnedRegistry[Terminal]):
                     env=spawn_env,
                     start_new_session=True,
                     preexec_fn=_take_controlling_tty,
+                    pass_fds=fds,
                 ),
             )
         except BaseException as exc:

@@ -17,6 +17,7 @@ from meith_core.base.peers import peer_confinement, peer_credentials, peer_desce
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
+
 _CONNECT = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
 
 

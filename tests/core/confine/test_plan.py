@@ -10,7 +10,13 @@ import pytest
 
 from meith_core.base.home_registry import register_home, user_tmp_dir
 from meith_core.confine import sockets
-from meith_core.confine.plan import DEVICE_DIRS, DEVICE_FILES, Confinement, NetworkAccess
+from meith_core.confine.plan import (
+    DEVICE_DIRS,
+    DEVICE_FILES,
+    Confinement,
+    NetworkAccess,
+    resolv_stub,
+)
 from meith_core.confine.status import LandlockStatus
 from meith_core.confine.wrapper import environment as wrapper_environment
 
@@ -60,7 +66,7 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         str(work),
         home=meith_home,
         extra_dirs=[str(tmp)],
-        net=NetworkAccess(proxy_socket="/gate.sock"),
+        net=NetworkAccess(control_fd=7, gate=True, listen=("127.0.0.1:5432",)),
         secrets=[str(secret)],
         status=FULL,
     )
@@ -73,7 +79,7 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         hidden=tuple(p for p in hidden if os.path.lexists(p)),
         binds=(),
         devpts=True,
-        network=NetworkAccess(proxy_socket="/gate.sock"),
+        network=NetworkAccess(control_fd=7, gate=True, listen=("127.0.0.1:5432",)),
         net_namespace=True,
         read_dirs=None,
         tcp_rules=True,
@@ -81,7 +87,20 @@ def test_a_full_host_covers_homes_and_secrets_and_mounts_metadata_read_only(
         keep=(),
         pid_namespace=True,
     )
-    assert plan.wrap(["true"])[-5:] == ["--net", "/gate.sock", "--pid-ns", "--", "true"]
+    # The control channel by its inherited descriptor: no path of the plumbing anywhere.
+    assert plan.wrap(["true"])[-11:] == [
+        "--net",
+        "gate",
+        "--control",
+        "7",
+        "--resolv",
+        resolv_stub(),
+        "--listen",
+        "127.0.0.1:5432",
+        "--pid-ns",
+        "--",
+        "true",
+    ]
 
 
 def test_a_hardened_host_limits_reads_instead_of_covering(host: Path, tmp_path: Path) -> None:

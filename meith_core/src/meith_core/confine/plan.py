@@ -34,6 +34,7 @@ from meith_core.confine.secret_paths import secret_paths, secret_patterns
 from meith_core.confine.sockets import private_dirs, user_sockets
 from meith_core.confine.status import LandlockStatus, landlock_status
 from meith_core.confine.wrapper.environment import ENV_FILE_VAR
+from meith_core.confine.wrapper.namespaces import RESOLV_STUB
 
 #: Device files every program expects to write (output discarded, random numbers, its tty).
 DEVICE_FILES: Final = (
@@ -49,19 +50,36 @@ DEVICE_FILES: Final = (
 DEVICE_DIRS: Final = ("/dev/pts", "/dev/shm")  # noqa: S108 - granted, not used as a temp dir
 
 
+def resolv_stub() -> str:
+    """The resolv.conf a confined process gets (its lookups go to the forwarder's stub), a
+    file in the per-user directory the process never sees."""
+    path = user_tmp_dir() / "resolv.conf"
+    try:
+        if path.read_bytes() == RESOLV_STUB:
+            return str(path)
+    except OSError:
+        private_dir(user_tmp_dir())
+    temp = path.with_name(f".resolv.{os.getpid()}")
+    temp.write_bytes(RESOLV_STUB)
+    os.replace(temp, path)
+    return str(path)
+
+
 @dataclass(frozen=True, slots=True)
 class NetworkAccess:
     """How a confined process reaches the network (`Confinement.beneath(net=...)`).
 
-    `proxy_socket`: the Unix socket of the runtime's gate (`confine.gate.NetworkGate`) that
-    decides each destination; None: no network at all beyond the process's own loopback.
-    `ports_socket`: where the forwarder inside accepts connections for its loopback ports (a
-    dev server the user opens at localhost:PORT). `proxy_port`: the gate's TCP port on the
-    host's loopback, for hosts without network namespaces (Landlock TCP rules allow only it).
+    With network namespaces: `control_fd`, the spawn's control channel (`confine.channel`), an
+    inherited descriptor the forwarder inside keeps (None: no forwarder, nothing beyond the
+    process's own loopback); `gate`: whether the forwarder offers the runtime's gate as the
+    process's proxy; `listen`: host-loopback destinations the grant names, where the forwarder
+    listens inside and tunnels through the gate (`127.0.0.1:5432`). Without them:
+    `proxy_port`, the gate's TCP port on the host's loopback (Landlock TCP rules allow only it).
     """
 
-    proxy_socket: str | None = None
-    ports_socket: str | None = None
+    control_fd: int | None = None
+    gate: bool = False
+    listen: tuple[str, ...] = ()
     proxy_port: int | None = None
 
 
@@ -267,9 +285,11 @@ class Confinement:
         if net is None:
             return []
         if self.net_namespace:
-            args = ["--net", net.proxy_socket or "none"]
-            if net.ports_socket is not None:
-                args += ["--ports", net.ports_socket]
+            args = ["--net", "gate" if net.gate and net.control_fd is not None else "none"]
+            if net.control_fd is not None:
+                args += ["--control", str(net.control_fd), "--resolv", resolv_stub()]
+                for spec in net.listen:
+                    args += ["--listen", spec]
             return args
         if not self.tcp_rules:
             return []  # no network wall can be built here (and `walls()` says so)

@@ -77,13 +77,16 @@ class LandlockStatus:
         """Every wall of a confined process, built here or not (never claimed when not)."""
         ns, ll = self.namespaces, self.available
         net_how = (
-            "a network namespace with only loopback; named destinations through meith's "
-            "gate (HTTP CONNECT proxy over a Unix socket), proxy variables set"
+            "a network namespace with only loopback; named destinations through meith's gate "
+            "(an HTTP CONNECT proxy reached over an inherited socket pair, never a path), "
+            "proxy variables set; named host-loopback destinations answer at their address "
+            "inside; name lookups are refused and reported"
         )
         if not ns and self.tcp_rules:
             net_how = (
                 "no network namespace: Landlock TCP rules allow TCP connections only to "
-                "meith's gate; UDP and other protocols are NOT blocked"
+                "meith's gate on a loopback port (which any local process can reach too); "
+                "UDP and other protocols are NOT blocked"
             )
         return [
             Wall(

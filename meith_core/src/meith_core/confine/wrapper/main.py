@@ -3,8 +3,9 @@
     python -I -S -B RUN [--env-file FILE] --write DIR [--write DIR ...]
         [--write-file FILE ...] [--private DIR ...] [--keep PATH ...] [--read-only PATH ...]
         [--bind SRC DST ...] [--hide PATH ...] [--hide-file FILE ...]
-        [--devpts] [--net none|PROXYSOCK] [--ports SOCK] [--tcp-connect PORT]
-        [--proxy-url URL] [--read DIR ...] [--read-file FILE ...] [--pid-ns] -- ARGV...
+        [--devpts] [--net none|gate] [--control FD] [--resolv FILE] [--listen HOST:PORT ...]
+        [--tcp-connect PORT] [--proxy-url URL] [--read DIR ...] [--read-file FILE ...]
+        [--pid-ns] -- ARGV...
 
 (RUN: the entry `confine.launcher` compiles.) Run as the child of a spawn (so it is safe in a
 threaded runtime, unlike `preexec_fn`): the walls apply to this process and everything it
@@ -29,11 +30,14 @@ Walls, in the order they are built:
   each `--hide` PATH covered (an empty read-only tmpfs over a directory, /dev/null over a
   file): meith homes and sockets, the user's sockets, secrets; each `--hide-file` FILE (a secret
   file inside the directory) covered with /dev/null through a descriptor, if a regular file.
-- `--net`: a network namespace with only loopback. With a PROXYSOCK (a Unix socket of the
-  runtime's network gate), the forwarder (`forwarder.py`) listens on 127.0.0.1 inside and
-  relays to it, and the proxy variables of the child point there; with `--ports SOCK` the same
-  forwarder accepts connections on SOCK (from the runtime) for a port of the namespace's
-  loopback (a dev server the user opens at localhost:PORT).
+- `--net none|gate`: a network namespace with only loopback. With `--control FD` (the spawn's
+  control channel, an inherited socket pair: `control.py`), the forwarder (`forwarder.py`)
+  takes it over: with `gate` it listens on 127.0.0.1:PROXY_PORT inside and the proxy variables
+  of the child point there; on each `--listen HOST:PORT` (a host-loopback destination the
+  grant names) it tunnels through the gate; it relays connections the runtime sends for a port
+  of the namespace's loopback; and it answers name lookups with REFUSED, reporting each name
+  (`--resolv FILE`, mounted on /etc/resolv.conf, points lookups at it). The command never has
+  the channel.
 - Landlock (`landlock.py`): writing, creating, removing, renaming and truncating only beneath
   the `--write` directories (and on the `--write-file` files); reads and execution stay
   allowed unless `--read` limits them (a host without namespaces); with ABI 6+ signals and
@@ -70,6 +74,7 @@ from .namespaces import (
     loopback_up,
     private_devpts,
     read_only,
+    resolve_here,
 )
 from .private import handle_path, make_private, open_handles, reenter_cwd
 
@@ -84,8 +89,9 @@ _LIST_FLAGS = (
     "--private",
     "--keep",
     "--hide-file",
+    "--listen",
 )
-_VALUE_FLAGS = ("--env-file", "--net", "--ports", "--proxy-url")
+_VALUE_FLAGS = ("--env-file", "--net", "--control", "--resolv", "--proxy-url")
 _SWITCHES = ("--devpts", "--pid-ns")
 
 
@@ -131,6 +137,15 @@ def main(argv: list[str]) -> int:
         return EXIT_FAILED
     net = values.get("--net")
     devpts, pid_ns = "--devpts" in switches, "--pid-ns" in switches
+    control_fd = None
+    if "--control" in values:
+        try:
+            control_fd = int(values["--control"])
+            # Never the command's, whatever happens next.
+            os.set_inheritable(control_fd, False)
+        except (ValueError, OSError) as exc:
+            print(f"meith confine: bad --control: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     if "--env-file" not in values and os.environ.get(ENV_FILE_VAR):
         values["--env-file"] = os.environ[ENV_FILE_VAR]
     if "--env-file" not in values:
@@ -159,10 +174,15 @@ def main(argv: list[str]) -> int:
             enter_user_mount_namespace(net=net is not None)
             # Opened before anything is covered: what is mounted back is what the plan named.
             handles = open_handles([*lists["--keep"], *(source for source, _t in binds)])
+            # The resolver stub lives in the per-user directory under /tmp: held by descriptor
+            # too, since /tmp is made private before it is mounted.
+            stub = open_handles([values["--resolv"]]) if "--resolv" in values else {}
             for directory in lists["--private"]:
                 make_private(directory, handles)
             for source, target in binds:
                 bind(handle_path(handles[source]) if source in handles else source, target)
+            for fd in stub.values():
+                resolve_here(handle_path(fd))
             for path in lists["--read-only"]:
                 read_only(path)
             if devpts:
@@ -174,10 +194,10 @@ def main(argv: list[str]) -> int:
             reenter_cwd()
             if net is not None:
                 loopback_up()
-                proxy = None if net == "none" else net
-                if proxy is not None or "--ports" in values:
-                    start_forwarder(proxy, values.get("--ports"))
-                if proxy is not None:
+                if control_fd is not None:
+                    fd, control_fd = control_fd, None
+                    start_forwarder(fd, net == "gate", lists["--listen"], dns=True)
+                if net == "gate":
                     env.update(proxy_environment(f"http://127.0.0.1:{PROXY_PORT}"))
         if "--proxy-url" in values:
             env.update(proxy_environment(values["--proxy-url"]))
@@ -192,6 +212,8 @@ def main(argv: list[str]) -> int:
                 read_files=lists["--read-file"],
             )
 
+        if control_fd is not None:
+            os.close(control_fd)  # no forwarder here: nobody holds the channel
         if pid_ns:
             # Last: the first child after it is the namespace's init (the forwarder is not).
             contain(restrict, command, env)
