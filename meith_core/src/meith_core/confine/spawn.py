@@ -228,6 +228,7 @@ class ConfinedSpawn:
             writable=self.writable,
             read_only=self.plan.read_only,
             hidden=self.plan.hidden,
+            private=self.plan.private,
             scope=self.scope,
         )
         return out

@@ -19,6 +19,8 @@ MAX_WRITE_HINTS: Final = 3
 _WRITE_ERRORS: Final = re.compile(
     r"Permission denied|Read-only file system|Operation not permitted"
 )
+#: What a path in a directory made private for the process (its own empty /tmp) says.
+_MISSING: Final = re.compile(r"No such file or directory|cannot access|can't cd|not found")
 _PATH: Final = re.compile(r"(?<![\w.])(/[\w.@+~,=%-]+(?:/[\w.@+~,=%-]*)*)")
 
 
@@ -73,26 +75,44 @@ def write_hints(
     writable: Sequence[str],
     read_only: Sequence[str] = (),
     hidden: Sequence[str] = (),
+    private: Sequence[str] = (),
     scope: str,
 ) -> list[dict[str, str]]:
     """Hints for the paths a failed command's error output names next to a write error
     ("Permission denied", "Read-only file system") where a wall, not the file's mode, is the
-    likely cause: outside the writable directories, in read-only git metadata, or hidden."""
+    likely cause: outside the writable directories, in read-only git metadata, or hidden; and
+    next to "No such file or directory" for a path in a directory made private for the
+    process (its /tmp holds only its own directories)."""
     hints: list[dict[str, str]] = []
     seen: set[str] = set()
     for line in stderr.splitlines():
         if len(hints) >= MAX_WRITE_HINTS:
             break
-        if not _WRITE_ERRORS.search(line):
+        write, missing = _WRITE_ERRORS.search(line), _MISSING.search(line)
+        if not (write or missing):
             continue
         for path in _PATH.findall(line):
             if path in seen or len(hints) >= MAX_WRITE_HINTS:
                 continue
             seen.add(path)
-            message = _why(path, writable, read_only, hidden, scope)
+            if write:
+                message = _why(path, writable, read_only, hidden, scope)
+            else:
+                message = _unseen(path, writable, private)
             if message is not None:
                 hints.append({"level": "warn", "message": message})
     return hints
+
+
+def _unseen(path: str, writable: Sequence[str], private: Sequence[str]) -> str | None:
+    where = next((d for d in private if is_within(path, d)), None)
+    if where is None or any(is_within(path, w) for w in writable):
+        return None
+    return (
+        f"{path} is not there for this process: meith gives it a private {where} (the "
+        f"user-sockets wall) holding only {', '.join(writable)}; a grant that covers the "
+        "directory makes it visible (meith grants add -c starts-process --cwd DIR)"
+    )
 
 
 def _why(
