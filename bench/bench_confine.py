@@ -7,7 +7,8 @@
    interleaved round-robin, minimum and median wall time per spawn;
 2. a download from a loopback HTTP server (127.0.0.1 only): curl directly, and curl in a
    confined process whose grant names the server, through the network wall (forwarder in the
-   namespace -> Unix socket -> the gate -> the server); best throughput of the rounds.
+   namespace -> a socket pair handed over the control channel -> the gate -> the server); best
+   throughput of the rounds.
 
     python bench/bench_confine.py [--rounds N] [--mb MB] [--quick]
 """
@@ -25,8 +26,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from meith_core import Confinement, landlock_status
-from meith_core.confine.gate import NetworkGate
+from meith_core import ConfinedSpawn, Confinement, landlock_status
+from meith_core.confine.channel import ControlChannel
 from meith_core.confine.plan import NetworkAccess
 
 
@@ -70,17 +71,9 @@ def blob_server(size: int) -> Iterator[int]:
         proc.wait()
 
 
-@contextlib.contextmanager
-def running_gate(allowed: list[str], socket_path: str | None) -> Iterator[NetworkAccess]:
-    """A NetworkGate (its own threads; the runtime's, in real use)."""
-    gate = NetworkGate(allowed, socket_path=socket_path)
-    try:
-        yield gate.start_sync()
-    finally:
-        gate.close()
-
-
-def curl_speed(argv_prefix: list[str], url: str, env: dict[str, str] | None) -> float:
+def curl_speed(
+    argv_prefix: list[str], url: str, env: dict[str, str] | None, fds: tuple[int, ...] = ()
+) -> float:
     """Bytes per second of one download (curl's own measure)."""
     out = subprocess.run(
         [*argv_prefix, "curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", url],
@@ -88,6 +81,7 @@ def curl_speed(argv_prefix: list[str], url: str, env: dict[str, str] | None) -> 
         capture_output=True,
         text=True,
         env=env,
+        pass_fds=fds,
     ).stdout
     return float(out.strip().replace(",", "."))
 
@@ -99,14 +93,15 @@ def bench_start(tmp: str, rounds: int) -> None:
     repo = os.path.join(tmp, "repo")
     os.mkdir(repo)
     landlock_only = Confinement(write_dirs=(repo,), write_files=("/dev/null",))
+    # The forwarder's channel: each spawn inherits it; the forwarder exits with the process.
+    channel = ControlChannel(lambda sock: sock.close(), lambda name: None)
+    channel.open()
     sealed = Confinement.beneath(repo, home=home, extra_dirs=[tmp])
     gated = Confinement.beneath(
         repo,
         home=home,
         extra_dirs=[tmp],
-        net=NetworkAccess(
-            proxy_socket=os.path.join(tmp, "gate.sock"), ports_socket=os.path.join(tmp, "p.sock")
-        ),
+        net=NetworkAccess(control_fd=channel.child_fd, gate=True),
     )
     env = dict(os.environ)
     items: dict[str, object] = {
@@ -123,10 +118,8 @@ def bench_start(tmp: str, rounds: int) -> None:
             if callable(item):
                 start = time.perf_counter()
                 argv, fixed = item()
-                subprocess.run(argv, check=True, env=fixed)
+                subprocess.run(argv, check=True, env=fixed, pass_fds=(channel.child_fd,))
                 times[name].append(time.perf_counter() - start)
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(tmp, "p.sock"))
             else:
                 argv, e = item  # type: ignore[misc]
                 times[name].append(spawn(argv, e))
@@ -147,27 +140,28 @@ def bench_start(tmp: str, rounds: int) -> None:
 
 
 def bench_download(tmp: str, rounds: int, mb: int) -> None:
-    status = landlock_status()
-    if shutil.which("curl") is None:
-        print("download: skipped (no curl)")
+    if shutil.which("curl") is None or not landlock_status().namespaces:
+        print("download: skipped (no curl, or no network namespaces here)")
         return
     repo = os.path.join(tmp, "dl")
     os.mkdir(repo)
     with blob_server(mb << 20) as port:
         url = f"http://127.0.0.1:{port}/blob"
-        sock = os.path.join(tmp, "net.sock") if status.namespaces else None
-        with running_gate([f"127.0.0.1:{port}"], sock) as access:
-            plan = Confinement.beneath(repo, extra_dirs=[tmp], net=access)
-            env = {k: v for k, v in os.environ.items() if k.lower() != "no_proxy"}
-            direct: list[float] = []
-            walled: list[float] = []
-            for _ in range(rounds):
-                direct.append(curl_speed([], url, env))
-                argv, fixed = plan.command(["sh", "-c", 'exec "$@"', "sh"], {**env})
-                # The child's environment gets the proxy variables from the wrapper; its own
-                # loopback is not the server's, so no_proxy must not exclude 127.0.0.1.
-                argv = [*argv[: argv.index("--") + 1], "env", "-u", "no_proxy", "-u", "NO_PROXY"]
-                walled.append(curl_speed(argv, url, fixed))
+        direct: list[float] = []
+        walled: list[float] = []
+        for _ in range(rounds):
+            direct.append(curl_speed([], url, None))
+            # The one spawn API, as a plugin uses it: a spawn of its own per run (its channel,
+            # its gate). The server is a named host-loopback destination: curl connects to it
+            # at its address inside, the forwarder tunnels it through the gate.
+            spawn = ConfinedSpawn.prepare(repo, home=None, net=[f"127.0.0.1:{port}"])
+            assert spawn is not None
+            try:
+                spawn.open_network()
+                argv, fixed = spawn.command(["sh", "-c", 'exec "$@"', "sh"], dict(os.environ))
+                walled.append(curl_speed(argv, url, fixed, spawn.pass_fds))
+            finally:
+                spawn.cleanup()
     best_d, best_w = max(direct), max(walled)
     print(f"download of {mb} MB from 127.0.0.1 (best of {rounds}):")
     print(f"      direct: {best_d / 1e6:8.1f} MB/s")

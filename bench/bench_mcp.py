@@ -90,7 +90,9 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     )
     try:
         meith_params = StdioServerParameters(
-            command=MEITH, args=["mcp", "--no-start"], env=dict(runtime.cli_env)
+            command=MEITH,
+            args=["mcp", "--no-start", "--tools", "bench_*"],
+            env=dict(runtime.cli_env),
         )
         bare_params = StdioServerParameters(
             command=sys.executable,

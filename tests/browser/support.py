@@ -13,6 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from meith_plugins_browser.executable import BrowserNotFoundError, FoundBrowser, find_browser
@@ -194,3 +195,19 @@ def decode_png(data: bytes, rows_wanted: int | None = None) -> tuple[int, int, i
 def pixel(rows: list[bytes], channels: int, x: int, y: int) -> tuple[int, int, int]:
     row = rows[y]
     return row[x * channels], row[x * channels + 1], row[x * channels + 2]
+
+
+def owned(details: dict[str, object]) -> dict[str, object]:
+    """The tab and owner an ownership denial names (it says what to do instead, too)."""
+    assert details["gate"] == "ownership"
+    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}
+
+
+async def poll(predicate, timeout: float = 20.0):  # type: ignore[no-untyped-def]
+    """Await `predicate()` (async) until truthy."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = await predicate()
+            if value:
+                return value
+            await anyio.sleep(0.05)

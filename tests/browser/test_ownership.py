@@ -10,6 +10,7 @@ import pytest
 
 from meith_core import CallerInfo, CallerKind
 from tests.browser.conftest import Browsing
+from tests.browser.support import owned
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
@@ -65,7 +66,7 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
             )
             assert denied["message"].startswith(f"Tab {tid} belongs to owner {a.session_id}")
             assert "open a tab of your own with open_browser_tab" in denied["message"]
-            assert _owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
+            assert owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
     tab = next(t for t in (await browsing.ok("get_tabs"))["browserTabs"] if t["id"] == tid)
     assert tab["ownerId"] == a.session_id
     assert tab["url"] == browsing.site.url("/index.html")
@@ -79,7 +80,7 @@ async def test_another_owner_cannot_control_claim_or_release(browsing: Browsing)
     )
     for tool in reads:
         denied = await browsing.fails("PERMISSION_DENIED", tool, {"tabId": tid}, b)
-        assert _owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
+        assert owned(denied["details"]) == {"tabId": tid, "ownerId": a.session_id}
         await browsing.ok(tool, {"tabId": tid}, cli)
     listed = next(
         t for t in (await browsing.ok("get_tabs", {}, b))["browserTabs"] if t["id"] == tid
@@ -290,9 +291,3 @@ async def test_claiming_a_tab_drops_what_others_injected_while_it_was_open(
         a,
     )
     assert seen["result"]["result"]["value"] == "undefined"
-
-
-def _owned(details: dict[str, object]) -> dict[str, object]:
-    """The tab and owner an ownership denial names (it says what to do instead, too)."""
-    assert details["gate"] == "ownership"
-    return {"tabId": details["tabId"], "ownerId": details["ownerId"]}

@@ -5,6 +5,8 @@
   never installed into the dev venv: every other test would discover its broken plugins.
 - `fixture_plugins`: puts that directory on `sys.path` (and `PYTHONPATH` for subprocesses) for
   one test, and takes it away again afterwards.
+- `scoped`: the `runtime` fixture with app tools that need grants (what the grant and call
+  approval tests of policy/ and host/ call).
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from meith_core import Runtime, ToolContext
+from tests.core.support import CwdArgs, NoArgs, TextArgs, make_tool
 
 FIXTURE_PACKAGE = Path(__file__).parents[1] / "fixtures" / "meith_fixture_plugins"
 FIXTURE_MODULE = "meith_fixture_plugins"
@@ -74,3 +80,35 @@ def fixture_plugins(
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == FIXTURE_MODULE]:
             del sys.modules[name]
+
+
+@pytest.fixture
+def scoped(runtime: Runtime) -> Runtime:
+    """App tools: write_a / write_b (writes-files), wipe (writes-files + destructive), read;
+    each returns the grant scope it ran under."""
+
+    async def write_a(ctx: ToolContext, args: TextArgs) -> Any:
+        return {"scope": ctx.grant_scope}
+
+    async def write_b(ctx: ToolContext, args: TextArgs) -> Any:
+        return {"scope": ctx.grant_scope}
+
+    async def write_in(ctx: ToolContext, args: CwdArgs) -> Any:
+        return {"scope": ctx.grant_scope}
+
+    async def wipe(ctx: ToolContext, args: NoArgs) -> str:
+        return "wiped"
+
+    async def read(ctx: ToolContext, args: NoArgs) -> str:
+        return "read"
+
+    runtime.register(
+        [
+            make_tool(write_a, "writes-files", input=TextArgs),
+            make_tool(write_b, "writes-files", input=TextArgs),
+            make_tool(write_in, "writes-files", input=CwdArgs, acts_on="path:cwd"),
+            make_tool(wipe, "writes-files", "destructive"),
+            make_tool(read),
+        ]
+    )
+    return runtime

@@ -1,8 +1,11 @@
-"""Small builders shared by the core tests: argument models, plugins, event sinks, polling."""
+"""Small builders shared by the core tests: argument models, plugins, event sinks, polling, the
+`meith` command."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +14,8 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from meith_core import ToolDefinition, hookimpl, tool
+from meith_core import Runtime, ToolDefinition, hookimpl, tool
+from tests.harness import MEITH, base_env
 
 
 class NoArgs(BaseModel):
@@ -87,10 +91,13 @@ async def wait_until(
         await anyio.sleep(0.005)
 
 
-async def settle(rounds: int = 20) -> None:
-    """Let callbacks scheduled from other threads (call_soon_threadsafe) run."""
-    for _ in range(rounds):
-        await anyio.sleep(0.001)
+async def loop_caught_up() -> None:
+    """Return once every callback already scheduled on this event loop has run, those a worker
+    thread scheduled (`call_soon_threadsafe`) included: a sentinel scheduled now runs after
+    them. What a tool emitted before it said it finished has then been delivered or dropped."""
+    ran = asyncio.Event()
+    asyncio.get_running_loop().call_soon(ran.set)
+    await ran.wait()
 
 
 def audit_lines(path: Path) -> list[dict[str, Any]]:
@@ -108,3 +115,18 @@ def audit_lines(path: Path) -> list[dict[str, Any]]:
 
 def records_for(path: Path, request_id: str) -> list[dict[str, Any]]:
     return [r for r in audit_lines(path) if r.get("requestId") == request_id]
+
+
+def reason_of(runtime: Runtime) -> str:
+    return str(list(runtime.audit.read())[-1]["reason"])
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def meith_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `meith` command on `home`, in an environment of its own (no MEITH_* of the tests')."""
+    return subprocess.run(
+        [MEITH, *args], env=base_env(home), capture_output=True, text=True, timeout=60, check=False
+    )

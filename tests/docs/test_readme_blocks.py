@@ -74,6 +74,13 @@ def _claims() -> tuple[set[tuple[str, str]], set[tuple[str, str | None]]]:
     return snippets, sections
 
 
+@pytest.fixture(scope="module")
+def claims() -> tuple[set[tuple[str, str]], set[tuple[str, str | None]]]:
+    """The claims of every test file, read once for the tests of this module (a page's test
+    asks for them once per page)."""
+    return _claims()
+
+
 def _page_blocks(page: str) -> list[Block]:
     return blocks(ROOT / page) if (ROOT / page).exists() else []
 
@@ -87,8 +94,10 @@ def test_the_pages_include_the_readme_and_the_moved_sections() -> None:
         assert readme.relative_to(ROOT).as_posix() in pages, f"add {readme} to EXTRA_PAGES"
 
 
-def test_every_claim_names_a_page_and_a_block_that_exist() -> None:
-    snippets, sections = _claims()
+def test_every_claim_names_a_page_and_a_block_that_exist(
+    claims: tuple[set[tuple[str, str]], set[tuple[str, str | None]]],
+) -> None:
+    snippets, sections = claims
     assert snippets
     assert sections
     problems = []
@@ -106,7 +115,9 @@ def test_every_claim_names_a_page_and_a_block_that_exist() -> None:
 
 
 @pytest.mark.parametrize("page", site_pages())
-def test_every_block_is_run_by_a_test_or_marked_illustrative(page: str) -> None:
+def test_every_block_is_run_by_a_test_or_marked_illustrative(
+    page: str, claims: tuple[set[tuple[str, str]], set[tuple[str, str | None]]]
+) -> None:
     if page in OWN_TESTS:
         assert (ROOT / OWN_TESTS[page]).exists()
         return
@@ -114,7 +125,7 @@ def test_every_block_is_run_by_a_test_or_marked_illustrative(page: str) -> None:
     if page in DIAGRAMS_ONLY:
         assert [b.line for b in page_blocks if b.lang and not b.illustrative] == []
         return
-    snippets, sections = _claims()
+    snippets, sections = claims
     in_sections = {b.line for p, title in sections if p == page for b in doc_section(page, title)}
     claimed = {s for p, s in snippets if p == page}
     unclaimed = [
@@ -134,10 +145,12 @@ def test_a_block_marked_illustrative_says_why(page: str) -> None:
             assert (block.marker or "").startswith("illustrative: "), f"{page}:{block.line}"
 
 
-def test_the_readme_keeps_no_block_the_pages_claim() -> None:
+def test_the_readme_keeps_no_block_the_pages_claim(
+    claims: tuple[set[tuple[str, str]], set[tuple[str, str | None]]],
+) -> None:
     """The README is the front door: a block a test runs from a docs page is not also left
     behind in it (where the tests would no longer look)."""
-    snippets, _ = _claims()
+    snippets, _ = claims
     readme = blocks(ROOT / "README.md")
     stale = [
         (page, s)

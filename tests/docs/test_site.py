@@ -26,6 +26,7 @@ def _hook():  # type: ignore[no-untyped-def]
     return module
 
 
+@pytest.mark.slow
 def test_the_site_anchors_are_the_ones_github_makes() -> None:
     slug = _hook().slug
     headings = [

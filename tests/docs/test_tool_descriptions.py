@@ -47,6 +47,7 @@ def test_walker_finds_nested_fields_without_descriptions() -> None:
     assert list(_undescribed(schema, "t")) == ["t.a[].b", "t.c", "t.c.d"]
 
 
+@pytest.mark.slow
 def test_every_input_field_of_every_first_party_tool_has_a_description(tmp_path: Path) -> None:
     runtime = Runtime(MeithHome(tmp_path / "home"))
     loaded = {r.id for r in runtime.discover_plugins() if r.status == "loaded"}

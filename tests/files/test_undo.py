@@ -41,9 +41,14 @@ def test_undo_steps_back_through_each_change_then_removes_a_created_file(
     gone = undo(files, ws)
     assert gone["restored"] == "deleted"
     assert not (ws / "a.txt").exists()
-    assert fails(files, "workspace_undo", {"cwd": str(ws), "path": "a.txt"}).details == {
-        "reason": "nothing to undo"
-    }
+    done = fails(files, "workspace_undo", {"cwd": str(ws), "path": "a.txt"})
+    assert done.details == {"reason": "nothing to undo"}
+    # It did change the file: the message says what is true, not that it never did.
+    assert "meith has not changed it" not in done.message
+    assert "every undo step kept for it has been used" in done.message
+    (ws / "b.txt").write_text("by hand\n")
+    never = fails(files, "workspace_undo", {"cwd": str(ws), "path": "b.txt"})
+    assert "nothing to undo for b.txt: meith has not changed it" in never.message
 
 
 def test_undo_refuses_when_the_file_changed_since_unless_forced(
@@ -124,3 +129,21 @@ def test_a_corrupt_step_is_refused_rather_than_restored(files: MeithHarness, ws:
     err = fails(files, "workspace_undo", {"cwd": str(ws), "path": "a.txt"})
     assert "does not match its hash" in err.message
     assert (ws / "a.txt").read_text() == "changed\n"
+
+
+def test_the_text_counts_undo_steps_in_words_that_agree(files: MeithHarness, ws: Path) -> None:
+    args = {"cwd": str(ws), "path": "a.txt"}
+
+    def text(tool: str, more: dict[str, str] | None = None) -> str:
+        return files.call(tool, {**args, **(more or {})}, caller="internal").text or ""
+
+    first = text("workspace_write_file", {"content": "v1\n"})
+    assert first.startswith("created a.txt (sha256 ")
+    assert "; 1 undo step)" in first
+    second = text("workspace_write_file", {"content": "v2\n"})
+    assert "; 2 undo steps)" in second
+    back = text("workspace_undo")
+    assert back.startswith("restored a.txt (sha256 ")
+    assert "; 1 undo step left)" in back
+    gone = text("workspace_undo")
+    assert gone == "removed a.txt (meith had created it); 0 undo steps left"

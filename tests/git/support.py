@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import anyio
 
 from meith_core import Runtime
 
@@ -20,3 +23,17 @@ async def call_err(rt: Runtime, name: str, args: dict[str, Any], **kw: Any) -> t
     assert not res.ok, (name, res.content)
     assert res.error is not None
     return res.error.code.value, res.error.message
+
+
+async def wait_for(predicate, what: str, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

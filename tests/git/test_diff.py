@@ -90,6 +90,16 @@ async def test_path_narrows_patches_to_one_file(git_rt, changed_repo):
     assert "-two" in files["unstaged.txt"]["diff"]
     assert all(f["diff"] == "" for p, f in files.items() if p != "unstaged.txt")
     assert len(files) == 4  # the summary still lists every file
+    assert (result["path"], result["pathMatches"]) == ("unstaged.txt", 1)
+
+
+async def test_a_path_that_matches_no_changed_file_says_so(git_rt, changed_repo):
+    result = await git_rt.call("git_diff", {"cwd": str(changed_repo), "path": "nothing.txt"})
+    assert result.ok, result.error
+    assert (result.content["path"], result.content["pathMatches"]) == ("nothing.txt", 0)
+    lines = (result.text or "").splitlines()
+    assert lines[0] == "no changes to nothing.txt (all); it matches no changed file"
+    assert lines[1].startswith("4 files changed")
 
 
 async def test_huge_untracked_file_keeps_exact_counts_and_a_capped_preview(git_rt, make_repo):
@@ -267,3 +277,18 @@ async def test_a_patch_names_both_objects_in_full(git_rt, make_repo, sh):
     sh(repo, "checkout", "--", "a.txt")
     sh(repo, "apply", "--3way", "-", input=entry["diff"])
     assert (repo / "a.txt").read_text() == "one\nTWO\n"
+
+
+def test_untracked_previews_never_read_through_a_swapped_in_symlink(tmp_path):
+    """git listed `dir/secret.txt`; by the time it is read `dir` is a link to elsewhere."""
+    from meith_plugins_git.diff import untracked_summary
+
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s1\ns2\n")
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    entry = untracked_summary(str(root), "dir/secret.txt", want_patch=True)
+    assert entry["additions"] == 0
+    assert "s1" not in entry["diff"]

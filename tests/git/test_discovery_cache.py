@@ -33,10 +33,14 @@ def cache(git_rt) -> DiscoveryCache:
 
 
 async def warm(git_rt, cache: DiscoveryCache, cwd: Path, **kw) -> None:
-    """Age the files past the racy window, then call until the cache answers."""
-    await anyio.sleep(WINDOW_S * 3)
-    for _ in range(2):  # the first call learns the paths, the second stores a snapshot
-        await call_ok(git_rt, "git_status", {"cwd": str(cwd)}, **kw)
+    """Call until the cache answers: the first call learns the paths, a later one stores a
+    snapshot once the files it read are older than the racy window."""
+    with anyio.fail_after(30):
+        while True:
+            hits = cache.hits
+            await call_ok(git_rt, "git_status", {"cwd": str(cwd)}, **kw)
+            if cache.hits == hits + 1:
+                break
     hits = cache.hits
     await call_ok(git_rt, "git_status", {"cwd": str(cwd)}, **kw)
     assert cache.hits == hits + 1, "the cache did not answer: the test would prove nothing"

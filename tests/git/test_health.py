@@ -48,6 +48,7 @@ async def test_a_repository_cannot_silence_the_warning(git_rt, make_repo, sh, mo
     assert _check((await git_rt.call("app_health")).content)["status"] == "warn"
 
 
+@pytest.mark.slow
 def test_meith_plugins_shows_the_warning_on_the_git_line(git_home, meith_home, tmp_path):
     env = {**git_env(git_home), "MEITH_HOME": str(meith_home.root), "MEITH_PLUGINS": "git"}
 

@@ -40,7 +40,7 @@ async def test_status_text_of_a_clean_and_a_non_repository(git_rt, make_repo, tm
     assert await _text(git_rt, "git_status", {"cwd": str(repo)}) == "## main\n(clean)"
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert await _text(git_rt, "git_status", {"cwd": str(plain)}) == "not a git repository"
+    assert await _text(git_rt, "git_diff", {"cwd": str(plain)}) == "not a git repository"
 
 
 async def test_diff_text_is_a_diff_git_apply_accepts(git_rt, make_repo, sh):

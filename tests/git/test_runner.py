@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 
-import anyio
 import pytest
 
-from meith_core import CancelToken, ToolError
+from meith_core import ToolError
 from meith_plugins_git.plugin import Plugin
-from meith_plugins_git.process import OutputTooLarge, run_program
 from meith_plugins_git.runner import (
     NO_HOOKS,
     READ_ONLY,
@@ -167,81 +164,6 @@ async def test_missing_git_makes_the_plugin_refuse_to_load(runtime, tmp_path, mo
     record = runtime.load_plugin("git", Plugin)
     assert record.status == "failed"
     assert "not found" in record.reason
-
-
-# -- the process runner -----------------------------------------------------------------
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-async def _wait_for(predicate, what: str) -> None:
-    with anyio.fail_after(30, shield=False):
-        while not predicate():
-            await anyio.sleep(0.02)
-
-
-@pytest.mark.anyio
-async def test_output_beyond_the_limit_stops_the_child(tmp_path):
-    with pytest.raises(OutputTooLarge):
-        await run_program(
-            [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
-            cwd=None,
-            env=dict(os.environ),
-            max_stdout=1024 * 1024,
-        )
-
-
-@pytest.mark.slow
-@pytest.mark.anyio
-async def test_cancel_token_kills_the_whole_process_group(tmp_path):
-    pid_file = tmp_path / "grandchild.pid"
-    token = CancelToken()
-    script = f"sleep 60 & echo $! > '{pid_file}'; wait"
-
-    async def cancel_when_started() -> None:
-        await _wait_for(pid_file.exists, "the grandchild to start")
-        await anyio.sleep(0.05)
-        token.cancel()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(cancel_when_started)
-        with pytest.raises(ToolError) as err:
-            await run_program(
-                ["/bin/sh", "-c", script],
-                cwd=None,
-                env=dict(os.environ),
-                max_stdout=1024,
-                cancel=token,
-            )
-    assert err.value.code == "CANCELLED"
-    grandchild = int(pid_file.read_text())
-    await _wait_for(lambda: not _alive(grandchild), "the grandchild to die")
-
-
-@pytest.mark.slow
-@pytest.mark.anyio
-async def test_task_cancellation_reaps_the_child_before_propagating(tmp_path):
-    pid_file = tmp_path / "child.pid"
-    script = f"echo $$ > '{pid_file}'; trap '' TERM; sleep 60"
-
-    async with anyio.create_task_group() as tg:
-
-        async def run() -> None:
-            await run_program(
-                ["/bin/sh", "-c", script], cwd=None, env=dict(os.environ), max_stdout=1024
-            )
-
-        tg.start_soon(run)
-        await _wait_for(pid_file.exists, "the child to start")
-        tg.cancel_scope.cancel()
-    # The child ignored SIGTERM: it was SIGKILLed after the grace period, and reaped.
-    assert not _alive(int(pid_file.read_text()))
 
 
 def test_signals_used_exist():

@@ -11,14 +11,15 @@ from tests.git.support import call_ok
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_directory_that_is_not_a_repository_gives_is_repo_false(git_rt, tmp_path):
+async def test_a_directory_that_is_not_a_repository_is_an_error_with_the_way_out(git_rt, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
-    status = await call_ok(git_rt, "git_status", {"cwd": str(plain)})
-    assert status["isRepo"] is False
-    assert status["root"] is None
-    assert status["files"] == []
-    assert status["clean"] is True
+    result = await git_rt.call("git_status", {"cwd": str(plain)})
+    assert result.error.code == "TOOL_FAILED"
+    assert result.error.message == (
+        f"Not inside a git repository: {plain} (nor any directory above it). Pass cwd: a "
+        "directory inside a repository, or run git init there to start one."
+    )
 
 
 async def test_clean_repository_reports_branch_and_clean(git_rt, make_repo):

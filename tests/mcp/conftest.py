@@ -80,6 +80,13 @@ def agent_server(
     return start
 
 
+def every_tool(args: tuple[str, ...] | list[str]) -> list[str]:
+    """`meith mcp` arguments offering every tool unless they select some: the tests of the
+    bridge's mechanics use the test plugin's tools, which no profile offers."""
+    chosen = any(a.split("=")[0] in ("--tools", "--plugins") for a in args)
+    return list(args) if chosen else [*args, "--tools", "all"]
+
+
 @asynccontextmanager
 async def stdio_client(
     srv: MeithServer | PtyServe,
@@ -88,9 +95,10 @@ async def stdio_client(
     name: str = "test-agent",
     **client_kwargs: Any,
 ) -> AsyncIterator[Client]:
-    """The SDK client over `meith mcp --no-start ARGS` on stdio."""
+    """The SDK client over `meith mcp --no-start ARGS` on stdio (every tool unless ARGS
+    select some)."""
     params = StdioServerParameters(
-        command=MEITH, args=["mcp", "--no-start", *args], env=dict(srv.cli_env)
+        command=MEITH, args=["mcp", "--no-start", *every_tool(args)], env=dict(srv.cli_env)
     )
     client = Client(
         params,
@@ -104,10 +112,25 @@ async def stdio_client(
 
 
 class HttpBridge:
-    def __init__(self, proc: subprocess.Popen[str], url: str, token: str) -> None:
+    def __init__(self, proc: subprocess.Popen[Any], url: str, token: str) -> None:
         self.proc = proc
         self.url = url
         self.token = token
+
+    @classmethod
+    def started(cls, proc: subprocess.Popen[Any], stderr: Path, srv: MeithServer) -> HttpBridge:
+        """The bridge `proc` (writing to `stderr`) once it says where it listens."""
+        found: list[str] = []
+
+        def listening() -> bool:
+            match = re.search(r"listening on (http://\S+)", stderr.read_text())
+            if match:
+                found.append(match.group(1))
+            return bool(match) or proc.poll() is not None
+
+        assert wait_until(listening, timeout=60), stderr.read_text()
+        assert found, stderr.read_text()
+        return cls(proc, found[0], srv.cli("mcp", "token").stdout.strip())
 
     @asynccontextmanager
     async def client(
@@ -134,7 +157,7 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
     def start(srv: MeithServer, *args: str) -> HttpBridge:
         err = open(tmp_path / f"bridge{len(procs)}.stderr", "w+")  # noqa: SIM115
         proc = subprocess.Popen(
-            [MEITH, "mcp", "--no-start", "--http", "127.0.0.1:0", *args],
+            [MEITH, "mcp", "--no-start", "--http", "127.0.0.1:0", *every_tool(args)],
             env=srv.cli_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -143,18 +166,7 @@ def http_bridge(tmp_path: Path) -> Iterator[Callable[..., HttpBridge]]:
             start_new_session=True,
         )
         procs.append(proc)
-        found: list[str] = []
-
-        def listening() -> bool:
-            match = re.search(r"listening on (http://\S+)", Path(err.name).read_text())
-            if match:
-                found.append(match.group(1))
-            return bool(match) or proc.poll() is not None
-
-        assert wait_until(listening, timeout=60), Path(err.name).read_text()
-        assert found, Path(err.name).read_text()
-        token = srv.cli("mcp", "token").stdout.strip()
-        return HttpBridge(proc, found[0], token)
+        return HttpBridge.started(proc, Path(err.name), srv)
 
     yield start
     for proc in procs:

@@ -46,7 +46,7 @@ async def test_auto_start_runs_a_detached_runtime_whose_output_stays_off_the_str
     site = install(tmp_path / "site")
     env = base_env(home, {"PYTHONPATH": str(site), "MCPTEST_DIR": str(tmp_path)})
     errlog = tmp_path / "bridge.stderr"
-    params = StdioServerParameters(command=MEITH, args=["mcp"], env=env)
+    params = StdioServerParameters(command=MEITH, args=["mcp", "--tools", "mcptest_*"], env=env)
     try:
         with errlog.open("w") as err:
             transport = sdk_stdio_client(params, errlog=err)

@@ -24,6 +24,7 @@ from mcp import Client
 from tests.harness import MeithServer, wait_until
 from tests.mcp.conftest import ERAS, audit_records, json_answer, stdio_client
 from tests.process.support import gone
+from tests.server.conftest import RawConnection
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -87,8 +88,11 @@ async def test_a_pause_longer_than_the_idle_timeout_keeps_the_session_and_its_de
     async with _client(srv, http_bridge, transport, era, name) as client:
         started = await _start(client, tmp_path)
         (before,) = _agent_sessions(srv, name)
-        # Three idle timeouts with nothing in flight: the agent waits for its human.
-        await anyio.sleep(3 * IDLE_TIMEOUT_S)
+        # Three idle timeouts with nothing in flight (the agent waits for its human): three
+        # silent connections, opened one after another since, were each closed for idleness.
+        for _ in range(3):
+            silent = await RawConnection.open(srv.socket)
+            assert await silent.closed_by_server(timeout=30)
         listed = await client.call_tool("list_dev_servers", {})
         assert listed.is_error is False, listed.content
         mine = {s["id"]: s for s in json_answer(listed)["result"]}

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness import MEITH
 
 INIT = {
@@ -61,7 +63,7 @@ def _converse(srv: Any, data: bytes, wait_for: set[Any]) -> tuple[int, bytes]:
     answered (stdin stays open meanwhile: at EOF the SDK fails what is still in flight), then
     close stdin and wait for the exit."""
     proc = subprocess.Popen(
-        [MEITH, "mcp", "--no-start"],
+        [MEITH, "mcp", "--no-start", "--tools", "mcptest_*"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -90,7 +92,7 @@ def _converse(srv: Any, data: bytes, wait_for: set[Any]) -> tuple[int, bytes]:
 
 def _run(srv: Any, stdin: Any, stdout: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [MEITH, "mcp", "--no-start"],
+        [MEITH, "mcp", "--no-start", "--tools", "mcptest_*"],
         stdin=stdin,
         stdout=stdout,
         stderr=subprocess.PIPE,
@@ -171,6 +173,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.slow
 def test_stray_output_goes_to_stderr_and_the_descriptors_come_back() -> None:
     """While the transport serves, fd 1 is not the MCP stream (a stray print or write lands on
     stderr); on exit fd 0 and 1 are the pipes again, blocking as they were found."""

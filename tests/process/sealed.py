@@ -4,11 +4,11 @@ uses too come from `meith_core.doctor.probes`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import http.server
 import os
 import shutil
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from meith_core import CallerInfo, landlock_status
+from meith_core import CallerInfo
 from meith_core.doctor.probes import (
     compile_constructor_library,
     free_port,
@@ -26,12 +26,6 @@ from meith_core.doctor.probes import (
 from tests.process.conftest import Proc
 from tests.process.support import eventually, ok
 
-needs_landlock = pytest.mark.skipif(
-    not landlock_status().available, reason="this kernel has no Landlock"
-)
-needs_namespaces = pytest.mark.skipif(
-    not landlock_status().namespaces, reason="no user namespaces here"
-)
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 DONE = "done-marker"
@@ -77,16 +71,6 @@ async def run_dev(
     return await eventually(finished, f"{command!r} to finish", deadline_s=60)
 
 
-def results(text: str) -> dict[str, str]:
-    """`key:value` lines of a step script."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.strip().partition(":")
-        if sep and key.isidentifier():
-            found.setdefault(key, value)
-    return found
-
-
 class _Handler(http.server.BaseHTTPRequestHandler):
     body = b"hello from the loopback\n"
 
@@ -117,8 +101,25 @@ async def until(predicate: Any, what: str) -> Any:
     return await eventually(predicate, what, deadline_s=30)
 
 
-async def sleep_a_little() -> None:
-    await asyncio.sleep(0.05)
+#: What the test itself sends a listener once the confined process is done.
+SENTINEL = b"sentinel"
+
+
+async def only_the_sentinel_arrives(
+    tcp: tuple[int, list[bytes]] | None = None, udp: tuple[int, list[bytes]] | None = None
+) -> None:
+    """Nothing the confined process sent reached these listeners: a connection and a datagram
+    sent from here after it was done arrive, and they are all that did."""
+    if tcp is not None:
+        with socket.create_connection(("127.0.0.1", tcp[0]), timeout=10) as conn:
+            conn.sendall(SENTINEL)
+    if udp is not None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.sendto(SENTINEL, ("127.0.0.1", udp[0]))
+    received = [got for _, got in (x for x in (tcp, udp) if x is not None)]
+    await until(lambda: all(received), "the sentinels")
+    for got in received:
+        assert got == [SENTINEL], got
 
 
 __all__ = [
@@ -129,11 +130,8 @@ __all__ = [
     "http_server",
     "logs",
     "needs_cc",
-    "needs_landlock",
-    "needs_namespaces",
-    "results",
+    "only_the_sentinel_arrives",
     "run_dev",
-    "sleep_a_little",
     "tcp_listener",
     "udp_listener",
     "until",

@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import psutil
 import pytest
 
-from meith_core import CancelToken
 from tests.process.conftest import Proc
-from tests.process.support import PY, descendants, eventually, gone, ok
+from tests.process.support import PY, descendants, eventually, gone, has_log, logs, ok, start
 
 pytestmark = pytest.mark.anyio
 
 HTTP_SERVER = [PY, "-m", "http.server", "0", "--bind", "127.0.0.1"]
-
-
-async def start(
-    p: Proc, cwd: Path | str, command: str, args: list[str] | None = None, **extra
-) -> dict:
-    payload = {"cwd": str(cwd), "command": command, **extra}
-    if args is not None:
-        payload["args"] = args
-    return ok(await p.rt.call("start_dev_server", payload))
-
-
-async def logs(p: Proc, pid: str) -> list[dict]:
-    return ok(await p.rt.call("get_process_logs", {"processId": pid}))["logs"]
-
-
-async def has_log(p: Proc, pid: str, text: str) -> list[dict]:
-    async def check() -> list[dict] | None:
-        entries = await logs(p, pid)
-        return entries if any(text in e["text"] for e in entries) else None
-
-    return await eventually(check, f"log line containing {text!r}")
 
 
 async def record(p: Proc, dev_id: str) -> dict:
@@ -225,6 +200,18 @@ async def test_command_with_args_runs_without_a_shell(proc: Proc, tmp_path) -> N
     assert [e["text"] for e in entries[:2]] == ["42", "second"]
 
 
+async def test_command_as_a_list_runs_without_a_shell_like_run_command(
+    proc: Proc, tmp_path
+) -> None:
+    literal = "$HOME; echo injected"
+    dev = await start(proc, tmp_path, ["printf", "[%s]\\n"], [literal])
+    assert (dev["command"], dev["args"]) == ("printf", ["[%s]\\n", literal])
+    entries = await has_log(proc, dev["id"], "exited with code 0")
+    assert entries[0]["text"] == f"[{literal}]"
+    alone = await start(proc, tmp_path, ["true"])
+    await has_log(proc, alone["id"], "exited with code 0")
+
+
 async def test_a_duplicate_start_returns_the_running_server(proc: Proc, tmp_path) -> None:
     first = await start(proc, tmp_path, "sleep 300")
     res = await proc.rt.call("start_dev_server", {"cwd": str(tmp_path), "command": "sleep 300"})
@@ -297,160 +284,3 @@ async def test_wait_for_a_log_line(proc: Proc, tmp_path) -> None:
     )
     assert server["id"] == dev["id"]
     assert server["status"] == "running"
-
-
-@pytest.mark.slow
-async def test_attach_replays_then_streams_with_levels_and_prefixes_until_cancelled(
-    proc: Proc, tmp_path
-) -> None:
-    trigger = tmp_path / "go"
-    script = f"echo one; echo two >&2; while [ ! -e {trigger} ]; do sleep 0.05; done; echo three; sleep 300"
-    dev = await start(proc, tmp_path, script)
-    await has_log(proc, dev["id"], "two")
-    events: list[dict] = []
-    cancel = CancelToken()
-    task_result: dict = {}
-
-    async def attach() -> None:
-        res = await proc.rt.call(
-            "attach_process_logs", {"devServerId": dev["id"]}, on_event=events.append, cancel=cancel
-        )
-        task_result["res"] = res
-
-    import anyio
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(attach)
-        await eventually(lambda: len(events) >= 2, "replayed lines")
-        trigger.touch()
-        await eventually(lambda: len(events) >= 3, "the live line")
-        cancel.cancel()
-    res = task_result["res"]
-    assert ok(res) == {"devServerId": dev["id"], "attached": True}
-    assert events == [
-        {"kind": "log", "level": "info", "message": "one"},
-        {"kind": "log", "level": "warn", "message": "[stderr] two"},
-        {"kind": "log", "level": "info", "message": "three"},
-    ]
-    # By cwd: the newest server in that directory.
-    events.clear()
-    cancel = CancelToken()
-
-    async def attach_cwd() -> None:
-        task_result["cwd"] = await proc.rt.call(
-            "attach_process_logs", {"cwd": str(tmp_path)}, on_event=events.append, cancel=cancel
-        )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(attach_cwd)
-        await eventually(lambda: len(events) >= 3, "the replay")
-        ok(await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]}))
-        await eventually(
-            lambda: any("exited with code" in e["message"] for e in events), "the exit line"
-        )
-        cancel.cancel()
-    assert ok(task_result["cwd"])["devServerId"] == dev["id"]
-    assert events[3] == {"kind": "log", "level": "info", "message": "[system] stopping (SIGTERM)"}
-    res = await proc.rt.call("attach_process_logs", {"cwd": str(tmp_path / "elsewhere")})
-    assert res.error.code in ("TOOL_FAILED", "VALIDATION_ERROR")
-    (tmp_path / "empty").mkdir()
-    res = await proc.rt.call("attach_process_logs", {"cwd": str(tmp_path / "empty")})
-    assert res.error.message == f"No dev server running in {tmp_path / 'empty'}"
-
-
-async def test_attach_without_replay_sends_only_new_lines(proc: Proc, tmp_path) -> None:
-    import anyio
-
-    trigger = tmp_path / "go"
-    dev = await start(
-        proc,
-        tmp_path,
-        f"echo old; while [ ! -e {trigger} ]; do sleep 0.05; done; echo new; sleep 300",
-    )
-    await has_log(proc, dev["id"], "old")
-    buffer = proc.plugin.dev_servers.by_id[dev["id"]].logs
-    events: list[dict] = []
-    cancel = CancelToken()
-
-    async def attach() -> None:
-        await proc.rt.call(
-            "attach_process_logs",
-            {"devServerId": dev["id"], "replay": False},
-            on_event=events.append,
-            cancel=cancel,
-        )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(attach)
-        await eventually(lambda: len(buffer._subscribers) == 1, "the subscription")
-        trigger.touch()
-        await eventually(lambda: events, "the new line")
-        cancel.cancel()
-    assert events == [{"kind": "log", "level": "info", "message": "new"}]
-    assert buffer._subscribers == []
-
-
-@pytest.mark.slow
-async def test_ten_attached_clients_each_get_every_line_in_order(proc: Proc, tmp_path) -> None:
-    import anyio
-
-    lines = 20_000
-    trigger = tmp_path / "go"
-    code = (
-        "import os,sys,time\n"
-        "print('ready', flush=True)\n"
-        f"while not os.path.exists({str(trigger)!r}): time.sleep(0.02)\n"
-        f"sys.stdout.write(''.join(f'line {{i}}\\n' for i in range({lines})))\n"
-        "print('done', flush=True)\n"
-        "time.sleep(300)\n"
-    )
-    dev = await start(proc, tmp_path, PY, ["-c", code])
-    await has_log(proc, dev["id"], "ready")
-    clients = 10
-    received: list[list[str]] = [[] for _ in range(clients)]
-    cancel = CancelToken()
-    results: list = [None] * clients
-
-    async def attach(i: int) -> None:
-        results[i] = await proc.rt.call(
-            "attach_process_logs",
-            {"devServerId": dev["id"]},
-            # A log event carries one line or several joined by newlines.
-            on_event=lambda e, i=i: received[i].extend(e["message"].split("\n")),
-            cancel=cancel,
-        )
-
-    async with anyio.create_task_group() as tg:
-        for i in range(clients):
-            tg.start_soon(attach, i)
-        # Replay and subscription are atomic: a client that has replayed "ready" is subscribed.
-        await eventually(lambda: all(r[:1] == ["ready"] for r in received), "every client attached")
-        trigger.touch()
-        await eventually(
-            lambda: all(r and r[-1] == "done" for r in received), "every line everywhere"
-        )
-        cancel.cancel()
-    expected = ["ready", *(f"line {i}" for i in range(lines)), "done"]
-    for i in range(clients):
-        assert received[i] == expected, f"client {i}"
-        assert ok(results[i]) == {"devServerId": dev["id"], "attached": True}
-
-
-async def test_get_process_tree_lists_terminals_and_servers_with_children(
-    proc: Proc, tmp_path
-) -> None:
-    dev = await start(proc, tmp_path, "sleep 300 & sleep 301 & wait")
-    term = ok(await proc.rt.call("create_terminal", {"shell": "/bin/sh"}))
-    await eventually(lambda: len(descendants(dev["pid"])) >= 2, "children")
-    tree = ok(await proc.rt.call("get_process_tree", {}))["processes"]
-    by_id = {t["id"]: t for t in tree}
-    assert by_id[term["id"]]["kind"] == "terminal"
-    assert by_id[term["id"]]["tree"]["pid"] == term["pid"]
-    node = by_id[dev["id"]]["tree"]
-    assert node["pid"] == dev["pid"]
-    assert node["ppid"] == os.getpid()
-    assert sorted(c["command"] for c in node["children"]) == ["sleep 300", "sleep 301"]
-    assert all(c["ppid"] == dev["pid"] for c in node["children"])
-    ok(await proc.rt.call("stop_dev_server", {"devServerId": dev["id"]}))
-    tree = ok(await proc.rt.call("get_process_tree", {}))["processes"]
-    assert next(t for t in tree if t["id"] == dev["id"])["tree"] is None

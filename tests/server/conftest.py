@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import struct
 import tempfile
+import termios
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -81,6 +84,13 @@ class RawConnection:
         )
         return frame["result"]  # type: ignore[no-any-return]
 
+    def unread(self) -> int:
+        """Bytes sent that the server has not read yet: still in this side's buffer, or queued in
+        the socket (`TIOCOUTQ` counts what the peer has not consumed)."""
+        sock = self.writer.get_extra_info("socket")
+        (queued,) = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))
+        return self.writer.transport.get_write_buffer_size() + int(queued)
+
     async def closed_by_server(self, timeout: float = 10.0) -> bool:
         try:
             while True:
@@ -96,6 +106,15 @@ class RawConnection:
             await self.writer.wait_closed()
         except (ConnectionResetError, BrokenPipeError):
             pass
+
+
+async def until(predicate: Callable[[], Any], what: str = "the condition") -> None:
+    """Poll `predicate` on the event loop (the in-process server runs there too) until true."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not predicate():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
 
 
 class Served:
@@ -139,7 +158,8 @@ async def served(
     runtime.approve_plugin("probe")
     await runtime.start()
     bound = bind_socket(short_socket_path(), create_dir=False)
-    server = SocketServer(runtime, bound, **server_options)
+    # The clients of these tests live in the runtime's own process.
+    server = SocketServer(runtime, bound, admit_own_process=True, **server_options)
     runtime.socket_path = server.socket_path
     runtime.server = server
     await server.start()

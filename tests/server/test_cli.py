@@ -449,7 +449,8 @@ def test_grants_add_list_revoke_and_the_runtime_follows(probe_server, tmp_path) 
     )
     bad = srv.cli("grants", "add", "--capability", "read-only")
     assert bad.returncode == 2
-    assert "need no grant" in bad.stderr
+    assert "needs no grant to run" in bad.stderr
+    assert "--tool get_audit_log" in bad.stderr
 
 
 def test_audit_table_filters_and_json(probe_server) -> None:

@@ -1,57 +1,14 @@
-"""The Python clients: finding the runtime, the blocking Client and the AsyncClient."""
+"""The Python clients against a real socket server: the blocking Client and the AsyncClient."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 
 import pytest
 
-from meith_core import MeithHome, ToolResult
-from meith_core.base.instances import resolve_target
-from meith_core.client import AsyncClient, Client, ConnectError
-
-
-def test_target_resolution_prefers_socket_then_instance_then_env_then_newest_then_config(
-    tmp_path, monkeypatch
-) -> None:
-    home = MeithHome(tmp_path / "home").ensure()
-    monkeypatch.delenv("MEITH_SOCKET", raising=False)
-    assert resolve_target(home).source == "default"
-    home.config_path.write_text(json.dumps({"socketPath": "/from/config.sock"}))
-    assert resolve_target(home).socket_path == "/from/config.sock"
-    # Live instances: the pid must exist and the socket path must be a socket.
-    import socket as socketlib
-
-    sockets = []
-    for name, started in (("old", 1), ("new", 2)):
-        path = str(tmp_path / f"{name}.sock")
-        s = socketlib.socket(socketlib.AF_UNIX)
-        s.bind(path)
-        sockets.append(s)
-        home.instances_dir.mkdir(exist_ok=True)
-        pid = os.getpid() if name == "new" else os.getppid()
-        (home.instances_dir / f"{pid}.json").write_text(
-            json.dumps({"pid": pid, "socketPath": path, "startedAt": started, "label": name})
-        )
-    assert resolve_target(home).socket_path == str(tmp_path / "new.sock")
-    assert resolve_target(home, instance="old").socket_path == str(tmp_path / "old.sock")
-    assert resolve_target(home, instance=str(os.getpid())).socket_path == str(tmp_path / "new.sock")
-    monkeypatch.setenv("MEITH_SOCKET", "/from/env.sock")
-    assert resolve_target(home).socket_path == "/from/env.sock"
-    assert resolve_target(home, socket_path="/explicit.sock").socket_path == "/explicit.sock"
-    with pytest.raises(Exception, match='No live instance matches "ghost"'):
-        resolve_target(home, instance="ghost")
-    for s in sockets:
-        s.close()
-
-
-def test_client_without_a_runtime_says_where_it_looked_and_what_to_do(tmp_path) -> None:
-    path = str(tmp_path / "none.sock")
-    with pytest.raises(ConnectError) as err:
-        Client(path)
-    assert str(err.value) == f"No meith runtime is listening at {path}. Start one with: meith serve"
+from meith_core import ToolResult
+from meith_core.client import AsyncClient, Client
+from tests.server.conftest import until
 
 
 @pytest.mark.anyio
@@ -127,7 +84,7 @@ async def test_cancelling_an_awaited_async_call_cancels_it_in_the_runtime(served
 async def test_async_client_raises_when_the_runtime_goes_away(served) -> None:
     client = await AsyncClient.connect(served.socket)
     call = asyncio.ensure_future(client.call("probe_sleep", {"seconds": 60}))
-    await asyncio.sleep(0.2)
+    await until(lambda: served.runtime.pipeline.in_flight == 1, "the call to run")
     for conn in list(served.server.connections):
         conn.abort()
     with pytest.raises(Exception, match="Connection closed by runtime"):

@@ -4,13 +4,13 @@ ends at once when its client says it is done (`end_session`)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from meith_core import CallerInfo, CallerKind
 from meith_core.client.aio import AsyncClient
+from tests.server.conftest import until
 
 pytestmark = pytest.mark.anyio
 
@@ -22,14 +22,6 @@ async def _hello(served: Any, **fields: Any) -> tuple[Any, dict[str, Any]]:
     return conn, await conn.next()
 
 
-async def _until(predicate: Any) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not predicate():
-        assert loop.time() < deadline, "condition never became true"
-        await asyncio.sleep(0.01)
-
-
 async def test_a_resumable_session_survives_its_connection_and_is_resumed(served) -> None:
     runtime = served.runtime
     first, welcome = await _hello(served, resumable=True)
@@ -37,7 +29,7 @@ async def test_a_resumable_session_survives_its_connection_and_is_resumed(served
     assert token.startswith("mrt_")
     runtime.grant(CallerInfo(CallerKind.AGENT, session_id=session_id), ["writes-files"])
     await first.close()
-    await _until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
+    await until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
     listed = {s["sessionId"]: s for s in runtime.list_sessions()}
     assert listed[session_id]["state"] == "detached"
 
@@ -70,7 +62,7 @@ async def test_end_session_ends_it_with_the_connection(served) -> None:
     session_id = welcome["sessionId"]
     await conn.send({"type": "end_session"})
     await conn.close()
-    await _until(lambda: session_id not in runtime.sessions)
+    await until(lambda: session_id not in runtime.sessions)
     again, refused = await _hello(served, resumeToken=welcome["resumeToken"])
     assert refused["type"] == "error"
     await again.close()
@@ -82,7 +74,7 @@ async def test_a_session_that_did_not_ask_to_be_resumable_ends_with_its_connecti
     conn, welcome = await _hello(served)
     assert "resumeToken" not in welcome
     await conn.close()
-    await _until(lambda: welcome["sessionId"] not in served.runtime.sessions)
+    await until(lambda: welcome["sessionId"] not in served.runtime.sessions)
 
 
 @pytest.mark.parametrize("server_options", [{"resume_window_s": 0.05, "watch_interval_s": 0.02}])
@@ -92,7 +84,7 @@ async def test_a_detached_session_ends_when_nobody_resumes_it_in_time(served) ->
     session_id = welcome["sessionId"]
     runtime.grant(CallerInfo(CallerKind.AGENT, session_id=session_id), ["writes-files"])
     await conn.close()
-    await _until(lambda: session_id not in runtime.sessions)
+    await until(lambda: session_id not in runtime.sessions)
     assert runtime.permissions.is_revoked(session_id)
 
 
@@ -112,7 +104,11 @@ async def test_a_client_pings_often_enough_for_the_idle_timeout_it_was_told(serv
     try:
         welcome = await client.hello(resumable=True)
         assert welcome["idleTimeoutS"] == 0.3
-        await asyncio.sleep(1.0)  # well past the idle timeout, with nothing in flight
+        # Well past the idle timeout with nothing in flight: three silent connections, opened
+        # one after another since the client last spoke, were each closed for idleness.
+        for _ in range(3):
+            silent = await served.connect()
+            assert await silent.closed_by_server(timeout=30)
         assert not client.closed
         result = await client.call("probe_echo", {})
         assert result.ok
@@ -134,8 +130,8 @@ async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_c
     session_id = link.session_id
     for conn in list(served.server.connections):  # as the idle timeout would
         conn.close("closed under the bridge")
-    await _until(lambda: not link.usable)
-    await _until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
+    await until(lambda: not link.usable)
+    await until(lambda: (s := runtime.sessions.get(session_id)) is not None and s.detached)
 
     again = await RuntimeLink.connect(
         served.socket, label="bridge", cwd="/", answers_call_approvals=True, resume=link
@@ -143,7 +139,7 @@ async def test_the_bridge_link_resumes_its_session_when_the_runtime_closed_its_c
     assert (again.resumed, again.session_id) == (True, session_id)
     assert runtime.sessions.get(session_id).approver is not None  # type: ignore[union-attr]
     await again.aclose()  # a deliberate close ends the session
-    await _until(lambda: session_id not in runtime.sessions)
+    await until(lambda: session_id not in runtime.sessions)
 
     # A session that has ended cannot be resumed: the next link is a new session.
     fresh = await RuntimeLink.connect(
@@ -160,4 +156,4 @@ async def test_a_connection_the_runtime_closes_ends_its_session_too(served) -> N
     it is not left listed, holding its grants."""
     conn, welcome = await _hello(served)
     assert await conn.closed_by_server()
-    await _until(lambda: welcome["sessionId"] not in served.runtime.sessions)
+    await until(lambda: welcome["sessionId"] not in served.runtime.sessions)

@@ -48,7 +48,7 @@ def test_an_agent_call_waits_and_a_click_allows_it(
     expect(card).to_have_count(1)
     expect(card).to_contain_text("test-agent wants to run probe_write")
     expect(card).to_contain_text("writes-files")
-    expect(card).to_contain_text('"name": "allowed"')
+    expect(card).to_contain_text("name: allowed")  # the core's rendering, whole
     # Where it acts, in the same words as the elicitation and the serve prompt.
     expect(card.locator(".runs")).to_contain_text("Acts on: ")
     assert "result" not in box  # the agent's call is still waiting

@@ -13,7 +13,7 @@ import pytest
 
 from tests.mcp.conftest import stdio_client
 from tests.ui.conftest import Console
-from tests.ui.test_door import login, request
+from tests.ui.test_guard import login, request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -80,8 +80,9 @@ _EXPORTS: dict[str, str] = {
     "GitMetadataWatch": "meith_core.confine.planted_watch",
     "PlantedGit": "meith_core.confine.planted_report",
     "PlantedGitReport": "meith_core.confine.planted_report",
-    "GIT_PROGRAM_KEYS": "meith_core.confine.planted_keys",
-    "is_program_valued": "meith_core.confine.planted_keys",
+    "GIT_RISKY_KEYS": "meith_core.confine.planted_keys",
+    "GitKey": "meith_core.confine.planted_keys",
+    "git_key_risk": "meith_core.confine.planted_keys",
     # the secret paths: what confined processes cannot read and read tools refuse to agents
     "DEFAULT_SECRET_PATHS": "meith_core.confine.secret_paths",
     "secret_paths": "meith_core.confine.secret_paths",
@@ -94,13 +95,14 @@ _EXPORTS: dict[str, str] = {
     "MeithHome": "meith_core.base.home",
     "ApprovalAnswer": "meith_core.protocol.call_approval",
     "ApprovalRequest": "meith_core.protocol.call_approval",
+    "ApprovalView": "meith_core.protocol.call_approval",
 }
 
 __all__ = [
     "CALLBACK_ENV",
     "DEFAULT_SECRET_PATHS",
     "DEFAULT_SECRET_PATTERNS",
-    "GIT_PROGRAM_KEYS",
+    "GIT_RISKY_KEYS",
     "NO_TIMEOUT",
     "PLUGIN_API",
     "PRIVATE_FILE_MODE",
@@ -108,6 +110,7 @@ __all__ = [
     "ActsOn",
     "ApprovalAnswer",
     "ApprovalRequest",
+    "ApprovalView",
     "Beneath",
     "CallerInfo",
     "CallerKind",
@@ -119,6 +122,7 @@ __all__ = [
     "Diagnostic",
     "ErrorCode",
     "EventKind",
+    "GitKey",
     "GitMetadataWatch",
     "LinkOnTheWay",
     "MeithHome",
@@ -140,10 +144,10 @@ __all__ = [
     "compile_pattern",
     "ensure_private_dir",
     "error_result",
+    "git_key_risk",
     "git_metadata_containing",
     "gitdir_of",
     "hookimpl",
-    "is_program_valued",
     "is_secret_path",
     "is_session_callback",
     "is_within",
@@ -219,7 +223,7 @@ if TYPE_CHECKING:
     from meith_core.confine.gitdirs import git_metadata_containing, gitdir_of
     from meith_core.confine.hooks import write_hook_launchers
     from meith_core.confine.plan import Confinement
-    from meith_core.confine.planted_keys import GIT_PROGRAM_KEYS, is_program_valued
+    from meith_core.confine.planted_keys import GIT_RISKY_KEYS, GitKey, git_key_risk
     from meith_core.confine.planted_report import PlantedGit, PlantedGitReport
     from meith_core.confine.planted_watch import GitMetadataWatch
     from meith_core.confine.protected import write_refusal
@@ -244,7 +248,7 @@ if TYPE_CHECKING:
     from meith_core.host.runtime import Runtime
     from meith_core.host.settings import SettingsSection
     from meith_core.policy.request import ActsOn
-    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
+    from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, ApprovalView
     from meith_core.protocol.caller import CallerInfo, CallerKind
     from meith_core.protocol.capabilities import Capability
     from meith_core.protocol.errors import ErrorCode, ToolError

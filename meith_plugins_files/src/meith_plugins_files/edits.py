@@ -9,7 +9,6 @@ with a message that says how many matches there were and where.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -48,16 +47,25 @@ def _find_all(text: str, needle: str) -> list[int]:
     return out
 
 
+def _ignoring_whitespace(text: str, old: str) -> list[int]:
+    """Where `old` is in `text` when all whitespace is left out of both (`sum( items )` is
+    at `sum(items)`), as offsets into `text`."""
+    needle = "".join(old.split())
+    if not needle:
+        return []
+    kept = [i for i, ch in enumerate(text) if not ch.isspace()]
+    squeezed = "".join(text[i] for i in kept)
+    return [kept[o] for o in _find_all(squeezed, needle)]
+
+
 def _not_found(text: str, old: str, number: int, where: str) -> ToolError:
     hints = []
-    loose = r"\s+".join(re.escape(part) for part in old.split())
-    if loose:
-        found = [m.start() for m in re.finditer(loose, text)]
-        if found:
-            hints.append(
-                f"it matches at {_lines_list(text, found)} when whitespace is ignored "
-                "(check indentation and line breaks)"
-            )
+    found = _ignoring_whitespace(text, old)
+    if found:
+        hints.append(
+            f"it matches at {_lines_list(text, found)} when whitespace is ignored "
+            "(check spaces, indentation and line breaks)"
+        )
     first = next((line.strip() for line in old.splitlines() if line.strip()), "")
     if not hints and first and first != old.strip():
         found = _find_all(text, first)

@@ -55,8 +55,12 @@ def read_file(c: dict[str, Any]) -> str:
     return f"{head}\n{body}" if body else head
 
 
-def _written(c: dict[str, Any], verb: str) -> str:
-    head = f"{verb} {_name(c['path'])} (sha256 {c['sha256']}; {c['undoSteps']} undo steps)"
+def _steps(n: int) -> str:
+    return f"{n} undo step" if n == 1 else f"{n} undo steps"
+
+
+def _written(c: dict[str, Any], verb: str, left: str = "") -> str:
+    head = f"{verb} {_name(c['path'])} (sha256 {c['sha256']}; {_steps(c['undoSteps'])}{left})"
     return f"{head}\n{c['diff']}" if c.get("diff") else f"{head}; no change"
 
 
@@ -77,10 +81,8 @@ def _replacements(c: dict[str, Any]) -> str:
 
 def undo(c: dict[str, Any]) -> str:
     if c["restored"] == "deleted":
-        return (
-            f"removed {_name(c['path'])} (meith had created it); {c['undoSteps']} undo steps left"
-        )
-    return _written(c, "restored")
+        return f"removed {_name(c['path'])} (meith had created it); {_steps(c['undoSteps'])} left"
+    return _written(c, "restored", " left")
 
 
 def list_files(c: dict[str, Any]) -> str:
@@ -93,14 +95,22 @@ def list_files(c: dict[str, Any]) -> str:
 
 
 def search(c: dict[str, Any]) -> str:
+    """`path:line:col: text` per hit; context lines as `path-line- text`, each line once, and
+    `--` between runs of lines that do not follow each other (as grep prints them)."""
     out: list[str] = []
+    last: tuple[str, int] | None = None  # the file and line printed last
     for m in c["matches"]:
         name = _name(m["path"])
-        for i, text in enumerate(m.get("before") or [], m["line"] - len(m.get("before") or [])):
+        before = m.get("before")
+        first = m["line"] - len(before or [])
+        if before is not None and last is not None and last != (m["path"], first - 1):
+            out.append("--")
+        for i, text in enumerate(before or [], first):
             out.append(f"{name}-{i}- {text}")
         out.append(f"{name}:{m['line']}:{m['column']}: {m['text']}")
         for i, text in enumerate(m.get("after") or [], m["line"] + 1):
             out.append(f"{name}-{i}- {text}")
+        last = (m["path"], m["line"] + len(m.get("after") or []))
     if c["truncated"]:
         out.append(f"... limit of {c['count']} matches reached; narrow the query, path or glob")
     return "\n".join(out) if out else "no matches"

@@ -1,17 +1,17 @@
-"""ripgrep: finding the binary, the one argv builder, and running it as a bounded stream.
+"""ripgrep: the one argv builder, and its output read as listings and search hits (finding
+and running rg is `rg_run`).
 
-`rg` comes from the `ripgrep` wheel (installed beside this interpreter's scripts) or, failing
-that, from PATH. It runs with `--no-config` and a fixed environment (a `RIPGREP_CONFIG_PATH`
-could otherwise add `--pre`, which runs a program per file), never follows links, and reads
-caller text only as the value of `--regexp` and paths only after `--`.
+rg runs with `--no-config` and a fixed environment (a `RIPGREP_CONFIG_PATH` could otherwise add
+`--pre`, which runs a program per file), never follows links, reads caller text only as the
+value of `--regexp` and paths only after `--`, and is given names only as literal globs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from meith_plugins_files.hits import Hit, add_context, parse_record, strip_line
 from meith_plugins_files.rg_run import Run
 
 #: Directories skipped unless `includeIgnored`: the original's list, and Python's caches.
@@ -33,8 +33,6 @@ DEFAULT_IGNORED_DIRS: Final = (
 )
 #: Files larger than this are not searched.
 MAX_SEARCH_FILE: Final = "1M"
-#: Longest line text kept in a search hit.
-MAX_HIT_CHARS: Final = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,52 +197,6 @@ def _relative(raw: bytes) -> str | None:
     return name[2:] if name.startswith("./") else name
 
 
-def _record(rest: bytes) -> tuple[int, int | None, bytes] | None:
-    """`line:column:text` -> (line, byte column, text); `line-text` (context) -> (line, None,
-    text); anything else (never printed by rg) -> None."""
-    digits = len(rest) - len(rest.lstrip(b"0123456789"))
-    if not digits:
-        return None
-    line, sep = int(rest[:digits]), rest[digits : digits + 1]
-    if sep == b"-":
-        return line, None, rest[digits + 1 :]
-    if sep != b":":
-        return None
-    column, colon, text = rest[digits + 1 :].partition(b":")
-    if not colon or not column.isdigit():
-        return None
-    return line, int(column), text
-
-
-@dataclass
-class Hit:
-    path: str
-    line: int
-    column: int
-    text: str
-    before: list[str] | None = None
-    after: list[str] | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The hit as `SearchMatch` writes it, without the absent context keys."""
-        out: dict[str, Any] = {
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "text": self.text,
-        }
-        if self.before is not None:
-            out["before"] = self.before
-        if self.after is not None:
-            out["after"] = self.after
-        return out
-
-
-def _strip(line: str) -> str:
-    line = line.rstrip("\r\n")
-    return line if len(line) <= MAX_HIT_CHARS else line[:MAX_HIT_CHARS] + "…"
-
-
 async def search(
     rg: str,
     cwd: str,
@@ -267,9 +219,7 @@ async def search(
 
     def close_file() -> None:
         if context:
-            for hit in file_hits:
-                hit.before = _around(seen, range(hit.line - context, hit.line))
-                hit.after = _around(seen, range(hit.line + 1, hit.line + context + 1))
+            add_context(file_hits, seen, context)
         seen.clear()
         file_hits.clear()
 
@@ -280,7 +230,7 @@ async def search(
     def consume(chunk: bytes) -> bool:
         nonlocal current, path, truncated
         for raw_path, rest in records.split(chunk):
-            parsed = _record(rest)
+            parsed = parse_record(rest)
             if parsed is None:
                 continue
             line, byte_column, raw_text = parsed
@@ -294,14 +244,14 @@ async def search(
             text = raw_text.decode("utf-8", "replace")
             if byte_column is None:
                 if context:
-                    seen[line] = _strip(text)
+                    seen[line] = strip_line(text)
                 continue
             if len(hits) >= limit:
                 truncated = True
                 return True
             # rg counts the column in bytes; a hit's column counts characters.
             column = len(raw_text[: byte_column - 1].decode("utf-8", "replace")) + 1
-            hit = Hit(path, line, column, _strip(text))
+            hit = Hit(path, line, column, strip_line(text))
             hits.append(hit)
             if context:
                 seen[line] = hit.text
@@ -314,7 +264,3 @@ async def search(
     if not truncated and (error := run.failure()) is not None:
         raise error
     return hits, truncated
-
-
-def _around(seen: dict[int, str], lines: Iterable[int]) -> list[str]:
-    return [seen[n] for n in lines if n in seen]

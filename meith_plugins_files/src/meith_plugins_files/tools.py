@@ -47,7 +47,7 @@ from meith_plugins_files.scope import (
     workspace_root,
 )
 from meith_plugins_files.textio import encode, sha256_hex
-from meith_plugins_files.undo import UndoStore
+from meith_plugins_files.undo import MAX_STEPS, UndoStore
 from meith_plugins_files.writer import delete_file, read_current, replace_file
 
 #: Under `$MEITH_HOME/state/`: this plugin's private directory.
@@ -281,7 +281,14 @@ class FileTools:
             if step is None:
                 raise ToolError(
                     ErrorCode.TOOL_FAILED,
-                    f"no undo step for {target.display}: meith has not changed it",
+                    f"nothing to undo for {target.display}: "
+                    + (
+                        f"every undo step kept for it has been used (the last {MAX_STEPS} "
+                        "changes of a file are kept)"
+                        if store.ever_kept(opened.path)
+                        else "meith has not changed it (undo takes back what "
+                        "workspace_write_file and workspace_apply_patch changed)"
+                    ),
                     {"reason": "nothing to undo"},
                 )
             cur = read_current(opened)

@@ -76,6 +76,10 @@ class UndoStore:
     def count(self, path: Path) -> int:
         return len(self._names(path))
 
+    def ever_kept(self, path: Path) -> bool:
+        """Whether a step was ever kept for `path` (its steps may all be undone since)."""
+        return self._dir(path).is_dir()
+
     def last(self, path: Path) -> Step | None:
         """The newest step, or None (a step that cannot be read is dropped)."""
         for name in reversed(self._names(path)):

@@ -32,7 +32,11 @@ from meith_plugins_git.repoconfig import (
 )
 from meith_plugins_git.runner import BASE_CONFIG, Git, GitFailed, Profile
 
-NOT_A_REPO = "Not inside a git repository."
+#: Said when a directory is not inside a repository, with the way out.
+NOT_A_REPO = (
+    "Not inside a git repository: {cwd} (nor any directory above it). Pass cwd: a directory "
+    "inside a repository, or run git init there to start one."
+)
 
 _NOT_REPO_MESSAGES = ("not a git repository", "must be run in a work tree")
 
@@ -78,6 +82,7 @@ async def discover(git: Git, ctx: ToolContext, cwd: str) -> Repo | None:
             git.hidden_paths,
             git.report_planted,
             net=held.net,
+            sockets=held.sockets,
             on_refused=ctx.refusal_recorder(),
         )
     return Repo(
@@ -204,5 +209,5 @@ def _real_paths(start: str, top: str, git_dir: str, common: str) -> tuple[str, s
 async def require_repo(git: Git, ctx: ToolContext, cwd: str) -> Repo:
     repo = await discover(git, ctx, cwd)
     if repo is None:
-        raise ToolError(ErrorCode.TOOL_FAILED, NOT_A_REPO, {"cwd": cwd})
+        raise ToolError(ErrorCode.TOOL_FAILED, NOT_A_REPO.format(cwd=cwd), {"cwd": cwd})
     return repo

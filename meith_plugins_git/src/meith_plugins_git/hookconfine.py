@@ -51,6 +51,8 @@ class HookConfinement:
     report: ReportPlanted | None = field(default=None, compare=False)
     #: The network destinations the holding grant names (`--net`); none: no network.
     net: tuple[str, ...] = ()
+    #: The Unix sockets the holding grant names (`--socket`); none: none of the user's.
+    sockets: tuple[str, ...] = ()
     #: Where refused destinations are reported (the audit trail).
     on_refused: Callable[[str, str], None] | None = field(default=None, compare=False)
 
@@ -76,10 +78,11 @@ def executable_hooks(hooks_dir: str) -> list[str]:
 @contextlib.contextmanager
 def confined_hooks_dir(
     confinement: HookConfinement, hooks_dir: str
-) -> Iterator[tuple[str, GitMetadataWatch | None]]:
+) -> Iterator[tuple[str, GitMetadataWatch | None, tuple[int, ...]]]:
     """A private hooks directory whose launchers run the hooks of `hooks_dir` confined (the
-    core's one spawn sequence, `meith_core.write_hook_launchers`), and the watch to scan once
-    the command is done (None when there is no hook to run)."""
+    core's one spawn sequence, `meith_core.write_hook_launchers`), the watch to scan once the
+    command is done (None when there is no hook to run), and the descriptors git must inherit
+    for the hooks (their control channel)."""
     launchers = tempfile.mkdtemp(prefix="meith-hooks-")
     confined = None
     try:
@@ -89,19 +92,19 @@ def confined_hooks_dir(
             hide=confinement.hide,
             protect=[launchers],
             net=confinement.net,
+            sockets=confinement.sockets,
             on_refused=confinement.on_refused,
-            forward_ports=False,
         )
         names = executable_hooks(hooks_dir)
         if confined is None:
             # No Landlock here: `enforced` is False and the caller runs no hook at all.
-            yield launchers, None
+            yield launchers, None, ()
             return
         # The hooks of this one command reach the grant's destinations through a gate of their
         # own (its threads live as long as the command).
-        confined.open_network_sync()
+        confined.open_network()
         write_hook_launchers(confined, hooks_dir, names, launchers)
-        yield launchers, confined.watch if names else None
+        yield launchers, confined.watch if names else None, confined.pass_fds
     finally:
         if confined is not None:
             confined.cleanup()

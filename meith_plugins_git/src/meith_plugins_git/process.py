@@ -75,8 +75,10 @@ async def run_program(
     max_stdout: int,
     cancel: CancelToken | None = None,
     on_kill: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Completed:
-    """Run `argv` (no shell) and collect its output.
+    """Run `argv` (no shell) and collect its output. `pass_fds`: descriptors the child
+    inherits (the control channel of the confined hooks it runs).
 
     Raises `OutputTooLarge` when stdout exceeds `max_stdout`, `ToolError(CANCELLED)` when
     `cancel` fires. When the call is cancelled from outside (its task or scope is cancelled),
@@ -94,6 +96,7 @@ async def run_program(
         stderr=subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,
     )
     stopped = False
 

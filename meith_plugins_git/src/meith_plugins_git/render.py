@@ -68,12 +68,17 @@ def diff_text(result: dict[str, Any]) -> str:
     if not result.get("isRepo"):
         return _NOT_A_REPO
     files = result.get("files", ())
+    scope = result.get("scope", "all")
+    lines = []
+    if result.get("path") and not result.get("pathMatches"):
+        # Asked for one path and none of the changes is it: say so first, then what changed.
+        lines.append(f"no changes to {result['path']} ({scope}); it matches no changed file")
     if not files:
-        return f"no changes ({result.get('scope', 'all')})"
-    lines = [
+        return "\n".join(lines) or f"no changes ({scope})"
+    lines.append(
         f"{len(files)} files changed, +{result.get('totalAdditions', 0)} "
-        f"-{result.get('totalDeletions', 0)} ({result.get('scope', 'all')})"
-    ]
+        f"-{result.get('totalDeletions', 0)} ({scope})"
+    )
     for f in files:
         patch = f.get("diff") or ""
         if patch:

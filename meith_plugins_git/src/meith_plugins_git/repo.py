@@ -74,9 +74,10 @@ class Repo:
         with contextlib.ExitStack() as stack:
             hooks_path = None
             watch = None
+            fds: tuple[int, ...] = ()
             if confine:
                 assert self.hook_confinement is not None
-                hooks_path, watch = stack.enter_context(
+                hooks_path, watch, fds = stack.enter_context(
                     confined_hooks_dir(self.hook_confinement, self.run_hooks_dir)
                 )
             try:
@@ -97,6 +98,7 @@ class Repo:
                     hooks_path=hooks_path,
                     cancel=self.cancel,
                     on_kill=on_kill,
+                    pass_fds=fds,
                 )
             except GitFailed as exc:
                 if "index.lock': File exists" in exc.result.stderr_text:

@@ -13,26 +13,14 @@ user's choice (git-lfs, a signing program).
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from meith_core import GIT_PROGRAM_KEYS
+from meith_core import GIT_RISKY_KEYS, GitKey
 
 #: Scopes written by the user rather than by whoever produced the repository.
 USER_SCOPES: Final = frozenset({"system", "global"})
-
-#: Program-valued keys (lower-case, `*` = a driver or subsection name) and their neutral value:
-#: the core's one table, shared with the scanner of planted git metadata
-#: (`meith_core.GitMetadataWatch`).
-PROGRAM_KEYS: Final = GIT_PROGRAM_KEYS
-
-_PATTERNS: Final = tuple(
-    (re.compile(fnmatch.translate(pattern)), neutral) for pattern, neutral in PROGRAM_KEYS
-)
-_PROTOCOL_ALLOW: Final = re.compile(r"^protocol\..+\.allow$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +58,12 @@ def parse_config_list(
     return entries
 
 
-def _neutral_value(key: str) -> str | None:
+def _overridden(key: str) -> GitKey | None:
+    """The core's table entry (`meith_core.GIT_RISKY_KEYS`, shared with the scanner of
+    planted git metadata) of a key the plugin overrides with `-c`; the table says why the
+    others need no override."""
     lower = _lower_key(key)
-    for pattern, neutral in _PATTERNS:
-        if pattern.match(lower):
-            return neutral
-    return None
+    return next((k for k in GIT_RISKY_KEYS if k.neutral is not None and k.matches(lower)), None)
 
 
 def _lower_key(key: str) -> str:
@@ -98,29 +86,23 @@ def neutralising_overrides(
     computed = {k.lower(): v for k, v in (neutral or {}).items()}
     skip = {k.lower() for k in forced}
     user_values: dict[str, str] = {}
-    repo_keys: list[str] = []
-    protocol_keys: list[str] = []
+    repo_keys: dict[str, str] = {}  # key -> the table's neutral value
+    transport_keys: dict[str, str] = {}
     for entry in entries:
-        if _PROTOCOL_ALLOW.match(_lower_key(entry.key)):
-            protocol_keys.append(entry.key)
+        risky = _overridden(entry.key)
+        if risky is None or risky.neutral is None or _lower_key(entry.key) in skip:
             continue
-        if _neutral_value(entry.key) is None or _lower_key(entry.key) in skip:
-            continue
-        if entry.scope in USER_SCOPES:
+        if risky.kind == "transport":
+            transport_keys[entry.key] = risky.neutral
+        elif entry.scope in USER_SCOPES:
             if entry.value is not None:
                 user_values[entry.key] = entry.value
         elif entry.scope != "command":
-            repo_keys.append(entry.key)
+            repo_keys.setdefault(entry.key, risky.neutral)
     overrides: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for key in repo_keys:
-        if key in seen:
-            continue
-        seen.add(key)
-        fallback = computed.get(_lower_key(key)) or _neutral_value(key)
-        assert fallback is not None
+    for key, table_value in repo_keys.items():
+        fallback = computed.get(_lower_key(key)) or table_value
         overrides.append((key, user_values.get(key, fallback)))
     # `protocol.<name>.allow` beats `protocol.allow=never`: no scope may re-enable transport.
-    for key in dict.fromkeys(protocol_keys):
-        overrides.append((key, "never"))
+    overrides.extend(transport_keys.items())
     return overrides

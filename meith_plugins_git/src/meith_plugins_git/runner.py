@@ -292,6 +292,7 @@ class Git:
         ok_codes: Sequence[int] = (0,),
         cancel: CancelToken | None = None,
         on_kill: Callable[[], None] | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> Completed:
         """Run one git command; a status outside `ok_codes` raises GitFailed."""
         argv = self.argv(
@@ -313,6 +314,7 @@ class Git:
             max_stdout=max_output,
             cancel=cancel,
             on_kill=on_kill,
+            pass_fds=pass_fds,
         )
         if result.returncode not in ok_codes:
             raise GitFailed(" ".join(command), result)

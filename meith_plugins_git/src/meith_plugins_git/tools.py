@@ -28,7 +28,7 @@ from meith_plugins_git.hooks import CHECKOUT_HOOKS, COMMIT_HOOKS, skipped_hooks,
 from meith_plugins_git.identity import detect_identities, git_settings
 from meith_plugins_git.locks import RepoLocks
 from meith_plugins_git.runner import Git
-from meith_plugins_git.status import empty_status, read_status
+from meith_plugins_git.status import read_status
 from meith_plugins_git.validate import repo_path
 
 READ = ["read-only"]
@@ -162,11 +162,8 @@ class GitTools:
     async def git_status(self, ctx: ToolContext, args: StatusArgs) -> dict[str, Any]:
         """Branch (short sha when detached), upstream, ahead/behind and changed files of the
         repository around cwd, with staged, unstaged and untracked lists. Not a repository:
-        isRepo false."""
-        repo = await discover(self.git, ctx, args.cwd)
-        if repo is None:
-            return empty_status()
-        return await read_status(repo)
+        an error that says how to point at one."""
+        return await read_status(await require_repo(self.git, ctx, args.cwd))
 
     async def git_diff(self, ctx: ToolContext, args: DiffArgs) -> dict[str, Any]:
         """Changes against HEAD (or the empty tree before the first commit): scope all, staged
@@ -177,7 +174,7 @@ class GitTools:
         if repo is None:
             return diff.empty_diff(args.scope)
         path = repo_path(repo, args.path) if args.path else None
-        return await diff.read_diff(
+        result = await diff.read_diff(
             repo,
             args.scope,
             args.includePatches,
@@ -185,6 +182,12 @@ class GitTools:
             lambda: ctx.cancelled,
             include_untracked=args.includeUntracked,
         )
+        if path is not None:
+            # Said in the result: the text then leads with it instead of answering the whole
+            # summary as if the path had been found.
+            result["path"] = path
+            result["pathMatches"] = sum(_names(f, path) for f in result["files"])
+        return result
 
     async def git_log(self, ctx: ToolContext, args: LogArgs) -> list[dict[str, Any]]:
         """Recent commits on HEAD (optionally touching one path): hash, author, date, subject
@@ -316,3 +319,11 @@ class GitTools:
         HEAD moved since, unless force. Requires confirm true."""
         repo = await require_repo(self.git, ctx, args.cwd)
         return await checkpoints.restore(repo, self.locks, args.id, force=args.force)
+
+
+def _names(entry: dict[str, Any], path: str) -> bool:
+    """Whether a file of a diff is `path` (root-relative), or beneath it, either side of a
+    rename."""
+    under = path.rstrip("/") + "/"
+    sides = (entry.get("path"), entry.get("originalPath"))
+    return any(isinstance(p, str) and (p == path or p.startswith(under)) for p in sides)

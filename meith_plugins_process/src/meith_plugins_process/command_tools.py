@@ -6,7 +6,8 @@ from meith_core import ToolContext, ToolDefinition, ToolResult, tool
 from meith_plugins_process.commands import TOOL_TIMEOUT_MS, CommandRunner
 from meith_plugins_process.devservers import resolve_cwd
 from meith_plugins_process.diagnostics import check_scope, unconfined_warning
-from meith_plugins_process.models import RunCommandArgs, RunCommandResult
+from meith_plugins_process.models import RunCommandArgs
+from meith_plugins_process.outputs import RunCommandResult
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.render import render_result
 from meith_plugins_process.supervisor import Supervisor
@@ -36,7 +37,8 @@ class CommandTools:
 
     async def run_command(self, ctx: ToolContext, args: RunCommandArgs) -> ToolResult:
         """Run one command to completion (tests, builds, linters) and return its exit status and
-        output. `command` (an argv list) runs without a shell; `shell` runs through /bin/sh -c.
+        output. `command` as a list runs without a shell; a command line (`command` as a
+        string, or `shell`) runs through /bin/sh -c.
         Output streams as log events while it runs; each stream keeps its first and last
         halves of `maxOutputBytes`. At `timeoutMs` (default 120 s) its processes are ended;
         none of them outlives the call."""
@@ -50,7 +52,11 @@ class CommandTools:
             cwd=cwd,
             owner=Owner.of(ctx.caller),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
             diagnostics=unconfined_warning(ctx),

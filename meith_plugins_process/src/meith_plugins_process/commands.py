@@ -9,9 +9,12 @@ subprocess protocol, as a dev server's is: each chunk goes to a head-and-tail ca
 does not keep up: its events are skipped, it is told how many, and the answer still has the
 output.
 
-No process of the command outlives the call, through the one killer (`killer.py`): at exit,
-whatever it left in its process group or carrying its marker is ended; at `timeoutMs` the
-group gets SIGTERM, then SIGKILL after a grace; a cancelled call SIGKILLs it at once.
+No process of the command outlives the call. A confined command runs in a PID namespace of its
+own (`meith_core.ConfinedSpawn.pid_namespace`): what it left running is ended when it exits,
+before the wrapper the runtime waits for exits, whatever it did to leave its session. Otherwise
+the one killer (`killer.py`) ends, at exit, whatever it left in its process group or carrying
+its marker. At `timeoutMs` its processes get SIGTERM, then SIGKILL after a grace; a cancelled
+call SIGKILLs them at once.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from meith_core import (
 )
 from meith_plugins_process.attach import emit_lines
 from meith_plugins_process.devservers import EXIT_LINGER_S, signal_name
+from meith_plugins_process.diagnostics import confinement_notes
 from meith_plugins_process.killer import MARKER_ENV, KillTarget
 from meith_plugins_process.lines import LineSplitter
 from meith_plugins_process.models import RunCommandArgs
@@ -165,14 +169,27 @@ def _find_program(argv: list[str], cwd: str, env: Mapping[str, str]) -> None:
 class _Running:
     """A command of the runner while it runs: what ending it needs, and whose it is."""
 
-    __slots__ = ("create_time", "display", "ended_by_session", "id", "owner", "pid", "run")
+    __slots__ = (
+        "create_time",
+        "display",
+        "ended_by_session",
+        "id",
+        "namespace",
+        "owner",
+        "pid",
+        "run",
+    )
 
-    def __init__(self, run_id: str, pid: int, run: _Run, owner: Owner, display: str) -> None:
+    def __init__(
+        self, run_id: str, pid: int, run: _Run, owner: Owner, display: str, namespace: bool
+    ) -> None:
         self.id = run_id
         self.pid = pid
         self.run = run
         self.owner = owner
         self.display = display
+        #: Its processes live in a PID namespace of their own (`KillTarget.namespace`).
+        self.namespace = namespace
         self.create_time: float | None = None
         #: Its session ended while it ran: it was stopped, and its result says so.
         self.ended_by_session = False
@@ -182,7 +199,7 @@ class _Running:
         once it has, only the marker can tell the command's processes from a reused pid."""
         if self.run.returncode is not None:
             return KillTarget(self.id, None, None, sig)
-        return KillTarget(self.id, self.pid, self.create_time, sig)
+        return KillTarget(self.id, self.pid, self.create_time, sig, namespace=self.namespace)
 
 
 class CommandRunner:
@@ -223,8 +240,9 @@ class CommandRunner:
         diagnostics: list[Diagnostic | dict[str, str]],
     ) -> ToolResult:
         try:
+            notes = confinement_notes(confined)
             result = await self._run(
-                ctx, args, cwd, owner, confined, session_callback, list(diagnostics)
+                ctx, args, cwd, owner, confined, session_callback, [*diagnostics, *notes]
             )
             if confined is not None and result.ok:
                 # What the command planted (a `git init` with a program-valued key, a hook)
@@ -248,7 +266,9 @@ class CommandRunner:
 
     def _record(self, running: _Running, display: str) -> None:
         if running.id in self.running:
-            running.create_time = self.sup.track(running.id, "command", running.pid, display)
+            running.create_time = self.sup.track(
+                running.id, "command", running.pid, display, namespace=running.namespace
+            )
 
     async def _run(
         self,
@@ -287,8 +307,7 @@ class CommandRunner:
                 argv,
                 env,
                 markers={MARKER_ENV: run_id},
-                pid_of=lambda started: started[0].get_pid(),
-                start=lambda spawn, spawn_env: loop.subprocess_exec(
+                start=lambda spawn, spawn_env, fds: loop.subprocess_exec(
                     lambda: _Protocol(run),
                     *spawn,
                     stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
@@ -297,11 +316,13 @@ class CommandRunner:
                     cwd=cwd,
                     env=spawn_env,
                     start_new_session=True,
+                    pass_fds=fds,
                 ),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise ToolError(ErrorCode.TOOL_FAILED, f"could not start {argv[0]}: {exc}") from None
-        running = _Running(run_id, transport.get_pid(), run, owner, display)
+        contained = confined is not None and confined.pid_namespace
+        running = _Running(run_id, transport.get_pid(), run, owner, display, contained)
         self.running[run_id] = running
         # Into the crash record only if it is still running a moment later: most commands an
         # agent runs are over sooner, and the record costs two synced writes.
@@ -384,6 +405,11 @@ class CommandRunner:
             "durationMs": round((ended_at - started) * 1000),
             "confinedTo": confined.scope if confined is not None else None,
         }
+        if confined is not None:
+            # What the walls refused, and after a failure what they likely caused.
+            await asyncio.to_thread(confined.settle)
+            content["walls"] = confined.walls_report()
+            diagnostics.extend(confined.diagnostics(outcome == "timeout" or code != 0, stderr))
         return ok_result(content, diagnostics=diagnostics or None)
 
     @staticmethod

@@ -10,19 +10,14 @@ from meith_plugins_process.devservers import STOP_GRACE_S, DevServerManager, res
 from meith_plugins_process.diagnostics import (
     Diagnostics,
     check_scope,
+    confinement_notes,
     detached_note,
     exit_scan,
     unconfined_warning,
 )
 from meith_plugins_process.killer import parse_signal
-from meith_plugins_process.models import (
-    DevServerList,
-    DevServerRecord,
-    EmptyArgs,
-    StartDevServerArgs,
-    StopDevServerArgs,
-    StopResult,
-)
+from meith_plugins_process.models import EmptyArgs, StartDevServerArgs, StopDevServerArgs
+from meith_plugins_process.outputs import DevServerList, DevServerRecord, StopResult
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.supervisor import Supervisor
 
@@ -69,11 +64,13 @@ class DevServerTools:
 
     async def start_dev_server(self, ctx: ToolContext, args: StartDevServerArgs) -> ToolResult:
         """Start a long-running command in its own process group and capture its output.
-        `command` with `args` runs without a shell; `command` alone runs via /bin/sh -c."""
+        `command` as a list, or with `args`, runs without a shell; a string alone runs via
+        /bin/sh -c."""
         self.sup.bind_home(ctx.home)
         cwd = resolve_cwd(args.cwd, ctx.cwd)
         check_scope(ctx, cwd)
-        running = self.dev_servers.find_running(cwd, args.command, list(args.args), ctx.caller)
+        command, arguments = args.program
+        running = self.dev_servers.find_running(cwd, command, arguments, ctx.caller)
         if running is not None:
             return ok_result(
                 running.record(),
@@ -88,17 +85,22 @@ class DevServerTools:
         callback = ctx.child_environment()
         server = await self.dev_servers.start(
             cwd=cwd,
-            command=args.command,
-            args=list(args.args),
+            command=command,
+            args=arguments,
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
+            ports=list(args.ports),
         )
-        diagnostics = unconfined_warning(ctx)
+        diagnostics = unconfined_warning(ctx) + confinement_notes(server.confined)
         diagnostics.extend(detached_note(ctx, "Dev server", server.id, args.detach))
         if server.status == "errored":
             diagnostics.append(

@@ -71,8 +71,11 @@ class DevServer:
         env_extra: Mapping[str, str] | None,
         owner: Owner,
         confined: ConfinedSpawn | None = None,
+        ports: list[int] | None = None,
     ) -> None:
         self.id = new_id("dev")
+        #: The ports the call named (opened on the host once it runs, when it is confined).
+        self.asked_ports = list(ports or [])
         self.owner = owner
         self.confined = confined
         self.name = name
@@ -118,10 +121,23 @@ class DevServer:
             "signal": self.signal,
             "startedAt": self.started_at,
             "confinedTo": self.confined.scope if self.confined else None,
-            "detached": self.owner.detached,
-            "owner": self.owner.kind.value,
-            "ownerSession": self.owner.session_id,
+            **self.owner.record(),
+            "hostPorts": self.confined.host_ports() if self.confined else [],
+            "walls": self.confined.walls_report() if self.confined else None,
         }
+
+    def forward(self, port: int) -> str | None:
+        """Open `port` on the host for a confined server in a namespace of its own (named by
+        the call, or the one it was found to serve on); None when it is, else why not."""
+        if self.confined is None or not self.active:
+            return None
+        return self.confined.forward(port)
+
+    def _detected(self, port: int | None) -> None:
+        if port is not None and self.port is None:
+            self.port = port
+            if self.confined is not None:
+                self.forward(port)
 
     @property
     def active(self) -> bool:
@@ -132,7 +148,8 @@ class DevServer:
         return self.command if self.via_shell else shlex.join(self.argv)
 
     def target(self, sig: signal.Signals) -> KillTarget:
-        return KillTarget(self.id, self.pid, self.create_time, sig)
+        contained = self.confined is not None and self.confined.pid_namespace
+        return KillTarget(self.id, self.pid, self.create_time, sig, namespace=contained)
 
     def system(self, text: str) -> None:
         self.logs.append("system", [text])
@@ -187,7 +204,7 @@ class DevServer:
         lines = self._splitters[fd].feed(data)
         if lines:
             if self.port is None and self.logs.next_seq < SNIFF_LINES:
-                self.port = port_in_chunk(lines)
+                self._detected(port_in_chunk(lines))
             self.logs.append(_STREAMS[fd], lines)
 
     def _on_pipe_closed(self, fd: int) -> None:
@@ -196,7 +213,7 @@ class DevServer:
         rest = self._splitters[fd].flush()
         if rest:
             if self.port is None and self.logs.next_seq < SNIFF_LINES:
-                self.port = port_in_chunk(rest)
+                self._detected(port_in_chunk(rest))
             self.logs.append(_STREAMS[fd], rest)
         self._open_pipes.discard(fd)
         if not self._open_pipes and self.exited.is_set():
@@ -295,6 +312,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
         owner: Owner,
         confined: ConfinedSpawn | None = None,
         session_callback: Mapping[str, str] | None = None,
+        ports: list[int] | None = None,
     ) -> DevServer:
         server = DevServer(
             cwd=cwd,
@@ -304,6 +322,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
             env_extra=env,
             owner=owner,
             confined=confined,
+            ports=ports,
         )
         # Registered before the first await, so a concurrent duplicate start finds it.
         self.by_id[server.id] = server
@@ -322,8 +341,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
                 server.argv,
                 child_env,
                 markers={MARKER_ENV: server.id},
-                pid_of=lambda started: started[0].get_pid(),
-                start=lambda argv, spawn_env: loop.subprocess_exec(
+                start=lambda argv, spawn_env, fds: loop.subprocess_exec(
                     lambda: _Protocol(server),
                     *argv,
                     stdin=subprocess.DEVNULL,
@@ -332,6 +350,7 @@ class DevServerManager(OwnedRegistry[DevServer]):
                     cwd=cwd,
                     env=spawn_env,
                     start_new_session=True,
+                    pass_fds=fds,
                 ),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
@@ -342,7 +361,11 @@ class DevServerManager(OwnedRegistry[DevServer]):
         server._transport = transport
         server.pid = transport.get_pid()
         server.create_time = self.sup.track(
-            server.id, "dev-server", server.pid, server.display_command
+            server.id,
+            "dev-server",
+            server.pid,
+            server.display_command,
+            namespace=server.target(signal.SIGTERM).namespace,
         )
         # Git metadata it plants is neutralised while it runs and when it exits.
         server.git_watch = self.sup.watch_git(
@@ -350,6 +373,8 @@ class DevServerManager(OwnedRegistry[DevServer]):
         )
         if server.status == "starting":
             server.status = "running"
+            for port in server.asked_ports:
+                server.forward(port)
         elif server.status == "stopped":
             # stop_dev_server arrived while it was spawning.
             await self.sup.terminate([server.target(signal.SIGTERM)], grace_s=STOP_GRACE_S)
@@ -409,11 +434,11 @@ class DevServerManager(OwnedRegistry[DevServer]):
         """Fill a missing port from the listening sockets of the server's process tree."""
         if server.port is None and server.active:
             ports = await anyio.to_thread.run_sync(subtree_ports, server.pid, server.create_time)
-            if not ports and server.confined is not None:
-                # In a network namespace of its own: the ports forwarded to the host's loopback.
-                ports = sorted(p for p, why in server.confined.forwarded_ports().items() if not why)
+            if not ports and server.confined is not None and server.pid is not None:
+                # In a network namespace of its own: what it listens on in there.
+                ports = server.confined.listening_ports(server.pid)
             if ports and server.port is None:
-                server.port = ports[0]
+                server._detected(ports[0])
 
 
 def resolve_cwd(raw: str, base: str) -> str:

@@ -9,6 +9,7 @@ from typing import Final
 
 from meith_core import (
     CallerKind,
+    ConfinedSpawn,
     Diagnostic,
     ErrorCode,
     PlantedGitReport,
@@ -55,6 +56,12 @@ def unconfined_warning(ctx: ToolContext) -> Diagnostics:
             f"user's full access although the grant is limited to {ctx.grant_scope}",
         }
     ]
+
+
+def confinement_notes(confined: ConfinedSpawn | None) -> Diagnostics:
+    """What a confinement says about itself (a secret-file walk cut short)."""
+    notes = confined.notes() if confined is not None else []
+    return [{"level": "warn", "message": note} for note in notes]
 
 
 def detached_note(ctx: ToolContext, what: str, object_id: str, detach: bool) -> Diagnostics:

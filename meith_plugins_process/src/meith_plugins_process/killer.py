@@ -16,6 +16,11 @@ other jobs are the user's).
 
 Zombies count as gone: a dead process whose parent has not reaped it yet (PID 1 in some
 containers never reaps) has already released everything it held.
+
+A confined spawn's members cannot leave its PID namespace (`KillTarget.namespace`): its leader,
+the confinement wrapper, is then the only process signalled. It passes the signal to every
+member once, through the namespace's init, and SIGKILL to it ends them all; the members found
+are still watched until they are gone.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class KillTarget:
     pid: int | None
     create_time: float | None
     sig: signal.Signals = signal.SIGTERM
+    #: The leader holds every member in a PID namespace of its own (a confined spawn's wrapper).
+    namespace: bool = False
 
 
 @dataclass(slots=True)
@@ -197,8 +204,22 @@ def _signal_group(pgid: int | None, create_time: float | None, sig: signal.Signa
 def _signal_target(
     target: KillTarget, procs: Iterable[psutil.Process], sig: signal.Signals
 ) -> None:
+    if target.namespace and _signal_leader(target, sig):
+        return
     group = _signal_group(target.pid, target.create_time, sig)
     _signal_all(procs, sig, group)
+
+
+def _signal_leader(target: KillTarget, sig: signal.Signals) -> bool:
+    """Signal only the leader, while it is provably ours; whether it was."""
+    if target.pid is None:
+        return False
+    with contextlib.suppress(psutil.Error, OSError):
+        leader = psutil.Process(target.pid)
+        if identity_matches(leader, target.create_time) and target.pid not in _protected_pids():
+            leader.send_signal(sig)
+            return True
+    return False
 
 
 async def terminate(

@@ -1,17 +1,21 @@
-"""The tools' input and output models (their field names are the wire shapes)."""
+"""The tools' argument models (their field names are the wire shapes; results: `outputs`)."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import signal
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final
 
-from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from meith_core import PatternError, ToolArgs, compile_pattern
 from meith_plugins_process.killer import parse_signal
 
 _ID = Annotated[str, Field(min_length=1, max_length=200)]
+#: A command in either form: a command line, or the program and its arguments.
+_LINE = Annotated[str, Field(min_length=1)]
+_ARGV = Annotated[list[str], Field(min_length=1)]
 _DIM = Annotated[int, Field(ge=1, le=10_000)]
 _TERMINAL_ID = Annotated[
     str, Field(min_length=1, max_length=200, description="A terminal id (term_…)")
@@ -108,19 +112,48 @@ class SnapshotArgs(ToolArgs):
     )
 
 
+_PORTS = Annotated[
+    list[Annotated[int, Field(ge=1, le=65535)]],
+    Field(
+        default_factory=list,
+        max_length=16,
+        description="Ports it serves on, opened on the host's 127.0.0.1 when it runs confined "
+        "in a network namespace of its own (the port it announces is opened too; meith's own "
+        "ports never are)",
+    ),
+]
+
+
 class StartDevServerArgs(ToolArgs):
     cwd: str = Field(min_length=1, description="Directory to run the command in")
-    command: str = Field(
-        min_length=1,
-        description="With args: the program, run without a shell. Alone: a command line run "
-        "through /bin/sh -c",
+    command: _LINE | _ARGV = Field(
+        description="A command line run through /bin/sh -c (a string alone), or the program "
+        "and its arguments run without a shell (a list, or a string with args)",
     )
     args: list[str] = Field(default_factory=list, description="Arguments; given, no shell is used")
     name: str | None = Field(None, max_length=200, description="A name to show for the server")
     env: _ENV
     detach: _DETACH
+    ports: _PORTS
 
     _env = field_validator("env")(_check_env)
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value[0]:
+            raise ValueError("command[0], the program, must not be empty")
+        return value
+
+    @property
+    def program(self) -> tuple[str, list[str]]:
+        """`(command, args)`: a list is its program and arguments (a program alone is run
+        through the shell quoted, as a command line of one word)."""
+        if isinstance(self.command, str):
+            return self.command, list(self.args)
+        first, *rest = self.command
+        rest += self.args
+        return (first if rest else shlex.quote(first)), rest
 
 
 class StopDevServerArgs(ToolArgs):
@@ -203,11 +236,11 @@ class RunCommandArgs(ToolArgs):
     cwd: str | None = Field(
         None, min_length=1, description="Directory to run in (default: the caller's)"
     )
-    command: list[str] | None = Field(
+    command: _ARGV | _LINE | None = Field(
         None,
-        min_length=1,
-        description="The program and its arguments, run without a shell (no expansion, no "
-        "quoting); give this or `shell`",
+        description="The program and its arguments as a list, run without a shell (no "
+        "expansion, no quoting); or a command line as a string, run through /bin/sh -c like "
+        "`shell`. Give this or `shell`",
     )
     shell: str | None = Field(
         None,
@@ -241,8 +274,11 @@ class RunCommandArgs(ToolArgs):
 
     @field_validator("command")
     @classmethod
-    def _argv(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
+    def _argv(cls, value: list[str] | str | None) -> list[str] | str | None:
+        if isinstance(value, str):
+            if "\0" in value:
+                raise ValueError("command must not contain NUL characters")
+        elif value is not None:
             if not value[0]:
                 raise ValueError("command[0], the program, must not be empty")
             if any("\0" in part for part in value):
@@ -258,138 +294,13 @@ class RunCommandArgs(ToolArgs):
 
     @model_validator(mode="after")
     def _one_form(self) -> RunCommandArgs:
+        if isinstance(self.command, str) and self.shell is None:
+            # A command line given as `command`: it is a `shell` line.
+            self.shell, self.command = self.command, None
         if (self.command is None) == (self.shell is None):
             raise ValueError(
-                "Give exactly one of command (an argv list, run without a shell) or shell "
-                "(a command line for /bin/sh -c)"
+                "Give exactly one of command (a list run without a shell, or a command line) "
+                "or shell (a command line for /bin/sh -c)"
                 + ("; both were given" if self.command is not None else "; neither was given")
             )
         return self
-
-
-# -- outputs --------------------------------------------------------------------------------
-
-
-class TerminalSession(BaseModel):
-    id: str
-    cwd: str
-    shell: str
-    pid: int | None
-    cols: int
-    rows: int
-    status: Literal["running", "exited"]
-    createdAt: int
-    exitCode: int | None
-    signal: str | None
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None
-    #: Handed to the local user (`detach`): it outlives the session that started it.
-    detached: bool = False
-    #: Who started it: the caller kind (`cli`: the local user) and its session.
-    owner: str = "cli"
-    ownerSession: str | None = None
-
-
-class DevServerRecord(BaseModel):
-    id: str
-    name: str | None
-    cwd: str
-    command: str
-    args: list[str]
-    status: Literal["starting", "running", "exited", "errored", "stopped"]
-    pid: int | None
-    port: int | None
-    exitCode: int | None
-    signal: str | None
-    startedAt: int
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None
-    #: Handed to the local user (`detach`): it outlives the session that started it.
-    detached: bool = False
-    #: Who started it: the caller kind (`cli`: the local user) and its session.
-    owner: str = "cli"
-    ownerSession: str | None = None
-
-
-class ProcessLogEntry(BaseModel):
-    seq: int
-    stream: Literal["stdout", "stderr", "pty", "system"]
-    text: str
-    ts: int
-
-
-class ProcessNode(BaseModel):
-    pid: int
-    ppid: int | None
-    command: str | None
-    ports: list[int]
-    # Typed loosely on purpose: tool schemas are self-contained (no $ref), so a recursive
-    # model cannot be described; each child has this same shape.
-    children: list[dict[str, Any]] = Field(description="Child ProcessNode objects")
-
-
-class ManagedProcess(BaseModel):
-    kind: Literal["dev-server", "terminal"]
-    id: str
-    pid: int | None
-    cwd: str
-    command: str | None
-    status: str
-    ports: list[int]
-    tree: ProcessNode | None
-
-
-class WriteResult(BaseModel):
-    terminalId: str
-    written: int
-
-
-class CloseResult(BaseModel):
-    terminalId: str
-    closed: bool
-
-
-class SnapshotResult(BaseModel):
-    session: TerminalSession
-    buffer: str
-    nextSeq: int
-    truncated: bool = Field(description="True when output before sinceSeq was already dropped")
-
-
-class StopResult(BaseModel):
-    devServerId: str
-    stopped: bool
-
-
-class ProcessTreeResult(BaseModel):
-    processes: list[ManagedProcess]
-
-
-class ProcessLogsResult(BaseModel):
-    processId: str
-    logs: list[ProcessLogEntry]
-
-
-class AttachResult(BaseModel):
-    devServerId: str
-    attached: bool
-
-
-class TerminalList(RootModel[list[TerminalSession]]):
-    pass
-
-
-class DevServerList(RootModel[list[DevServerRecord]]):
-    pass
-
-
-class RunCommandResult(BaseModel):
-    exitCode: int | None = Field(description="The exit status; null when a signal ended it")
-    signal: str | None = Field(description="The signal that ended it (SIGTERM, SIGKILL, ...)")
-    timedOut: bool = Field(description="True when timeoutMs passed and meith ended it")
-    stdout: str
-    stderr: str
-    truncated: bool = Field(description="True when the middle of stdout or stderr was elided")
-    durationMs: int = Field(description="From start to exit, in milliseconds")
-    #: The directory its writes are confined to by the kernel (None: not confined).
-    confinedTo: str | None = None

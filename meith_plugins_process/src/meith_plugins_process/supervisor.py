@@ -104,6 +104,7 @@ class Supervisor:
         session_callback: Mapping[str, str] | None = None,
         *,
         net: Sequence[str] = (),
+        sockets: Sequence[str] = (),
         on_refused: Callable[[str, str], None] | None = None,
     ) -> ConfinedSpawn | None:
         """The confinement for a process started under a grant limited to `scope` (the
@@ -117,6 +118,7 @@ class Supervisor:
             hide=[self.socket_path] if self.socket_path else [],
             session_callback=session_callback,
             net=net,
+            sockets=sockets,
             on_refused=on_refused,
         )
 
@@ -236,8 +238,11 @@ class Supervisor:
 
     # -- the crash record ---------------------------------------------------------------
 
-    def track(self, process_id: str, kind: str, pid: int, command: str) -> float | None:
-        """Record a started process; returns its start time (None if already gone)."""
+    def track(
+        self, process_id: str, kind: str, pid: int, command: str, *, namespace: bool = False
+    ) -> float | None:
+        """Record a started process (`namespace`: it holds its members in a PID namespace);
+        returns its start time (None if already gone)."""
         created = _create_time(pid)
         self._managed[process_id] = {
             "id": process_id,
@@ -245,6 +250,7 @@ class Supervisor:
             "pid": pid,
             "createTime": created,
             "command": command[:500],
+            **({"pidNamespace": True} if namespace else {}),
         }
         self._write_record()
         return created
@@ -374,4 +380,5 @@ def _target_of(proc: Any) -> KillTarget | None:
         pid=pid,
         create_time=float(created) if created is not None else None,
         sig=KIND_SIGNAL.get(str(proc.get("kind")), signal.SIGTERM),
+        namespace=pid is not None and proc.get("pidNamespace") is True,
     )

@@ -8,24 +8,27 @@ from meith_core import ActsOn, ToolContext, ToolDefinition, ToolResult, ok_resul
 from meith_plugins_process.diagnostics import (
     Diagnostics,
     check_scope,
+    confinement_notes,
     detached_note,
     exit_scan,
     unconfined_warning,
 )
 from meith_plugins_process.killer import parse_signal
 from meith_plugins_process.models import (
-    CloseResult,
     CreateTerminalArgs,
     EmptyArgs,
     KillTerminalArgs,
     ResizeTerminalArgs,
     SnapshotArgs,
-    SnapshotResult,
     TerminalIdArgs,
+    WriteTerminalArgs,
+)
+from meith_plugins_process.outputs import (
+    CloseResult,
+    SnapshotResult,
     TerminalList,
     TerminalSession,
     WriteResult,
-    WriteTerminalArgs,
 )
 from meith_plugins_process.owners import Owner
 from meith_plugins_process.supervisor import Supervisor
@@ -123,10 +126,15 @@ class TerminalTools:
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
             confined=self.sup.confine(
-                ctx.grant_scope, callback, net=ctx.grant_net, on_refused=ctx.refusal_recorder()
+                ctx.grant_scope,
+                callback,
+                net=ctx.grant_net,
+                sockets=ctx.grant_sockets,
+                on_refused=ctx.refusal_recorder(),
             ),
             session_callback=callback,
         )
+        diagnostics.extend(confinement_notes(term.confined))
         diagnostics.extend(detached_note(ctx, "Terminal", term.id, args.detach))
         if warning:
             diagnostics.append({"level": "warn", "message": warning})

@@ -134,13 +134,12 @@ class Terminal:
             "exitCode": self.exit_code,
             "signal": self.signal,
             "confinedTo": self.confined.scope if self.confined else None,
-            "detached": self.owner.detached,
-            "owner": self.owner.kind.value,
-            "ownerSession": self.owner.session_id,
+            **self.owner.record(),
         }
 
     def target(self, sig: signal.Signals) -> KillTarget:
-        return KillTarget(self.id, self.pid, self.create_time, sig)
+        contained = self.confined is not None and self.confined.pid_namespace
+        return KillTarget(self.id, self.pid, self.create_time, sig, namespace=contained)
 
     def subject(self) -> dict[str, Any]:
         """Who a planted-git report is about."""
@@ -285,8 +284,7 @@ class TerminalManager(OwnedRegistry[Terminal]):
                 child_env,
                 markers={MARKER_ENV: term.id},
                 tty=os.ttyname(slave),
-                pid_of=lambda started: started[0].get_pid(),
-                start=lambda argv, spawn_env: loop.subprocess_exec(
+                start=lambda argv, spawn_env, fds: loop.subprocess_exec(
                     lambda: _Protocol(term),
                     *argv,
                     stdin=slave,
@@ -296,6 +294,7 @@ class TerminalManager(OwnedRegistry[Terminal]):
                     env=spawn_env,
                     start_new_session=True,
                     preexec_fn=_take_controlling_tty,
+                    pass_fds=fds,
                 ),
             )
         except BaseException as exc:
@@ -312,7 +311,9 @@ class TerminalManager(OwnedRegistry[Terminal]):
             os.close(slave)
         term._attach(master, transport)
         term.pid = transport.get_pid()
-        term.create_time = self.sup.track(term.id, "terminal", term.pid, shell)
+        term.create_time = self.sup.track(
+            term.id, "terminal", term.pid, shell, namespace=term.target(signal.SIGHUP).namespace
+        )
         # Git metadata it plants is neutralised while it runs and when it exits.
         term.git_watch = self.sup.watch_git(confined, term.subject(), term.exited)
         self.by_id[term.id] = term

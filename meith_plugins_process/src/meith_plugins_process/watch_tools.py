@@ -23,13 +23,15 @@ from meith_plugins_process.devservers import DevServer, DevServerManager, resolv
 from meith_plugins_process.logbuffer import Entry, entry_dict
 from meith_plugins_process.models import (
     AttachLogsArgs,
-    AttachResult,
-    DevServerRecord,
     EmptyArgs,
     ProcessLogsArgs,
+    WaitForDevServerArgs,
+)
+from meith_plugins_process.outputs import (
+    AttachResult,
+    DevServerRecord,
     ProcessLogsResult,
     ProcessTreeResult,
-    WaitForDevServerArgs,
 )
 from meith_plugins_process.readiness import http_status, port_accepts
 from meith_plugins_process.terminals import Terminal, TerminalManager
@@ -242,6 +244,15 @@ class WatchTools:
                         port = server.port
                         if port is not None:
                             ctx.progress(f"port {port} detected")
+                    if port is not None:
+                        why = server.forward(port)
+                        if why is not None:
+                            raise ToolError(
+                                ErrorCode.TOOL_FAILED,
+                                f"Dev server {server.id} runs in a network namespace of its own "
+                                f"and port {port} cannot be opened on the host: {why}",
+                                failure_details(),
+                            )
                     if port is not None and await port_accepts(port):
                         port_ok = True
                         ctx.progress(f"port {port} accepts connections")

@@ -4,8 +4,11 @@ before the fix."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from meith_core import Confinement
 from meith_core.confine import status
 from meith_core.confine.status import NO_NAMESPACES_ENV, LandlockStatus
 
@@ -15,7 +18,14 @@ APPARMOR = "user namespaces restricted by AppArmor (kernel.apparmor_restrict_unp
 def test_a_missing_wall_says_why_then_how_to_get_it() -> None:
     hardened = LandlockStatus(7, namespaces=False, userns_why=APPARMOR)
     missing = {w.name: w.fix for w in hardened.missing()}
-    assert set(missing) == {"homes-and-sockets-hidden", "git-metadata", "udp"}
+    assert set(missing) == {
+        "homes-and-sockets-hidden",
+        "git-metadata",
+        "udp",
+        "user-sockets",
+        "members",
+        "secret-files",
+    }
     for fix in missing.values():
         assert fix.startswith(APPARMOR + ": ")
         assert "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in fix
@@ -45,3 +55,12 @@ def test_the_reason_is_read_from_the_kernel_s_switches(
     debian.write_text("1\n")
     assert "cannot be created here" in status._userns_why(forced=False)
     assert NO_NAMESPACES_ENV in status._userns_why(forced=True)
+
+
+def test_without_landlock_the_wording_says_full_user_access() -> None:
+    missing = LandlockStatus(0)
+    assert not missing.available
+    assert "full access" in missing.describe()
+    assert LandlockStatus(5).to_dict()["scopesSignals"] is False
+    assert "cannot signal" in LandlockStatus(6).describe()
+    assert os.path.isabs(Confinement.beneath("/").wrap(["true"])[0])

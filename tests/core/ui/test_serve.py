@@ -1,4 +1,5 @@
-"""`meith ui` on a machine where no browser can be opened says so, after the link to open."""
+"""Where the console may listen: loopback, or elsewhere only when asked to and with TLS; and
+on a machine where no browser can be opened it says so, after the link to open."""
 
 from __future__ import annotations
 
@@ -10,11 +11,24 @@ from pathlib import Path
 
 import pytest
 
+from meith_core.ui.serve import UsageError, check_bind
 from tests.harness import MEITH, base_env, wait_until
 
-pytestmark = pytest.mark.slow  # a `meith ui` process of its own
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])
+def test_loopback_needs_nothing(host: str) -> None:
+    check_bind(host, False, None, None)
 
 
+def test_another_address_needs_allow_remote_and_tls() -> None:
+    with pytest.raises(UsageError, match="--allow-remote"):
+        check_bind("0.0.0.0", False, None, None)
+    with pytest.raises(UsageError, match="--tls-cert"):
+        check_bind("192.0.2.7", True, "cert.pem", None)
+    check_bind("192.0.2.7", True, "cert.pem", "key.pem")
+
+
+@pytest.mark.slow  # a `meith ui` process of its own
 def test_without_a_browser_it_says_to_open_the_printed_link(tmp_path: Path) -> None:
     env = base_env(tmp_path / "home")
     for display in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):

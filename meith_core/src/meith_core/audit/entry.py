@@ -204,3 +204,6 @@ def _add_identity(record: dict[str, Any], call: AuditedCall) -> None:
     ):
         if value is not None:
             record[key] = value
+    if call.trace:
+        # The caller's own trace (an MCP client's `_meta`): the call's span joins it.
+        record["traceContext"] = dict(call.trace)

@@ -9,7 +9,8 @@ Several runtimes may share a home, so each append happens under an exclusive `fl
 in the common case); when another runtime appended or rotated since, it re-reads the chain head
 from the end of the file (a seek, not a scan), so every runtime extends the same chain. A file whose last record was cut short (a crash
 mid-write) is repaired by the next writer: it ends the fragment with a newline and writes a
-`torn-tail` record that links to the last whole record.
+`torn-tail` record that links to the last whole record. A segment deleted, replaced or cut
+short under a writer is recorded as lost (`segment_identity`), never silently re-created.
 """
 
 from __future__ import annotations
@@ -25,19 +26,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from meith_core.audit import segments
+from meith_core.audit import segment_identity, segments
 from meith_core.audit.chain import seal
 from meith_core.audit.coalesce import BURST, OK_BURST, WINDOW_S, Coalescer
 from meith_core.audit.entry import intent_entry
+from meith_core.audit.segment_identity import HeadFile, Identity, identity_at, was_rotated
 from meith_core.audit.segments import Limits
 from meith_core.base.ids import new_id
 
 if TYPE_CHECKING:
     from meith_core.audit.call_view import AuditedCall
 
-#: How often a writer looks the path up again although its file looks unchanged (another
-#: program renaming the file is noticed within this time).
-PATH_CHECK_S: Final = 1.0
 #: Below this much free space a privileged call is refused rather than run unaudited.
 MIN_FREE_BYTES: Final = 1024 * 1024
 
@@ -74,13 +73,20 @@ class AuditLog:
         self._lock = threading.Lock()
         self._fd = -1
         self._lock_fd = -1
-        self._ino = -1
         self._size = -1  # where this writer expects the file to end
         self._head: str | None = None
+        #: The segment this writer holds (or held until an error closed it): its identity and
+        #: the bytes it last saw in it, kept outside the segment (here and in `audit.head`).
+        self._ident: Identity | None = None
+        self._held_bytes = 0
+        self._head_file = HeadFile(path)
+        #: A loss noticed, to be recorded first in the segment written next.
+        self._pending_loss: dict[str, Any] | None = None
         self._segment_bytes = 0
         self._pruned_at_open = False
-        self._checked = 0.0
         self.records_written = 0
+        #: Segments that vanished under this writer (or while no writer held them).
+        self.segments_vanished = 0
         self.records_coalesced = 0
         #: Evidence younger than the retention period that retention had to drop (see
         #: `segments`); app_health warns when it is not zero.
@@ -130,6 +136,7 @@ class AuditLog:
             if records:
                 self._append_locked(records)
             self._close_locked()
+            self._head_file.close()
             if self._lock_fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(self._lock_fd)
@@ -167,6 +174,9 @@ class AuditLog:
                 self.records_written += 1
                 if written is not None:
                     written.append(record)
+            if self._ident is not None:
+                self._held_bytes = self._size
+                self._head_file.write(self._ident, self._size, self._head)
         except _ShortWrite as exc:
             # A torn line would poison readers; the next writer repairs it and says so.
             self._close_locked()
@@ -192,14 +202,24 @@ class AuditLog:
         self._size += written
 
     def _reopen_if_moved_locked(self) -> bool:
-        """Open the current segment unless the open one is still it; True when (re)opened."""
-        try:
-            ino = os.stat(self.path, follow_symlinks=False).st_ino
-        except FileNotFoundError:
-            ino = -2
-        self._checked = time.monotonic()
-        if self._fd >= 0 and ino == self._ino:
-            return False
+        """Open the current segment unless the open one is still it; True when (re)opened. A
+        held segment that is gone from its name without a rotation having sealed it is a
+        loss, recorded by the next append."""
+        at_name = identity_at(self.path)
+        if self._fd >= 0:
+            held = os.fstat(self._fd)
+            if at_name == Identity.of(held) and held.st_nlink > 0:
+                return False
+            if held.st_mode & stat.S_IWUSR:  # a rotation makes it read-only first
+                how = "deleted" if held.st_nlink == 0 else "replaced"
+                self._note_loss(how, Identity.of(held), held.st_size)
+        elif self._ident is not None:  # closed after an error
+            if at_name != self._ident and not was_rotated(self.path, self._ident):
+                self._note_loss("deleted or replaced", self._ident, self._held_bytes)
+        elif self._pending_loss is None:  # opening the trail: what audit.head remembers
+            self._pending_loss = segment_identity.lost_while_closed(
+                self.path, self._head_file.read()
+            )
         self._close_locked()
         fd = os.open(self.path, _FLAGS, 0o600)
         try:
@@ -209,31 +229,62 @@ class AuditLog:
         except OSError:
             os.close(fd)
             raise
-        self._fd, self._ino, self._size = fd, st.st_ino, -1
+        self._fd, self._size = fd, -1
+        self._ident = Identity.of(st)
         return True
+
+    def _note_loss(self, how: str, identity: Identity, size: int) -> None:
+        if self._pending_loss is None:
+            self._pending_loss = segment_identity.lost(how, identity, size, self._head)
 
     def _sync_locked(self) -> None:
         """Make the cached chain head and file end true to the file (under the flock)."""
         if self._fd >= 0 and self._pruned_at_open:
-            # The common case costs one fstat: nobody appended (same size), nobody sealed the
-            # segment (a rotation makes it read-only first) or removed it, and the path was
-            # looked up recently.
+            # The common case costs an fstat and a stat: nobody appended (same size), nobody
+            # sealed the segment (a rotation makes it read-only first), removed it or put
+            # another file at its name.
             st = os.fstat(self._fd)
             if (
                 st.st_size == self._size
                 and st.st_mode & stat.S_IWUSR
                 and st.st_nlink > 0
-                and time.monotonic() - self._checked < PATH_CHECK_S
+                and identity_at(self.path) == Identity.of(st)
             ):
                 return
         reopened = self._reopen_if_moved_locked()
         if not self._pruned_at_open:
             self._pruned_at_open = True
             self._apply_retention_locked(rotate=False)
-            return
-        size = os.fstat(self._fd).st_size
-        if reopened or size != self._size:
-            self._load_head_locked(size)
+        else:
+            size = os.fstat(self._fd).st_size
+            if not reopened and size < self._size and self._ident is not None:
+                self._note_loss("truncated", self._ident, self._size)
+            if reopened or size != self._size:
+                self._load_head_locked(size)
+        if self._pending_loss is not None:
+            self._record_loss_locked()
+
+    def _record_loss_locked(self) -> None:
+        """The `segment-vanished` record: linked to the last record the lost segment held
+        when nothing was written since (so the chain itself shows the gap)."""
+        loss, self._pending_loss = self._pending_loss, None
+        assert loss is not None
+        self.segments_vanished += 1
+        if self._size == 0 and loss["lost"]["lastHash"] is not None:
+            self._head = loss["lost"]["lastHash"]
+        self._seal_locked(
+            {
+                "id": new_id("audit"),
+                "ts": now_ms(),
+                "kind": segment_identity.KIND,
+                **loss,
+                "reason": "the live audit segment was "
+                + loss["how"]
+                + "; the records it held are not in the trail",
+                "noticed": self.segments_vanished,
+                "pid": os.getpid(),
+            }
+        )
 
     def _load_head_locked(self, size: int) -> None:
         line, torn = segments.last_line(self._fd, size)
@@ -284,6 +335,7 @@ class AuditLog:
             os.fchmod(self._fd, 0o600)  # still the segment being written
             raise
         self._close_locked()
+        self._ident = None  # sealed: no longer this writer's to lose
         self._apply_retention_locked(rotate=True)
 
     def _apply_retention_locked(self, *, rotate: bool) -> None:
@@ -296,38 +348,9 @@ class AuditLog:
         pruned = segments.prune(self.path, limits, time.time())
         if not pruned:
             return
-        for batch in segments.carried_batches(pruned.carried):
-            self._seal_locked(
-                {
-                    "id": new_id("audit"),
-                    "ts": now_ms(),
-                    "kind": "carried",
-                    "reason": "evidence younger than the retention period, carried forward from "
-                    "a segment deleted for size (each line keeps its own hash)",
-                    "count": len(batch),
-                    "lines": batch,
-                }
-            )
-        names = [s.path.name for s in pruned.segments]
-        record: dict[str, Any] = {
-            "id": new_id("audit"),
-            "ts": now_ms(),
-            "kind": "retention",
-            "reason": f"retention deleted {len(names)} old segment(s) (keeping "
-            f"{limits.max_bytes} bytes, {limits.retention_s / 86_400:g} days)",
-            "pruned": names,
-            "prunedThrough": pruned.segments[-1].number,
-            "carried": len(pruned.carried),
-            "pid": os.getpid(),
-        }
-        if pruned.dropped:
-            self.evidence_dropped += pruned.dropped
-            record["evidenceDropped"] = pruned.dropped
-            record["reason"] += (
-                f"; {pruned.dropped} privileged or denied record(s) younger than the retention "
-                "period were dropped: the evidence outgrew its share of maxBytes"
-            )
-        self._seal_locked(record)
+        self.evidence_dropped += pruned.dropped
+        for record in pruned.records(limits):
+            self._seal_locked(record)
 
     def _seal_locked(self, record: dict[str, Any]) -> None:
         line, digest = seal(record, self._head)
@@ -339,14 +362,14 @@ class AuditLog:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
-        self._fd, self._ino, self._size = -1, -1, -1
+        self._fd, self._size = -1, -1
 
     # -- reading ------------------------------------------------------------------------
 
     def read(self) -> Iterator[dict[str, Any]]:
         """Every parseable record, oldest first, across the segments."""
         for path in segments.all_files(self.path):
-            yield from _records_of(path)
+            yield from segments.records_of(path)
 
     def tail(
         self, limit: int = 200, predicate: Callable[[dict[str, Any]], bool] | None = None
@@ -357,7 +380,7 @@ class AuditLog:
             return []
         found: list[dict[str, Any]] = []
         for path in reversed(segments.all_files(self.path)):
-            matching = [r for r in _records_of(path) if predicate is None or predicate(r)]
+            matching = [r for r in segments.records_of(path) if predicate is None or predicate(r)]
             found = matching[-(limit - len(found)) :] + found
             if len(found) >= limit:
                 break
@@ -371,6 +394,7 @@ class AuditLog:
             "recordsWritten": self.records_written,
             "recordsCoalesced": self.records_coalesced,
             "evidenceDropped": self.evidence_dropped,
+            "segmentsVanished": self.segments_vanished,
         }
 
     def usage(self) -> dict[str, Any]:
@@ -383,32 +407,6 @@ class AuditLog:
             "share": round(used / limits.max_bytes, 4) if limits.max_bytes else 0.0,
             "evidenceDropped": self.evidence_dropped,
         }
-
-
-def _records_of(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of one file; a `carried` record is read as the records it carries."""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
-    except OSError:
-        return
-    with fh:
-        for raw in fh:
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                continue  # a foreign or torn line: skip, never fail the reader
-            if not isinstance(record, dict):
-                continue
-            if record.get("kind") == "carried":
-                for line in segments.carried_lines(record):
-                    try:
-                        inner = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(inner, dict):
-                        yield {**inner, "carried": True}
-                continue
-            yield record
 
 
 def _hash_of(line: bytes) -> str | None:

@@ -29,6 +29,7 @@ from meith_core.audit.rules import (
     GATE,
     GLUED_PASSWORD_RE,
     LARGE_TEXT_KEY_RE,
+    PROGRAM_OPTIONS,
     REDACTED,
     RULES_OF,
     SECRET_KEY_RE,
@@ -114,7 +115,7 @@ def _token_or_keep(match: re.Match[str]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _key_kind(key: str, in_env: bool = False) -> int:
+def key_kind(key: str, in_env: bool = False) -> int:
     """0 an ordinary key, 1 a secret key, 2 a large-text key (keys repeat a lot: a cache beats
     several regex searches per key)."""
     if SECRET_KEY_RE.search(key):
@@ -125,7 +126,7 @@ def _key_kind(key: str, in_env: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
-def _names_environment(key: str) -> bool:
+def names_environment(key: str) -> bool:
     """A key whose value is an environment map (`env`, `envVars`...)."""
     return ENV_PARENT_KEY_RE.match(key) is not None
 
@@ -176,7 +177,7 @@ def _clean(text: str) -> str:
 
 
 def redact_string(text: str, key: str = "") -> str:
-    if key and _key_kind(key) == 2:
+    if key and key_kind(key) == 2:
         return f"[REDACTED_TEXT {len(text)} chars]"
     if len(text) > 64 * 1024:
         # Never run patterns over megabytes; nothing this long is shown whole anyway.
@@ -197,21 +198,34 @@ def redact_string(text: str, key: str = "") -> str:
     return text
 
 
-def _redact_argv(items: list[Any]) -> list[Any]:
+def redact_argv(items: list[Any], program: str | None = None) -> list[Any]:
     """An argument vector: the value after `--password`, `-u` and the like is a secret too, and
-    so is `-pSECRET` after a `-u` (mysql and friends: the password glued to `-p`)."""
+    so is `-pSECRET` or `-p SECRET` after a `-u` (mysql and friends), and the password option
+    of a program of `PROGRAM_SECRET_OPTIONS` (`program`: the one `args` belong to, when the
+    vector does not name it)."""
     if not any(type(item) is str and item[:1] == "-" for item in items):
         return items  # no option at all (every pattern starts with "-"): nothing to look at
     out = list(items)
     user = False
+    options = PROGRAM_OPTIONS.get(program or "", ())
     for i, item in enumerate(items):
         if not isinstance(item, str):
+            continue
+        if item[:1] != "-":  # every rule is about an option; a program name sets the rules
+            options = PROGRAM_OPTIONS.get(item.rpartition("/")[2], options)
+            continue
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if options and _program_option(out, i, item, nxt, options):
             continue
         if user and GLUED_PASSWORD_RE.match(item):
             out[i] = "-p" + REDACTED
             continue
-        nxt = items[i + 1] if i + 1 < len(items) else None
-        if USER_FLAG_RE.match(item) or item.startswith(("-u", "--user=")):
+        if user and item == "-p" and isinstance(nxt, str) and nxt[:1] != "-":
+            out[i + 1] = REDACTED
+            continue
+        if USER_FLAG_RE.match(item):
+            user = user or (isinstance(nxt, str) and nxt[:1] != "-")  # `-u NAME`, not `add -u`
+        elif item.startswith(("-u", "--user=")):
             user = True
         if not isinstance(nxt, str):
             continue
@@ -222,6 +236,29 @@ def _redact_argv(items: list[Any]) -> list[Any]:
     return out
 
 
+def _program_option(
+    out: list[Any], i: int, item: str, nxt: Any, options: tuple[tuple[str, str], ...]
+) -> bool:
+    """Redact a program's password option at `i` (see `PROGRAM_SECRET_OPTIONS`); whether it was
+    one."""
+    for option, how in options:
+        if how == "user%pw":
+            if item == option and isinstance(nxt, str) and "%" in nxt:
+                out[i + 1] = nxt.split("%", 1)[0] + "%" + REDACTED
+                return True
+            if item.startswith(option) and "%" in item:
+                out[i] = item.split("%", 1)[0] + "%" + REDACTED
+                return True
+        elif item == option:
+            if how == "next" and isinstance(nxt, str):
+                out[i + 1] = REDACTED
+                return True
+        elif item.startswith(option) and item[len(option) :][:1] not in ("", "-"):
+            out[i] = option + REDACTED
+            return True
+    return False
+
+
 def redact(
     value: Any, key: str = "", depth: int = 0, sensitive: frozenset[str] = frozenset()
 ) -> Any:
@@ -230,7 +267,7 @@ def redact(
 
 
 class _Redactor:
-    __slots__ = ("budget", "known", "limit", "secrets", "sensitive", "spent")
+    __slots__ = ("budget", "known", "limit", "program", "secrets", "sensitive", "spent")
 
     def __init__(
         self, sensitive: frozenset[str], known: tuple[str, ...] = (), *, cut: bool = False
@@ -246,6 +283,8 @@ class _Redactor:
         #: they reappear in its result (`known`): an error message quoting the typed text.
         self.secrets: list[str] = []
         self.known = known
+        #: The program the `args` being walked belong to (`{command: "sshpass", args: [...]}`).
+        self.program: str | None = None
 
     def _keep_secret(self, value: Any) -> None:
         values = value if isinstance(value, list | tuple) else (value,)
@@ -266,7 +305,7 @@ class _Redactor:
             return "[...]"  # beyond the summary's cut: never shown
         self.spent += 1
         if key:
-            kind = _key_kind(key, in_env)
+            kind = key_kind(key, in_env)
             if kind == 1:
                 self._keep_secret(value)
                 return REDACTED
@@ -325,7 +364,12 @@ class _Redactor:
             seq = list(islice(value, MAX_ARRAY_ITEMS + 1))
         except Exception:
             return "[UNSERIALIZABLE]"
-        seq = _redact_argv(seq)
+        program, self.program = self.program, None
+        redacted = redact_argv(seq, program)
+        if redacted is not seq:
+            # What an argument vector hid is removed from the result too (a message quoting it).
+            self._keep_secret([a for a, b in zip(seq, redacted, strict=True) if a != b])
+            seq = redacted
         # Items inherit the parent key, so `tokens: [...]` items are redacted too.
         run = self.run
         red = [run(v, key, depth + 1, in_env) for v in seq[:MAX_ARRAY_ITEMS]]
@@ -339,14 +383,18 @@ class _Redactor:
             items = list(islice(value.items(), MAX_OBJECT_KEYS + 1))
         except Exception:
             return "[UNSERIALIZABLE]"
-        env = bool(key) and _names_environment(key)
+        env = bool(key) and names_environment(key)
         run = self.run
+        command = value.get("command") if type(value) is dict else None
+        program = command.rsplit("/", 1)[-1] if type(command) is str else None
         for k, v in items[:MAX_OBJECT_KEYS]:
             if type(k) is str and len(k) <= MAX_STRING_CHARS and k.isascii():
                 name = k  # what _clean and the cut below would give, without the calls
             else:
                 name = _clean(str(k))[:MAX_STRING_CHARS]
             self.spent += len(name) + 3
+            if program is not None and name == "args" and type(v) is list:
+                self.program = program
             out[name] = run(v, name, depth + 1, env)
         if len(items) > MAX_OBJECT_KEYS:
             out["[more keys]"] = f"{len(value) - MAX_OBJECT_KEYS} more"

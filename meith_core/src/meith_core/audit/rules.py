@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 REDACTED: Final = "[REDACTED]"
 
@@ -49,6 +49,58 @@ FLAG_RE: Final = re.compile(rf"^--?[A-Za-z0-9_-]*{SECRET_NAME}[A-Za-z0-9_-]*$", 
 USER_FLAG_RE: Final = re.compile(r"^(?:-u|--user|--proxy-user)$")
 #: `-pSECRET` in an argument vector after a `-u` (mysql, mysqldump, mariadb...).
 GLUED_PASSWORD_RE: Final = re.compile(r"^-p[^\s]+$")
+
+_LDAP: Final = tuple(
+    f"ldap{n}"
+    for n in ("search", "modify", "add", "delete", "compare", "modrdn", "passwd", "whoami", "exop")
+)
+_SAMBA: Final = ("smbclient", "rpcclient", "smbcacls", "smbcquotas", "smbget", "smbtree")
+#: Programs that take a password as an option's value, and how: `next` (the next argument,
+#: or glued: `-pX`), `glued` (glued only; a bare option asks for it), `user%pw` (`-U user%pw`:
+#: what follows the `%`). The argument-vector and the command-line rules are both made from it.
+PROGRAM_SECRET_OPTIONS: Final[tuple[tuple[tuple[str, ...], str, str], ...]] = (
+    (("sshpass",), "-p", "next"),
+    (("redis-cli", "valkey-cli", "keydb-cli"), "-a", "next"),
+    (_LDAP, "-w", "next"),
+    (("zip", "zipcloak"), "-P", "next"),
+    (("7z", "7za", "7zr"), "-p", "glued"),
+    (_SAMBA, "-U", "user%pw"),
+    (_SAMBA, "--user", "user%pw"),
+)
+#: Program name (as it stands, or the last part of a path) -> its `(option, how)` pairs.
+PROGRAM_OPTIONS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    name: tuple((opt, how) for progs, opt, how in PROGRAM_SECRET_OPTIONS if name in progs)
+    for progs, _, _ in PROGRAM_SECRET_OPTIONS
+    for name in progs
+}
+#: The literals that let a program's rule run (few and specific: every literal costs every
+#: string a little, and one found costs that string the gate).
+_TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
+    ("sshpass",): ("sshpass",),
+    ("redis-cli", "valkey-cli", "keydb-cli"): ("redis-cli", "valkey-cli", "keydb-cli"),
+    _LDAP: ("ldap",),
+    ("zip", "zipcloak"): ("zip ", "zipcloak"),
+    ("7z", "7za", "7zr"): ("7z",),
+    _SAMBA: ("smb", "rpcclient"),
+}
+_VALUE: Final = r"(\"[^\"]*\"|'[^']*'|[^\s\"'|;&]+)"
+
+
+def _program_rule(
+    programs: tuple[str, ...], option: str, how: str
+) -> tuple[tuple[str, ...], re.Pattern[str], str]:
+    """The command-line rule of one `PROGRAM_SECRET_OPTIONS` entry: the option's value after
+    the program (through its other arguments, up to a `|`, `;` or `&`)."""
+    names = "|".join(re.escape(p) for p in programs)
+    head = rf"((?<![\w.-])(?:{names})(?![\w.-])(?:[ \t]+[^\s|;&]+)*?[ \t]+{re.escape(option)}"
+    if how == "glued":
+        pattern = head + r")(?=[^\s])" + _VALUE
+    elif how == "user%pw":
+        pattern = head + r"(?:=|[ \t]+)?[\"']?[^\s%\"'|;&]*%)[^\s\"'|;&]+"
+    else:
+        pattern = head + r"(?:=|[ \t]+(?!-)|(?=[^\s])))" + _VALUE
+    return _TRIGGERS[programs], re.compile(pattern), r"\1[REDACTED]"
+
 
 # Trigger literals of the rules below (lower case).
 _T_PEM: Final = ("private key",)
@@ -113,8 +165,31 @@ SECRET_PATTERNS: Final[
     (
         _T_USER,
         re.compile(
-            r"((?<![\w-])(?:-u|--user)(?:[ \t]*|=)[^\s]+(?:[ \t]+[^\s]+)*?[ \t]+-p)"
-            r"(?=[^\s])(\"[^\"]*\"|'[^']*'|[^\s\"']+)"
+            r"((?<![\w-])(?:-u|--user)(?:[ \t]*|=)(?!-)[^\s]+(?:[ \t]+[^\s]+)*?[ \t]+-p"
+            r"(?:[ \t]+(?!-))?)(?=[^\s])(\"[^\"]*\"|'[^']*'|[^\s\"']+)"
+        ),
+        r"\1[REDACTED]",
+    ),
+    # Passwords as options of the programs of `PROGRAM_SECRET_OPTIONS`.
+    *(_program_rule(*entry) for entry in PROGRAM_SECRET_OPTIONS),
+    # `echo X | sudo -S ...`: the password fed to sudo's standard input.
+    (
+        ("sudo",),
+        re.compile(
+            r"(\b(?:echo|printf)(?:[ \t]+-[neE]+)*[ \t]+)((?:\"[^\"]*\"|'[^']*'|[^\s|;&]+)"
+            r"(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|[^\s|;&]+))*?)([ \t]*\|[ \t]*(?:[^\s|;&]*/)?sudo"
+            r"(?:[ \t]+-[^\s|;&]+)*?[ \t]+-[A-Za-z]*S\b)"
+        ),
+        r"\1[REDACTED]\3",
+    ),
+    # Webhook URLs carry their token in the path (Slack, Discord, Teams, and any
+    # `/webhook(s)/` or `/hooks/` path).
+    (
+        ("://",),
+        re.compile(
+            r"([Hh][Tt][Tt][Pp][Ss]?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/"
+            r"|[^\s/\"'<>]+/(?:[^\s?#\"'<>]*/)?(?:[Ww]eb)?[Hh]ooks?(?:b2)?/))"
+            r"[^\s\"'<>]+"
         ),
         r"\1[REDACTED]",
     ),
@@ -214,13 +289,35 @@ SECRET_PATTERNS: Final[
         r"\1:[REDACTED]@",
     ),
 )
+
+
+def _trie(words: list[str]) -> str:
+    """An alternation of `words` as a trie (`a(?:b|c)`): one branch per distinct character at
+    each step instead of one per word, and the longest word first where one extends another."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        inner = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{inner})?" if "" in node else inner
+
+    return build(root)
+
+
 # Which rules may apply is decided in one scan of the lower-cased text for the literals the
 # rules need (each rule lists the literals at least one of which it cannot match without);
 # ordinary strings match none and skip the table. Literals are tried longest first, and the
 # rules of a literal include those of every literal it starts with.
 LITERALS: Final = sorted({t for rule in SECRET_PATTERNS for t in rule[0]}, key=len, reverse=True)
-ANY_LITERAL: Final = re.compile("|".join(re.escape(t) for t in LITERALS))
-GATE: Final = re.compile("(?=(" + "|".join(re.escape(t) for t in LITERALS) + "))")
+ANY_LITERAL: Final = re.compile(_trie(LITERALS))
+GATE: Final = re.compile("(?=(" + _trie(LITERALS) + "))")
 RULES_OF: Final = {
     lit: tuple(
         i for i, rule in enumerate(SECRET_PATTERNS) if any(lit.startswith(t) for t in rule[0])

@@ -22,11 +22,15 @@ import contextlib
 import json
 import os
 import re
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from meith_core.base.ids import new_id
 
 DEFAULT_RETENTION_DAYS: Final = 30.0
 DEFAULT_MAX_BYTES: Final = 200 * 1024 * 1024
@@ -155,6 +159,41 @@ class Pruned:
 
     def __bool__(self) -> bool:
         return bool(self.segments)
+
+    def records(self, limits: Limits) -> list[dict[str, Any]]:
+        """What the writer records of it: the carried evidence, then the `retention` record."""
+        ts = time.time_ns() // 1_000_000
+        out: list[dict[str, Any]] = [
+            {
+                "id": new_id("audit"),
+                "ts": ts,
+                "kind": "carried",
+                "reason": "evidence younger than the retention period, carried forward from "
+                "a segment deleted for size (each line keeps its own hash)",
+                "count": len(batch),
+                "lines": batch,
+            }
+            for batch in carried_batches(self.carried)
+        ]
+        names = [s.path.name for s in self.segments]
+        record: dict[str, Any] = {
+            "id": new_id("audit"),
+            "ts": ts,
+            "kind": "retention",
+            "reason": f"retention deleted {len(names)} old segment(s) (keeping "
+            f"{limits.max_bytes} bytes, {limits.retention_s / 86_400:g} days)",
+            "pruned": names,
+            "prunedThrough": self.segments[-1].number,
+            "carried": len(self.carried),
+            "pid": os.getpid(),
+        }
+        if self.dropped:
+            record["evidenceDropped"] = self.dropped
+            record["reason"] += (
+                f"; {self.dropped} privileged or denied record(s) younger than the retention "
+                "period were dropped: the evidence outgrew its share of maxBytes"
+            )
+        return [*out, record]
 
 
 def protected(record: dict[str, object]) -> bool:
@@ -309,3 +348,29 @@ def last_line(fd: int, size: int) -> tuple[bytes | None, int]:
     nl = buf.rfind(b"\n")
     # No whole line within reach: everything after the last newline is a fragment.
     return None, len(buf) - nl - 1 if nl >= 0 else len(buf)
+
+
+def records_of(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of one file; a `carried` record is read as the records it carries."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
+    except OSError:
+        return
+    with fh:
+        for raw in fh:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a foreign or torn line: skip, never fail the reader
+            if not isinstance(record, dict):
+                continue
+            if record.get("kind") == "carried":
+                for line in carried_lines(record):
+                    try:
+                        inner = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(inner, dict):
+                        yield {**inner, "carried": True}
+                continue
+            yield record

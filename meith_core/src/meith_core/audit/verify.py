@@ -1,5 +1,6 @@
 """Checking the audit trail: every record's hash, every link to the record before it, no
-segment missing that retention did not delete, no record cut short that nobody acknowledged.
+segment missing that retention did not delete, no record cut short that nobody acknowledged,
+no live segment that vanished under a writer (`segment-vanished`, see `segment_identity`).
 
 The chain carries no key: it shows any edit, removal or insertion that does not also rewrite
 every later record. Keep the head hash `meith audit verify` prints somewhere else to detect
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from meith_core.audit import segments
+from meith_core.audit import segment_identity, segments
 from meith_core.audit.chain import check_line
 
 MAX_PROBLEMS: Final = 50
@@ -92,11 +93,16 @@ class _Walk:
             else:
                 self.problem(*self.torn, "truncated record")
             self.torn = None
+        # A vanished segment's record links to the last record the lost segment held: the
+        # loss is the problem, said in its own words rather than as a broken link.
+        vanished = record.get("kind") == segment_identity.KIND
+        if vanished:
+            self.problem(name, lineno, segment_identity.describe(record))
         if not self.started:
             self.started = True
-            if checked.prev is not None:
+            if checked.prev is not None and not vanished:
                 self.first_prev = (name, lineno)
-        elif checked.prev != self.head:
+        elif checked.prev != self.head and not vanished:
             self.problem(name, lineno, "broken link: prev is not the hash of the record before")
         # Continue from this record whatever happened, so later problems are reported too.
         self.head = checked.hash or (

@@ -70,6 +70,7 @@ class ToolContext:
         logger: Callable[[], structlog.typing.FilteringBoundLogger],
         grant_scope: str | None = None,
         grant_net: tuple[str, ...] = (),
+        grant_sockets: tuple[str, ...] = (),
         refusals: Callable[[str, str, str], None] | None = None,
         grant_check: GrantCheck | None = None,
         child_env: Callable[[], dict[str, str]] | None = None,
@@ -85,6 +86,8 @@ class ToolContext:
         #: The network destinations the grant that allowed this call names (`--net`): what a
         #: process it starts confined may reach (`meith_core.NetworkGate`); empty: none.
         self.grant_net = grant_net
+        #: The Unix sockets that grant names (`--socket`): what such a process may reach.
+        self.grant_sockets = grant_sockets
         self._refusals = refusals
         self._grant_check = grant_check
         self._child_env = child_env

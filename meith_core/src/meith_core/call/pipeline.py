@@ -22,9 +22,9 @@ from typing import Any, Final
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from meith_core.audit.approval_view import approval_view
 from meith_core.audit.entry import audit_entry, refusal_entry, refused_frame_entry
 from meith_core.audit.log import AuditLog, now_ms
-from meith_core.audit.redact import sensitive_fields_of, summarize
 from meith_core.base.cancel import CancelToken
 from meith_core.base.home import MeithHome
 from meith_core.base.ids import new_id
@@ -32,10 +32,12 @@ from meith_core.call.catalogue import Catalogue, RegisteredTool
 from meith_core.call.context import EventSink, ToolContext
 from meith_core.call.executor import Executor, Outcome
 from meith_core.call.record import CallRecord
-from meith_core.call.tooldef import DEFAULTED_CWD, NO_TIMEOUT, ToolDefinition
+from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
+from meith_core.call.validation import first_error, validate_arguments, validation_details
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
 from meith_core.protocol.caller import CallerInfo
+from meith_core.protocol.call_approval import waits_for_approval
 from meith_core.protocol.capabilities import privileged_of
 from meith_core.protocol.errors import ErrorCode, ToolError
 from meith_core.protocol.framing import dumps_bytes
@@ -104,11 +106,14 @@ class CallPipeline:
         request_id: str | None = None,
         render: bool = True,
         text_only: bool = False,
+        trace: dict[str, str] | None = None,
     ) -> ToolResult:
         """Run one call through every step; never raises. `render`: whether a tool with a
         renderer writes the result's `text` (socket callers ask for it, `withText`).
         `text_only`: the encoded (wire) result of a rendered call carries the text and not the
-        content (`textOnly`); the ToolResult itself, its audit record and its events keep it."""
+        content (`textOnly`); the ToolResult itself, its audit record and its events keep it.
+        `trace`: the caller's W3C trace context, kept in the audit record (the call's span is
+        its child)."""
         call = CallRecord(
             request_id=request_id or new_id("req"),
             caller=caller,
@@ -121,6 +126,7 @@ class CallPipeline:
             emit=emit,
             render=render,
             text_only=text_only,
+            trace=trace,
         )
         try:
             result = await self._steps(call)
@@ -155,7 +161,7 @@ class CallPipeline:
                 f"Unknown tool: {call.name}",
                 {"hint": "list the available tools with: meith tools"},
             )
-        args = _validate(call, call.tool)
+        args = validate_arguments(call.tool.definition, call.arguments, call.cwd)
         if isinstance(args, ToolResult):
             return args
         call.decision = await self._authorise(call, call.tool, args)
@@ -188,7 +194,7 @@ class CallPipeline:
         request = call.auth_request(
             tool,
             args,
-            lambda: summarize(dict(arguments), sensitive_fields_of(defn)),
+            lambda: approval_view(dict(arguments)),
             _progress_notifier(call.emit),
         )
         return await self.permissions.authorize(request)
@@ -228,6 +234,7 @@ class CallPipeline:
             ),
             grant_scope=call.decision.grant_scope,
             grant_net=call.decision.grant_net,
+            grant_sockets=call.decision.grant_sockets,
             refusals=functools.partial(self._audit_refusal, call),
             grant_check=self.permissions.grant_check(caller, defn.name),
             child_env=(
@@ -261,8 +268,7 @@ class CallPipeline:
     def record_refused(
         self, caller: CallerInfo, request_id: str | None, tool_name: str | None, reason: str
     ) -> None:
-        """Audit a `tool_call` frame the connection rules refused before it became a call
-        (coalesced like every refusal)."""
+        """Audit (coalesced) a `tool_call` frame the connection rules refused before it ran."""
         entry = refused_frame_entry(
             caller,
             request_id=request_id,
@@ -300,42 +306,22 @@ class CallPipeline:
 
 
 def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
-    """An approver's word to the caller, before the tool runs: a progress event marked
-    `awaiting: approval` (where the call waits for a person). The caller's sink failing is not
-    the call's failure."""
+    """An approver's word to the caller, before the tool runs: a progress event, marked
+    `awaiting: approval` while the call waits for a person (where, how long). The caller's
+    sink failing is not the call's failure."""
     if emit is None:
         return None
 
     def notify(message: str) -> None:
+        event: dict[str, Any] = {"kind": "progress", "message": message}
+        if waits_for_approval(message):
+            event["awaiting"] = "approval"
         try:
-            emit({"kind": "progress", "message": message, "awaiting": "approval"})
+            emit(event)
         except Exception as exc:
             _log.warning("event sink failed", error=repr(exc))
 
     return notify
-
-
-def _validate(call: CallRecord, tool: RegisteredTool) -> BaseModel | ToolResult:
-    """The tool's input model from the call's arguments, or a VALIDATION_ERROR."""
-    defn = tool.definition
-    arguments = call.arguments
-    if not isinstance(arguments, Mapping):
-        return error_result(
-            ErrorCode.VALIDATION_ERROR,
-            f'Invalid arguments for "{defn.name}": arguments must be a JSON object',
-        )
-    if DEFAULTED_CWD not in arguments and DEFAULTED_CWD in defn.input_model.model_fields:
-        # Convention: an argument named `cwd` defaults to the caller's working directory
-        # (clientInfo.cwd, else the runtime's), so `meith call git_status` works in a repo.
-        arguments = {**arguments, DEFAULTED_CWD: call.cwd}
-    try:
-        return defn.input_model.model_validate(arguments)
-    except ValidationError as exc:
-        details = _validation_details(exc)
-        first = _id_hint(details) or _first_error(details)
-        return error_result(
-            ErrorCode.VALIDATION_ERROR, f'Invalid arguments for "{defn.name}": {first}', details
-        )
 
 
 def _rendered(defn: ToolDefinition, content: Any) -> str | None:
@@ -347,22 +333,6 @@ def _rendered(defn: ToolDefinition, content: Any) -> str | None:
         _log.error("tool renderer raised", toolName=defn.name, error=f"{type(exc).__name__}: {exc}")
         return None
     return text if isinstance(text, str) else None
-
-
-def _id_hint(details: dict[str, Any]) -> str | None:
-    """Results name an object's id `id` (`create_terminal` → `{"id": "term_…"}`) where the
-    tools that act on it take `terminalId`, `tabId`, …: a call that passes `id` for the one
-    missing `…Id` argument is told which name to use, in the one line."""
-    errors = details["errors"]
-    extra = any(e["type"] == "extra_forbidden" and e["path"] == ["id"] for e in errors)
-    missing = [
-        str(e["path"][0])
-        for e in errors
-        if e["type"] == "missing" and len(e["path"]) == 1 and str(e["path"][0]).endswith("Id")
-    ]
-    if not extra or len(missing) != 1:
-        return None
-    return f'unknown argument "id": this tool takes the id as "{missing[0]}"'
 
 
 def _normalise(
@@ -411,7 +381,7 @@ def _normalise(
         return error_result(
             ErrorCode.TOOL_FAILED,
             f'Tool "{defn.name}" returned a result that does not match its output schema: '
-            f"{_first_error(_validation_details(err))}",
+            f"{first_error(validation_details(err))}",
         )
     except (TypeError, ValueError, RecursionError) as err:
         return error_result(
@@ -419,27 +389,6 @@ def _normalise(
             f'Tool "{defn.name}" returned a result that is not JSON: {err}',
         )
     return result
-
-
-def _validation_details(exc: ValidationError) -> dict[str, Any]:
-    # Only locations and messages: the offending input may be huge or hostile.
-    errors = [
-        {
-            "path": [p if isinstance(p, int) else str(p) for p in err["loc"]],
-            "message": err["msg"],
-            "type": err["type"],
-        }
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)[:50]
-    ]
-    return {"errors": errors}
-
-
-def _first_error(details: dict[str, Any]) -> str:
-    err = details["errors"][0] if details["errors"] else None
-    if err is None:
-        return "invalid"
-    where = ".".join(str(p) for p in err["path"]) or "arguments"
-    return f"{where}: {err['message']}"
 
 
 def _json_safe(value: Any) -> Any:

@@ -12,6 +12,7 @@ from meith_core.call.context import EventSink
 from meith_core.policy.asking import Decision
 from meith_core.policy.request import AuthRequest, CallTarget
 from meith_core.policy.service import acting_target
+from meith_core.protocol.call_approval import ApprovalView
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 
@@ -42,6 +43,8 @@ class CallRecord:
     render: bool = True
     #: The wire result leaves out `content` when the tool rendered `text` (see `Pipeline.call`).
     text_only: bool = False
+    #: The caller's W3C trace context (`traceparent`, `tracestate`), when it sent one.
+    trace: dict[str, str] | None = None
     #: Set once the name is found in the catalogue.
     tool: RegisteredTool | None = None
     #: Set once the permission service has decided.
@@ -51,7 +54,7 @@ class CallRecord:
         self,
         tool: RegisteredTool,
         args: object,
-        arguments_summary: Callable[[], str],
+        approval_view: Callable[[], ApprovalView],
         notify: Callable[[str], None] | None,
     ) -> AuthRequest:
         """The one request the permission service decides, built from this record and the
@@ -69,7 +72,7 @@ class CallRecord:
                 acting_target(defn.declared_target, self.cwd, args) if privileged else _UNEXAMINED
             ),
             caller_cwd=self.cwd,
-            arguments_summary=arguments_summary,
+            approval_view=approval_view,
             cancel=self.cancel,
             notify=notify,
         )

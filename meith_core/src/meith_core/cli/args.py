@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from meith_core.cli.spelling import did_you_mean
+from meith_core.base.suggest import did_you_mean
 
 #: Global options: consumed by the CLI, never forwarded. Value-taking ones map to True.
 RESERVED: dict[str, bool] = {

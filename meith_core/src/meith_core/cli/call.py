@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from meith_core.base.home import MeithHome
+from meith_core.base.suggest import did_you_mean
 from meith_core.cli.agent_view import agent_label, print_for_agent, render_for_agent
 from meith_core.cli.args import UsageError, check_names, parse_call_line, parse_timeout, type_of
 from meith_core.cli.output import (
@@ -25,7 +26,6 @@ from meith_core.cli.output import (
     pretty,
     print_result,
 )
-from meith_core.cli.spelling import did_you_mean
 from meith_core.client._core import ConnectError, Interrupted, TransportError
 from meith_core.client.sync import Client
 

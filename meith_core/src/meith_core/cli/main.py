@@ -15,7 +15,7 @@ from meith_core.cli.grants import grants_app
 from meith_core.cli.options import InstanceOpt, JsonOpt, SocketOpt, examples
 from meith_core.cli.plugins import plugins_app
 from meith_core.cli.settings import settings_app
-from meith_core.cli.spelling import not_one_of
+from meith_core.base.suggest import not_one_of
 
 app = typer.Typer(
     name="meith",

@@ -23,6 +23,7 @@ _EPILOG = (
     "\b\nExamples:\n"
     "  meith mcp\n"
     "  meith mcp --plugins git,process --read-only\n"
+    "  meith mcp --tools coding,git   (profiles: coding (the default), git, browser, all)\n"
     "  meith mcp --tools 'git_*,get_browser_*'\n"
     "  meith mcp --http 8765\n"
     "  meith mcp --structured   (results as JSON too, for programs)\n"
@@ -58,7 +59,11 @@ def mcp(
     ] = None,
     tools: Annotated[
         str | None,
-        typer.Option("--tools", help="Only tools matching these globs (comma-separated)."),
+        typer.Option(
+            "--tools",
+            help="Tool profiles and globs, comma-separated: coding (the default: files, "
+            "run_command, git status/diff/log), git, browser, all, or globs like 'git_*'.",
+        ),
     ] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="No privileged tool is listed or callable.")
@@ -105,6 +110,56 @@ def mcp_token() -> None:
     sys.stdout.write(load_or_create_token(MeithHome.from_env()) + "\n")
 
 
+@mcp_app.command(
+    "config",
+    epilog="\b\nExamples:\n  meith mcp config claude-code\n  meith mcp config codex --cwd ~/src/app --tools coding,git",
+)
+def mcp_config(
+    client: Annotated[str, typer.Argument(help="claude-code, codex, cursor, vscode or inspector.")],
+    cwd: Annotated[
+        str | None,
+        typer.Option("--cwd", help="The project the agent works in (default: here)."),
+    ] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Tool profiles and globs, as for meith mcp.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="The server's name in the client.")] = "meith",
+) -> None:
+    """Print a client's configuration entry for this bridge, ready to paste."""
+    raise typer.Exit(run_config(client, cwd, tools, name))
+
+
+def run_config(client: str, cwd: str | None, tools: str | None, name: str) -> int:
+    import shutil
+
+    from meith_core.base.home import MeithHome
+    from meith_core.cli.output import EXIT_OK, EXIT_USAGE, fail
+    from meith_core.mcp.client_configs import CLIENTS, launch, render
+
+    if client not in CLIENTS:
+        return fail(f"unknown client {client!r}: one of {', '.join(CLIENTS)}", EXIT_USAGE)
+    workdir = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+    if not os.path.isdir(workdir):
+        return fail(f"--cwd {workdir}: no such directory", EXIT_USAGE)
+    # Clients do not all share the shell's PATH: this meith by its full path, unless the one
+    # on PATH is this one.
+    me = os.path.realpath(sys.argv[0])
+    on_path = shutil.which("meith")
+    command = "meith" if on_path and os.path.realpath(on_path) == me else me
+    if not os.path.isfile(command) and command != "meith":
+        command = "meith"
+    entry = launch(command, _tilde(workdir), _tilde(str(MeithHome.from_env().root)), tools)
+    sys.stderr.write(f"# {CLIENTS[client].title}: this goes in {CLIENTS[client].where}\n")
+    sys.stdout.write(render(client, entry, name))
+    return EXIT_OK
+
+
+def _tilde(path: str) -> str:
+    """`~/x` for a path in the user's home: the same for every client that reads it."""
+    home = os.path.expanduser("~")
+    return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
+
+
 def run_mcp(
     http: str | None,
     allow_remote: bool,
@@ -132,9 +187,9 @@ def run_mcp(
             parse_bind,
             parse_origin,
         )
+        from meith_core.mcp.profiles import Selection
         from meith_core.mcp.serve import run_http, run_stdio
         from meith_core.mcp.sessions import BridgeConfig, log
-        from meith_core.mcp.tools import Selection
     except ImportError as exc:
         return fail(
             f"meith mcp needs the MCP SDK ({exc.name} is missing): pip install 'meith-core[mcp]'",
@@ -172,6 +227,7 @@ def run_mcp(
         cwd=workdir,
         selection=Selection.parse(plugins, tools, read_only),
         artifacts_dir=home.artifacts_dir,
+        audit_path=home.audit_path,
         cwd_fixed=cwd is not None,
         structured=structured,
     )

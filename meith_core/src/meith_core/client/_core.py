@@ -92,6 +92,7 @@ def client_info(
     socket_path: str | None = None,
     console: bool = False,
     console_url: str | None = None,
+    approvals_shared: bool = False,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
     # A process a session started calls back as that session (the server ignores `caller`),
@@ -109,6 +110,8 @@ def client_info(
         info["label"] = label
     if approvals:
         info["approvals"] = True
+        if approvals_shared:
+            info["approvalsShared"] = True
     if console:
         info["console"] = True
         if console_url:
@@ -155,6 +158,7 @@ def tool_call_frame(
     timeout_ms: int | None,
     with_text: bool = False,
     text_only: bool = False,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {
         "type": "tool_call",
@@ -170,6 +174,8 @@ def tool_call_frame(
         frame["withText"] = True
     if text_only:
         frame["textOnly"] = True
+    if trace:
+        frame["traceContext"] = trace
     return frame
 
 

@@ -10,7 +10,9 @@ async with await AsyncClient.connect() as c:
 An agent bridge connects as `caller="agent"` with a `label`, answers approval requests through
 `on_approval` (which returns `"allow_once"`, `"allow_session"` or `"deny"`, optionally with
 who answered: `("deny", "user")`), and learns of tool list changes through `on_tools_changed`
-after `list_tools(watch=True)`. The local user's console (`meith ui`) connects with
+after `list_tools(watch=True)`; with `approvals_shared=True` its approval requests go to the
+local user's consoles and `serve` prompt at the same time, the first answer wins and the others
+are told through `on_approval_closed`. The local user's console (`meith ui`) connects with
 `console=True` (and its address, `console_url`, which a call waiting for it tells its
 caller): it is asked about every session's approval requests, told through
 `on_approval_closed` when one stops waiting, and may `revoke_session`; its own privileged calls
@@ -117,6 +119,7 @@ class AsyncClient(AsyncLink):
         console: bool = False,
         on_approval_closed: ApprovalClosedHandler | None = None,
         console_url: str | None = None,
+        approvals_shared: bool = False,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
         loop = asyncio.get_running_loop()
@@ -134,6 +137,7 @@ class AsyncClient(AsyncLink):
             socket_path=target.socket_path,
             console=console,
             console_url=console_url,
+            approvals_shared=approvals_shared,
         )
         return cls(
             reader,
@@ -222,10 +226,13 @@ class AsyncClient(AsyncLink):
         timeout_ms: int | None,
         with_text: bool = False,
         text_only: bool = False,
+        *,
+        trace: dict[str, str] | None = None,
     ) -> CallStream:
         """Send a call; its events and result arrive through the returned stream. `with_text`:
         the result carries the tool's text for a model too (`text`); `text_only`: a result the
-        tool rendered carries only that text, no `content` (for a caller that reads the text)."""
+        tool rendered carries only that text, no `content` (for a caller that reads the text);
+        `trace`: the W3C trace context (`traceparent`, `tracestate`) the call's span joins."""
         frame = tool_call_frame(
             name,
             arguments,
@@ -234,6 +241,7 @@ class AsyncClient(AsyncLink):
             timeout_ms=timeout_ms,
             with_text=with_text,
             text_only=text_only,
+            trace=trace,
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pending[frame["requestId"]] = queue

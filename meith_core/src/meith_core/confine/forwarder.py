@@ -1,20 +1,19 @@
-"""Ports, the other way: the user's browser reaching a confined dev server. A dev server
-listening on its namespace's loopback is opened on the host's 127.0.0.1 at the same port,
-relayed through the forwarder inside (`confine.wrapper.forwarder`)."""
+"""Ports, the other way: the user's browser reaching a confined dev server. A port is opened on
+the host's 127.0.0.1 only when asked (the port a call names, or the one a dev server is found
+to serve on), never one of meith's own (`base.port_registry`), and each connection to it is
+handed to the forwarder inside over the spawn's control channel (`confine.channel`): no path
+the process could replace leads anywhere."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import threading
-from typing import Final
+from collections.abc import Callable, Mapping
 
+from meith_core.confine.channel import ControlChannel
 from meith_core.confine.wrapper.environment import PROXY_PORT
 from meith_core.confine.wrapper.relay import relay
-
-#: How often the forwarder looks for new listening ports inside the namespace.
-PORT_POLL_S: Final = 0.5
 
 
 def listening_ports(pid: int) -> set[int]:
@@ -37,62 +36,67 @@ def listening_ports(pid: int) -> set[int]:
         except (OSError, ValueError):
             continue
     ports.discard(PROXY_PORT)
+    ports.discard(53)
     return ports
 
 
 class PortForwarder:
-    """Opens on the host's 127.0.0.1 each port a confined process listens on inside its
-    namespace, relayed through the forwarder's `ports_socket` (threads, like the gate)."""
+    """The host ports opened for one confined process, relayed to its namespace's loopback
+    (threads, like the gate)."""
 
-    def __init__(self, pid: int, ports_socket: str) -> None:
-        self.pid = pid
-        self.ports_socket = ports_socket
-        #: port -> None when it is forwarded, else why not (taken on the host).
+    def __init__(self, channel: ControlChannel, reserved: Callable[[], Mapping[int, str]]) -> None:
+        self.channel = channel
+        self.reserved = reserved
+        #: port -> None when it is forwarded, else why not (meith's own, taken on the host).
         self.ports: dict[int, str | None] = {}
         self._listeners: dict[int, socket.socket] = {}
-        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._closed = False
 
-    def start(self) -> None:
-        threading.Thread(target=self._watch, daemon=True).start()
+    def forward(self, port: int) -> str | None:
+        """Open `port` on the host's 127.0.0.1 for the process; None when it is (or already
+        was), else why not."""
+        with self._lock:
+            if self._closed:
+                return "the process has ended"
+            if port in self.ports:
+                return self.ports[port]
+            why = self._why_not(port)
+            if why is None:
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    listener.bind(("127.0.0.1", port))
+                    listener.listen(128)
+                except OSError as exc:
+                    listener.close()
+                    why = f"127.0.0.1:{port} is taken on the host ({exc.strerror})"
+                else:
+                    self._listeners[port] = listener
+                    threading.Thread(
+                        target=self._accept, args=(port, listener), daemon=True
+                    ).start()
+            self.ports[port] = why
+            return why
+
+    def _why_not(self, port: int) -> str | None:
+        if port in (PROXY_PORT, 53):
+            return f"port {port} is the forwarder's own inside the process's namespace"
+        what = self.reserved().get(port)
+        if what is not None:
+            return f"127.0.0.1:{port} is meith's own ({what}); it is never forwarded"
+        return None
 
     def close(self) -> None:
-        self._stop.set()
-        for listener in list(self._listeners.values()):
+        with self._lock:
+            self._closed = True
+            listeners, self._listeners = list(self._listeners.values()), {}
+        for listener in listeners:
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)
             listener.close()
-        self._listeners.clear()
-
-    def _watch(self) -> None:
-        while not self._stop.is_set() and os.path.exists(f"/proc/{self.pid}"):
-            self.poll()
-            self._stop.wait(PORT_POLL_S)
-        self.close()
-
-    def poll(self) -> None:
-        inside = listening_ports(self.pid)
-        for port in sorted(inside - set(self.ports)):
-            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                listener.bind(("127.0.0.1", port))
-                listener.listen(128)
-            except OSError as exc:
-                listener.close()
-                self.ports[port] = f"127.0.0.1:{port} is taken on the host ({exc.strerror})"
-                continue
-            self._listeners[port] = listener
-            self.ports[port] = None
-            threading.Thread(target=self._accept, args=(port, listener), daemon=True).start()
-        for port in set(self.ports) - inside:
-            gone = self._listeners.pop(port) if port in self._listeners else None
-            if gone is not None:
-                with contextlib.suppress(OSError):
-                    gone.shutdown(socket.SHUT_RDWR)
-                gone.close()
-            del self.ports[port]
 
     def _accept(self, port: int, listener: socket.socket) -> None:
-        while not self._stop.is_set():
+        while True:
             try:
                 conn, _ = listener.accept()
             except OSError:
@@ -100,13 +104,12 @@ class PortForwarder:
             threading.Thread(target=self._serve, args=(port, conn), daemon=True).start()
 
     def _serve(self, port: int, conn: socket.socket) -> None:
-        inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        inner = self.channel.inbound(port)
+        if inner is None:
+            conn.close()
+            return
         try:
-            inner.connect(self.ports_socket)
-            inner.sendall(f"{port}\n".encode())
             relay(conn, inner)
-        except OSError:
-            pass
         finally:
             inner.close()
             conn.close()

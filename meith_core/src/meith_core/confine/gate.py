@@ -1,25 +1,23 @@
 """The network wall's gate: the only way out of a confined process's network namespace.
 
 A process confined by a directory grant gets a network namespace with only loopback (see
-`confine.wrapper`); a forwarder inside relays 127.0.0.1:3128 to this gate's Unix socket, and
-the process's proxy variables point there. The gate is an HTTP proxy (CONNECT for TLS and any
-TCP stream, absolute-URI requests for plain HTTP) that lets through only the destinations the
-grant names (`meith grants add ... --net HOST[:PORT],*.example.org` or `--net any`, parsed by
-`confine.destinations`); a refused one is answered `403` with a reason that names the flag to
-add, and reported to `on_refused` (the runtime's audit trail, coalesced against floods). A
-process that ignores the proxy variables has nowhere else to go: raw sockets and UDP included,
-nothing leaves the namespace but through the gate.
-
-Destinations are matched by name as the client asked for them; a name is resolved here, and a
-name that resolves to a loopback, link-local or private address is refused unless the grant
-names that address (or `localhost`) itself, so a name under an allowed domain cannot lead to
-the user's own local services.
+`confine.wrapper`); the forwarder inside hands each connection made to its proxy port
+(127.0.0.1:3128 inside, where the process's proxy variables point) or to a host-loopback
+destination the grant names to this gate, as a descriptor over the spawn's control channel
+(`confine.channel`): `serve(sock)`. On a host without network namespaces the gate listens on
+the host's loopback instead (`start_sync`), the one TCP port Landlock lets the process connect
+to. The gate is an HTTP proxy (CONNECT for TLS and any TCP stream, absolute-URI requests for
+plain HTTP) that lets through only what the grant's rules allow (`confine.destinations`:
+local addresses only through a rule that names them); a refused request, malformed ones
+included, is answered `403` with a reason that names the flag to add, and reported to
+`on_refused` (the runtime's audit trail, coalesced against floods). A process that ignores the
+proxy variables has nowhere else to go: raw sockets and UDP included, nothing leaves the
+namespace but through the gate.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -27,10 +25,12 @@ from typing import Final
 
 from meith_core.confine.destinations import (
     Destination,
+    Resolver,
+    Verdict,
     bracket,
-    is_literal,
-    is_local,
+    decide,
     parse_destination,
+    system_resolver,
 )
 from meith_core.confine.plan import NetworkAccess
 from meith_core.confine.wrapper.relay import relay
@@ -54,20 +54,17 @@ class NetworkGate:
         self,
         allowed: Sequence[str] | Sequence[Destination],
         *,
-        socket_path: str | None = None,
         on_refused: RefusalSink | None = None,
         grant_hint: str = "meith grants add ... --net",
+        resolve: Resolver = system_resolver,
     ) -> None:
         self.allowed = tuple(
             d if isinstance(d, Destination) else parse_destination(d) for d in allowed
         )
-        #: None: listen on the host's loopback (a host without network namespaces).
-        self.socket_path = socket_path
         self.on_refused = on_refused
+        self.resolve = resolve
         self.grant_hint = grant_hint
         self.port: int | None = None
-        self.refused = 0
-        self.allowed_count = 0
         self._listener: socket.socket | None = None
         self._closed = threading.Event()
         self._open: set[socket.socket] = set()
@@ -77,27 +74,24 @@ class NetworkGate:
     def listening(self) -> bool:
         return self._listener is not None
 
-    async def start(self) -> NetworkAccess:
-        """Listen; what to give `Confinement.beneath(net=...)`."""
-        return self.start_sync()
-
     def start_sync(self) -> NetworkAccess:
-        if self.socket_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.socket_path)
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(self.socket_path)
-            os.chmod(self.socket_path, 0o600)
-            access = NetworkAccess(proxy_socket=self.socket_path)
-        else:
-            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            listener.bind(("127.0.0.1", 0))
-            self.port = int(listener.getsockname()[1])
-            access = NetworkAccess(proxy_port=self.port)
+        """Listen on the host's loopback (a host without network namespaces, where a Landlock
+        TCP rule lets the process connect to this port only); what to give
+        `Confinement.beneath(net=...)`. Any local process can connect to it too."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        self.port = int(listener.getsockname()[1])
         listener.listen(128)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-        return access
+        return NetworkAccess(proxy_port=self.port)
+
+    def serve(self, conn: socket.socket) -> None:
+        """Serve one stream from inside (a descriptor from the control channel), in a thread."""
+        if self._closed.is_set():
+            conn.close()
+            return
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def close(self) -> None:
         """Stop listening and drop every relayed connection."""
@@ -111,33 +105,14 @@ class NetworkGate:
             for sock in list(self._open):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-        if self.socket_path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.socket_path)
 
     # -- deciding ---------------------------------------------------------------------------
 
-    def decide(self, host: str, port: int) -> str | None:
-        """None when (host, port) is allowed, else the reason."""
-        for rule in self.allowed:
-            if rule.matches(host, port):
-                return None
-        return (
-            f"meith: {bracket(host)}:{port} is not among the destinations this process's "
-            f"grant allows; to allow it: {self.grant_hint} {bracket(host)}:{port}"
-            + (
-                f" (or --net *.{host.split('.', 1)[1]})"
-                if host.count(".") >= 2 and not is_literal(host)
-                else ""
-            )
-        )
-
-    def _names_local(self, host: str) -> bool:
-        """Whether the grant itself names a local address for `host` (literal or localhost)."""
-        return is_literal(host) or host in ("localhost", "localhost.")
+    def decide(self, host: str, port: int) -> Verdict:
+        """Where a request for (host, port) may connect, or why not."""
+        return decide(self.allowed, host, port, self.resolve, self.grant_hint)
 
     def _refuse(self, destination: str, reason: str) -> None:
-        self.refused += 1
         if self.on_refused is not None:
             with contextlib.suppress(Exception):
                 self.on_refused(destination, reason)
@@ -171,47 +146,46 @@ class NetworkGate:
 
     def _one(self, conn: socket.socket) -> None:
         conn.settimeout(HEAD_TIMEOUT_S)
-        head, extra = _read_head(conn)
+        try:
+            head, extra = _read_head(conn)
+        except RequestError as exc:
+            self._answer_refused(conn, "(request)", f"meith: refused: {exc}", audited=True)
+            return
         lines = head.decode("latin-1").split("\r\n")
-        method, target, version = [*lines[0].split(" "), "", ""][:3]
+        parts = lines[0].split(" ")
+        method, target, version = [*parts, "", ""][:3]
         connect = method.upper() == "CONNECT"
-        if connect:
-            host, port = _split_host_port(target, 443)
-            forward = b""
-        else:
-            host, port, path = _split_url(target)
-            headers = [
-                h
-                for h in lines[1:]
-                if h
-                and not h.lower().startswith(
-                    ("proxy-connection:", "proxy-authorization:", "connection:")
-                )
-            ]
-            text = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close"])
-            forward = (text + "\r\n\r\n").encode("latin-1")
+        try:
+            if len(parts) != 3 or not version.startswith("HTTP/"):
+                raise RequestError(f"not an HTTP request line: {lines[0][:200]!r}")
+            if connect:
+                host, port = _split_host_port(target, 443)
+                forward = b""
+            else:
+                host, port, path = _split_url(target)
+                headers = [
+                    h
+                    for h in lines[1:]
+                    if h
+                    and not h.lower().startswith(
+                        ("proxy-connection:", "proxy-authorization:", "connection:")
+                    )
+                ]
+                text = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close"])
+                forward = (text + "\r\n\r\n").encode("latin-1")
+        except RequestError as exc:
+            self._answer_refused(conn, target[:300], f"meith: refused: {exc}", audited=True)
+            return
         destination = f"{bracket(host)}:{port}"
-        reason = self.decide(host, port)
-        refused = reason is not None
+        verdict = self.decide(host, port)
         upstream: socket.socket | None = None
-        if reason is None:
-            upstream, reason, refused = self._connect(host, port)
+        reason = verdict.refusal or verdict.failure
+        if verdict.addresses:
+            upstream, reason = self._connect(verdict.addresses, port, destination)
         if upstream is None:
             reason = reason or f"meith: could not reach {destination}"
-            if refused:
-                self._refuse(destination, reason)
-            body = (reason + "\n").encode()
-            conn.sendall(
-                b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
-                + b"X-Meith-Refused: "
-                + reason.encode("latin-1", "replace")
-                + b"\r\nContent-Length: "
-                + str(len(body)).encode()
-                + b"\r\nConnection: close\r\n\r\n"
-                + body
-            )
+            self._answer_refused(conn, destination, reason, audited=verdict.refusal is not None)
             return
-        self.allowed_count += 1
         self._track(upstream, True)
         try:
             conn.settimeout(None)
@@ -226,27 +200,41 @@ class NetworkGate:
             self._track(upstream, False)
             upstream.close()
 
-    def _connect(self, host: str, port: int) -> tuple[socket.socket | None, str | None, bool]:
-        """The upstream connection, or why not and whether that is a refusal (a policy
-        decision, audited) rather than a failure."""
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError:
-            return None, f"meith: cannot resolve {host}", False
-        addresses = [str(info[4][0]) for info in infos]
-        if not self._names_local(host) and any(is_local(a) for a in addresses):
-            return (
-                None,
-                f"meith: {host} resolves to a local address ({addresses[0]}); a grant must "
-                f"name that address itself: {self.grant_hint} {bracket(addresses[0])}:{port}",
-                True,
-            )
-        try:
-            upstream = socket.create_connection((addresses[0], port), timeout=CONNECT_TIMEOUT_S)
-        except OSError as exc:
-            return None, f"meith: could not connect to {bracket(host)}:{port} ({exc})", False
-        upstream.settimeout(None)
-        return upstream, None, False
+    def _answer_refused(
+        self, conn: socket.socket, destination: str, reason: str, *, audited: bool
+    ) -> None:
+        """A 403 naming the reason (and, for a refusal, the record in the audit trail)."""
+        if audited:
+            self._refuse(destination, reason)
+        body = (reason + "\n").encode()
+        conn.sendall(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+            + b"X-Meith-Refused: "
+            + reason.encode("latin-1", "replace")
+            + b"\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\nConnection: close\r\n\r\n"
+            + body
+        )
+
+    def _connect(
+        self, addresses: Sequence[str], port: int, destination: str
+    ) -> tuple[socket.socket | None, str | None]:
+        """A connection to the first of `addresses` that answers, or why none did."""
+        error: OSError | None = None
+        for address in addresses:
+            try:
+                upstream = socket.create_connection((address, port), timeout=CONNECT_TIMEOUT_S)
+            except OSError as exc:
+                error = exc
+                continue
+            upstream.settimeout(None)
+            return upstream, None
+        return None, f"meith: could not connect to {destination} ({error})"
+
+
+class RequestError(ValueError):
+    """A request the gate cannot read as a destination (refused, and audited)."""
 
 
 def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
@@ -254,7 +242,7 @@ def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
     data = b""
     while b"\r\n\r\n" not in data:
         if len(data) > MAX_HEAD_BYTES:
-            raise ValueError("request head too large")
+            raise RequestError(f"a request head over {MAX_HEAD_BYTES} bytes")
         chunk = conn.recv(65536)
         if not chunk:
             raise ValueError("connection closed before the request head")
@@ -264,20 +252,33 @@ def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
 
 
 def _split_host_port(target: str, default: int) -> tuple[str, int]:
+    """`host[:port]` or `[v6][:port]` of a request: the host as written, lower-cased."""
     if target.startswith("["):
-        end = target.index("]")
+        end = target.find("]")
+        if end < 0:
+            raise RequestError(f"unclosed [ in {target!r}")
         host, rest = target[1:end], target[end + 1 :]
-        return host.lower(), int(rest[1:]) if rest.startswith(":") else default
-    host, sep, port = target.rpartition(":")
-    if not sep or not port.isdigit():
-        return target.lower(), default
-    return host.lower(), int(port)
+        if rest and not rest.startswith(":"):
+            raise RequestError(f"expected :PORT after ] in {target!r}")
+        raw = rest[1:] if rest else ""
+    else:
+        host, _sep, raw = target.partition(":")
+        if ":" in raw:
+            raise RequestError(f"an IPv6 address goes in [ ]: {target!r}")
+    port = default
+    if raw:
+        if not raw.isdigit() or not 0 < int(raw) < 65536:
+            raise RequestError(f"the port must be 1-65535 in {target!r}")
+        port = int(raw)
+    if not host:
+        raise RequestError(f"no host in {target!r}")
+    return host.lower(), port
 
 
 def _split_url(target: str) -> tuple[str, int, str]:
     scheme, sep, rest = target.partition("://")
     if not sep or scheme.lower() != "http":
-        raise ValueError("only absolute http:// URLs and CONNECT are proxied")
+        raise RequestError("only absolute http:// URLs and CONNECT are proxied")
     authority, slash, path = rest.partition("/")
     host, port = _split_host_port(authority.rpartition("@")[2], 80)
     return host, port, slash + path if slash else "/"

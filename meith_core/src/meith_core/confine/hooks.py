@@ -26,7 +26,8 @@ def write_hook_launchers(
     confined: ConfinedSpawn, hooks_dir: str, names: Iterable[str], into: str
 ) -> list[str]:
     """A launcher in the directory `into` for each hook of `hooks_dir` named in `names`;
-    returns their paths. Open the confinement's network first (`open_network_sync`)."""
+    returns their paths. Open the confinement's network first (`open_network`), and
+    let git inherit its descriptors (`confined.pass_fds`): the hooks' forwarders keep them."""
     tmpdir = shlex.quote(confined.tmpdir)
     prologue = [f"unset {' '.join(CALLBACK_ENV)}"]
     prologue += [f"{k}={tmpdir}; export {k}" for k in ("TMPDIR", "TMP", "TEMP")]

@@ -29,9 +29,12 @@ from meith_core.confine.envfile import write_env_file
 from meith_core.confine.gitdirs import repository_metadata
 from meith_core.confine.launcher import private_dir, wrapper_argv, wrapper_environment
 from meith_core.confine.protected import meith_homes, protected_paths
-from meith_core.confine.secret_paths import secret_paths
+from meith_core.confine.secret_files import find_secret_files
+from meith_core.confine.secret_paths import secret_paths, secret_patterns
+from meith_core.confine.sockets import private_dirs, user_sockets
 from meith_core.confine.status import LandlockStatus, landlock_status
 from meith_core.confine.wrapper.environment import ENV_FILE_VAR
+from meith_core.confine.wrapper.namespaces import RESOLV_STUB
 
 #: Device files every program expects to write (output discarded, random numbers, its tty).
 DEVICE_FILES: Final = (
@@ -47,19 +50,36 @@ DEVICE_FILES: Final = (
 DEVICE_DIRS: Final = ("/dev/pts", "/dev/shm")  # noqa: S108 - granted, not used as a temp dir
 
 
+def resolv_stub() -> str:
+    """The resolv.conf a confined process gets (its lookups go to the forwarder's stub), a
+    file in the per-user directory the process never sees."""
+    path = user_tmp_dir() / "resolv.conf"
+    try:
+        if path.read_bytes() == RESOLV_STUB:
+            return str(path)
+    except OSError:
+        private_dir(user_tmp_dir())
+    temp = path.with_name(f".resolv.{os.getpid()}")
+    temp.write_bytes(RESOLV_STUB)
+    os.replace(temp, path)
+    return str(path)
+
+
 @dataclass(frozen=True, slots=True)
 class NetworkAccess:
     """How a confined process reaches the network (`Confinement.beneath(net=...)`).
 
-    `proxy_socket`: the Unix socket of the runtime's gate (`confine.gate.NetworkGate`) that
-    decides each destination; None: no network at all beyond the process's own loopback.
-    `ports_socket`: where the forwarder inside accepts connections for its loopback ports (a
-    dev server the user opens at localhost:PORT). `proxy_port`: the gate's TCP port on the
-    host's loopback, for hosts without network namespaces (Landlock TCP rules allow only it).
+    With network namespaces: `control_fd`, the spawn's control channel (`confine.channel`), an
+    inherited descriptor the forwarder inside keeps (None: no forwarder, nothing beyond the
+    process's own loopback); `gate`: whether the forwarder offers the runtime's gate as the
+    process's proxy; `listen`: host-loopback destinations the grant names, where the forwarder
+    listens inside and tunnels through the gate (`127.0.0.1:5432`). Without them:
+    `proxy_port`, the gate's TCP port on the host's loopback (Landlock TCP rules allow only it).
     """
 
-    proxy_socket: str | None = None
-    ports_socket: str | None = None
+    control_fd: int | None = None
+    gate: bool = False
+    listen: tuple[str, ...] = ()
     proxy_port: int | None = None
 
 
@@ -87,6 +107,16 @@ class Confinement:
     read_files: tuple[str, ...] = ()
     #: Whether this host's Landlock has TCP rules (the network wall without a namespace).
     tcp_rules: bool = False
+    #: Directories replaced by an empty read-only tmpfs (`/tmp`, `/run/user`, ...; see
+    #: `confine.sockets`), and what is mounted back into them, by descriptor.
+    private: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    #: A PID namespace of its own: every process of the spawn ends with it.
+    pid_namespace: bool = False
+    #: Files inside the directory whose names are secret (`confine.secret_files`), covered
+    #: through a descriptor; `secret_files_note`: why that list is incomplete, when it is.
+    secret_files: tuple[str, ...] = ()
+    secret_files_note: str = ""
 
     @classmethod
     def beneath(
@@ -101,6 +131,8 @@ class Confinement:
         net: NetworkAccess | None = None,
         tty: str | None = None,
         secrets: Iterable[str] | None = None,
+        patterns: Iterable[str] | None = None,
+        sockets: Iterable[str] = (),
         status: LandlockStatus | None = None,
     ) -> Confinement:
         """Write access beneath `directory`, the `extra_dirs` (a private temp dir) and the usual
@@ -111,8 +143,13 @@ class Confinement:
         (`secrets`, default: `confine.secret_paths` with `home`'s setting) are covered,
         repository metadata is read-only, the process gets a private devpts, and each `bind`
         source (the socket, for a child that calls back with a session token) is mounted on its
-        target file first. Without them nothing is covered or bound and only the process's
-        own terminal `tty` (a /dev/pts path) is writable.
+        target file first. The user's sockets are out of reach (`confine.sockets`): /tmp,
+        /run/user and the like are private, empty but for the directory, the extra dirs and the
+        `sockets` the grant names, which are mounted back; well-known sockets are covered. The
+        files beneath `directory` whose names are secret by `patterns` (default: the setting
+        `confinement.secretPatterns` of `home`) are covered too.
+        Without namespaces nothing is covered or bound and only the process's own terminal
+        `tty` (a /dev/pts path) is writable.
 
         The network: none beyond the process's own loopback, unless `net` names the gate that
         decides its destinations (see `NetworkAccess`). `status`: the host's walls (default:
@@ -156,27 +193,56 @@ class Confinement:
         dirs += [d for d in DEVICE_DIRS if os.path.isdir(d)]
         with contextlib.suppress(OSError):
             private_dir(user_tmp_dir())  # to cover it, even before a socket lives there
+        granted = [os.path.realpath(s) for s in sockets]
         covered = [*homes, *known_sockets(), *hide, *secret, str(user_tmp_dir())]
         real = [os.path.realpath(p) for p in covered if os.path.lexists(p)]
+        real += user_sockets()
         # Never cover what the process was granted (or what leads to it), nor what it binds.
-        keep += [os.path.realpath(t) for _s, t in bind]
-        real = [p for p in real if not any(resolved_within(k, p) for k in keep)]
+        keep += [os.path.realpath(t) for _s, t in bind] + granted
+        private = [d for d in private_dirs() if not any(resolved_within(d, k) for k in keep)]
+        back = outermost(k for k in keep if any(resolved_within(k, d) for d in private))
+        # What lies in a private directory is gone already, unless it is mounted back.
+        real = [
+            p
+            for p in real
+            if not any(resolved_within(k, p) for k in keep)
+            and (
+                not any(resolved_within(p, d) for d in private)
+                or any(resolved_within(p, k) for k in back)
+            )
+        ]
         # Covering a directory covers what is inside it (which is then gone to mount on).
         hidden = tuple(outermost(real))
         writable = [root, *dirs]
         metadata = tuple(
             p for p in repository_metadata(root) if any(is_within(p, w) for w in writable)
         )
+        names = secret_patterns(home=home) if patterns is None else tuple(patterns)
+        found = find_secret_files(root, names)
         return cls(
             tuple(dirs),
             tuple(files),
             metadata,
             hidden,
-            tuple(bind),
+            tuple((os.path.realpath(source), target) for source, target in bind),
             devpts=True,
             network=net or NetworkAccess(),
             net_namespace=True,
             tcp_rules=status.tcp_rules,
+            private=tuple(private),
+            keep=tuple(back),
+            pid_namespace=True,
+            secret_files=found.files,
+            secret_files_note=found.note,
+        )
+
+    def covers(self, path: str) -> bool:
+        """Whether the resolved `path` is out of the process's sight in its mount namespace:
+        covered, or in a private directory and not mounted back."""
+        if any(resolved_within(path, h) for h in self.hidden):
+            return True
+        return any(resolved_within(path, d) for d in self.private) and not any(
+            resolved_within(path, k) for k in self.keep
         )
 
     def wrap(self, argv: Sequence[str], *, env_file: str | None = None) -> list[str]:
@@ -190,6 +256,10 @@ class Confinement:
             wrapped += ["--write", d]
         for f in self.write_files:
             wrapped += ["--write-file", f]
+        for p in self.private:
+            wrapped += ["--private", p]
+        for p in self.keep:
+            wrapped += ["--keep", p]
         for p in self.read_only:
             wrapped += ["--read-only", p]
         for source, target in self.binds:
@@ -203,7 +273,11 @@ class Confinement:
                 wrapped += ["--read-file", f]
         for p in self.hidden:
             wrapped += ["--hide", p]
+        for f in self.secret_files:
+            wrapped += ["--hide-file", f]
         wrapped += self._network_args()
+        if self.pid_namespace:
+            wrapped.append("--pid-ns")
         return [*wrapped, "--", *argv]
 
     def _network_args(self) -> list[str]:
@@ -211,9 +285,11 @@ class Confinement:
         if net is None:
             return []
         if self.net_namespace:
-            args = ["--net", net.proxy_socket or "none"]
-            if net.ports_socket is not None:
-                args += ["--ports", net.ports_socket]
+            args = ["--net", "gate" if net.gate and net.control_fd is not None else "none"]
+            if net.control_fd is not None:
+                args += ["--control", str(net.control_fd), "--resolv", resolv_stub()]
+                for spec in net.listen:
+                    args += ["--listen", spec]
             return args
         if not self.tcp_rules:
             return []  # no network wall can be built here (and `walls()` says so)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
-from meith_core.confine.planted_keys import is_program_valued
+from meith_core.confine.planted_keys import git_key_risk
 
 #: Config files of a gitdir git reads (the worktree one with `extensions.worktreeConfig`).
 CONFIG_FILES: Final = ("config", "config.worktree")
@@ -26,10 +26,12 @@ MAX_CONFIG_BYTES: Final = 1024 * 1024
 @dataclass(frozen=True, slots=True)
 class Neutraliser:
     """What one scan changes: `threshold` (ns) is when the process started, less a slack;
-    change times at or after it are the process's doing."""
+    change times at or after it are the process's doing. `inside`: where a planted
+    `core.worktree` may point (the directories the process could write)."""
 
     git: str | None
     threshold: int
+    inside: tuple[str, ...] = ()
 
     def gitdir(
         self, gitdir: str, relevant: dict[str, int], forced: bool, before: dict[str, bytes]
@@ -43,13 +45,14 @@ class Neutraliser:
                 return ["moved while it was examined; left alone (the next scan looks again)"]
             for name in CONFIG_FILES:
                 if name in relevant and (forced or relevant[name] >= self.threshold):
-                    changes += self.config(fd, name, before.get(os.path.join(gitdir, name)))
+                    earlier = before.get(os.path.join(gitdir, name))
+                    changes += self.config(fd, name, earlier, gitdir)
             changes += self._hooks(fd, relevant, forced)
         finally:
             os.close(fd)
         return changes
 
-    def config(self, dir_fd: int, name: str, before: bytes | None) -> list[str]:
+    def config(self, dir_fd: int, name: str, before: bytes | None, gitdir: str) -> list[str]:
         try:
             fd = os.open(
                 name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
@@ -86,7 +89,11 @@ class Neutraliser:
                 with open(old, "wb") as f:
                     f.write(before)
                 earlier = self._git_list(tmp, old) or []
-            dangerous = [e for e in entries if is_program_valued(*e)]
+            dangerous = [
+                (key, value)
+                for key, value in entries
+                if git_key_risk(key, value, gitdir=gitdir, inside=self.inside) is not None
+            ]
             for entry in earlier:
                 if entry in dangerous:
                     dangerous.remove(entry)

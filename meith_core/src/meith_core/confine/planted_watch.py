@@ -20,8 +20,10 @@ terminals when they exit and periodically while they run, `run_command`, confine
   Repository metadata the process could not write (mounted read-only for it) is left alone.
   Where a snapshot taken at spawn has a config's earlier contents, only the program-valued
   entries that were not there before are removed.
-- **What it changes.** Program-valued config keys (`GIT_PROGRAM_KEYS`, `!` aliases,
-  `include.path` / `includeIf.*.path`, `!` submodule update commands, ...) are removed from the
+- **What it changes.** Risky config keys (the one table `GIT_RISKY_KEYS`: program-valued
+  keys, `!` aliases and submodule update commands, `include.path` / `includeIf.*.path`,
+  transports that run programs — `protocol.allow`, `ext::` and `fd::` URLs — and a
+  `core.worktree` outside what the process could write) are removed from the
   config file, which is parsed by git itself (`git config --file --null --list` on a private
   copy, so parser and user agree) and replaced atomically; executable hooks lose their execute
   bits; symlinked hooks, hooks directories and configs are removed. A repository a project
@@ -186,7 +188,7 @@ class GitMetadataWatch:
 
     @property
     def _neutraliser(self) -> Neutraliser:
-        return Neutraliser(self.git, self._threshold)
+        return Neutraliser(self.git, self._threshold, self.writable)
 
     def _walk(self, *, learn_only: bool = False) -> Iterator[tuple[str, str, str | None, bool]]:
         """Gitdir candidates beneath the roots: `(path, kind, via, forced)`."""

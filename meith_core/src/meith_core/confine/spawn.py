@@ -1,13 +1,15 @@
 """The one way a plugin starts a process under a directory-confined grant.
 
 `ConfinedSpawn.prepare(scope, ...)` makes what one confined process needs before it starts:
-the plan (`confine.plan`), a private temporary directory, the gate of the destinations its
-grant names, the watch for git metadata it plants, and what lets it call back as its session.
-`spawn(...)` starts a process, confined or not, through the starter the plugin gives (an
-asyncio subprocess, a terminal's), so that the sequence — the network opened, the wrapper's
-command line and fixed environment, the env file discarded when the start fails, ports
-forwarded once it runs — is written once. Git hooks, which git starts itself, get launcher
-scripts from the same object (`confine.hooks`).
+the plan (`confine.plan`), a private temporary directory, the control channel its forwarder
+keeps (`confine.channel`: an inherited socket pair, never a path), the gate of the destinations
+its grant names, the watch for git metadata it plants, what its walls refused
+(`confine.walls`), and what lets it call back as its session. `spawn_confined(...)` starts a
+process, confined or not, through the starter the plugin gives (an asyncio subprocess, a
+terminal's), so that the sequence — the network opened, the wrapper's command line, fixed
+environment and inherited channel, the env file discarded when the start fails — is written
+once; ports are opened on the host only when asked (`forward`). Git hooks, which git starts
+itself, get launcher scripts from the same object (`confine.hooks`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -23,11 +26,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from meith_core.base.callback_env import CALLBACK_ENV, CLI_ENV, HOME_ENV, SOCKET_ENV, TOKEN_ENV
+from meith_core.base.port_registry import reserved_ports
+from meith_core.confine import walls
+from meith_core.confine.channel import ControlChannel
+from meith_core.confine.destinations import Destination, host_name
 from meith_core.confine.envfile import discard_env_file
-from meith_core.confine.forwarder import PortForwarder
+from meith_core.confine.forwarder import PortForwarder, listening_ports
 from meith_core.confine.gate import NetworkGate, RefusalSink
 from meith_core.confine.plan import Confinement, NetworkAccess
 from meith_core.confine.planted_watch import GitMetadataWatch
+from meith_core.confine.sockets import without_session_sockets
 from meith_core.confine.status import landlock_status
 
 T = TypeVar("T")
@@ -63,7 +71,7 @@ def add_meith_cli(env: dict[str, str]) -> None:
 @dataclass(slots=True)
 class ConfinedSpawn:
     """How one process is confined: its directory, the kernel plan, its private temp dir, the
-    gate its network goes through, and the watch for git metadata it plants."""
+    channel and gate its network goes through, and the watch for git metadata it plants."""
 
     scope: str
     plan: Confinement
@@ -72,10 +80,15 @@ class ConfinedSpawn:
     callback: Mapping[str, str] | None = None
     #: The gate of the destinations its grant names (None: no network beyond itself).
     gate: NetworkGate | None = None
-    #: Where the forwarder inside takes connections for its loopback ports (namespaces only).
-    ports_socket: str | None = None
+    #: The control channel its forwarder keeps (namespaces only).
+    channel: ControlChannel | None = None
     forwarder: PortForwarder | None = field(default=None)
     watch: GitMetadataWatch | None = None
+    #: What its walls refused while it ran.
+    wall_log: walls.WallLog = field(default_factory=walls.WallLog)
+    #: Who to tell of a refusal (the audit trail).
+    on_refused: RefusalSink | None = None
+    in_force: tuple[str, ...] = ()
 
     @classmethod
     def prepare(
@@ -85,15 +98,15 @@ class ConfinedSpawn:
         home: str | os.PathLike[str] | None,
         hide: Iterable[str] = (),
         protect: Iterable[str] = (),
+        sockets: Sequence[str] = (),
         session_callback: Mapping[str, str] | None = None,
         net: Sequence[str] = (),
         on_refused: RefusalSink | None = None,
-        forward_ports: bool = True,
     ) -> ConfinedSpawn | None:
         """The confinement of a process started under a grant limited to `scope`; None when the
         kernel has no Landlock (the caller says so). `hide`: further paths to cover (the
-        runtime's socket); `protect`: further paths never writable; `forward_ports`: open the
-        ports it listens on at the host's loopback (a dev server's).
+        runtime's socket); `protect`: further paths never writable; `sockets`: the Unix sockets
+        its grant names (`--socket`), reachable inside.
 
         With a session token in `session_callback` (an agent session's child), the socket it
         names (the runtime's token-only one for children) stays reachable inside: mounted on a
@@ -113,20 +126,21 @@ class ConfinedSpawn:
                     pass
                 bind.append((callback[SOCKET_ENV], inner))
                 callback[SOCKET_ENV] = inner
-        gate = None
+        spawn = cls(scope, Confinement(()), tmpdir, callback, on_refused=on_refused)
         access = NetworkAccess()
         if net:
-            gate = NetworkGate(
+            spawn.gate = NetworkGate(
                 list(net),
-                socket_path=os.path.join(tmpdir, "net.sock") if status.namespaces else None,
-                on_refused=on_refused,
+                on_refused=spawn._refused,
                 grant_hint=f"meith grants add -c starts-process --cwd {scope} --net",
             )
-            if status.namespaces:
-                access = NetworkAccess(proxy_socket=gate.socket_path)
-        ports = os.path.join(tmpdir, "ports.sock") if status.namespaces and forward_ports else None
-        access = dataclasses.replace(access, ports_socket=ports)
-        plan = Confinement.beneath(
+        if status.namespaces:
+            spawn.channel = ControlChannel(spawn._outbound, spawn._looked_up)
+            listen = [s for d in spawn.rules for s in d.loopback_listens()]
+            access = NetworkAccess(
+                control_fd=spawn.channel.child_fd, gate=net != (), listen=tuple(listen)
+            )
+        spawn.plan = Confinement.beneath(
             scope,
             home=home,
             extra_dirs=[tmpdir],
@@ -134,20 +148,102 @@ class ConfinedSpawn:
             hide=hide,
             bind=bind,
             net=access,
+            sockets=sockets,
             status=status,
         )
-        watch = GitMetadataWatch.for_confinement(scope, plan)
-        watch.snapshot()  # the configs at the top of the directory: a few reads, no walk
-        return cls(scope, plan, tmpdir, callback, gate, ports, watch=watch)
+        spawn.in_force = tuple(w.name for w in status.walls() if w.built)
+        spawn.watch = GitMetadataWatch.for_confinement(scope, spawn.plan)
+        spawn.watch.snapshot()  # the configs at the top of the directory: a few reads, no walk
+        return spawn
+
+    @property
+    def rules(self) -> tuple[Destination, ...]:
+        return self.gate.allowed if self.gate is not None else ()
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors the spawn must inherit (`pass_fds`): its control channel."""
+        return (self.channel.child_fd,) if self.channel is not None else ()
+
+    # -- what the walls refuse ----------------------------------------------------------------
+
+    def _refused(self, destination: str, reason: str) -> None:
+        _, sep, hint = reason.rpartition("to allow it: ")
+        self.wall_log.add(
+            "network", destination, opens=hint if sep else None, note=None if sep else reason
+        )
+        if self.on_refused is not None:
+            self.on_refused(destination, reason)
+
+    def _outbound(self, sock: socket.socket) -> None:
+        if self.gate is None:
+            sock.close()
+            return
+        self.gate.serve(sock)
+
+    def _looked_up(self, name: str) -> None:
+        """A name lookup the stub inside refused (they are never answered inside)."""
+        try:
+            host = host_name(name)
+        except ValueError:
+            host = name
+        what = f"{host} (name lookup)"
+        if any(r.host == "*" or r.matches(host, r.port or 0) for r in self.rules):
+            proxy = "meith's HTTP proxy (the http_proxy and https_proxy variables are set)"
+            self.wall_log.add(
+                "network",
+                what,
+                note=f"name lookups are not answered inside; {host} is reached through {proxy}",
+            )
+            return
+        hint = f"meith grants add -c starts-process --cwd {self.scope} --net {host}"
+        self.wall_log.add("network", what, opens=hint)
+        if self.on_refused is not None:
+            self.on_refused(
+                f"dns:{host}", f"meith: name lookup of {host} refused; to allow it: {hint}"
+            )
+
+    def walls_report(self) -> dict[str, object]:
+        """The `walls` field of a result: in force, where writes go, the rules, refusals."""
+        net = [str(r) if r.host != "*" else "any" for r in self.rules]
+        return walls.report(self.in_force, self.writable, net, self.wall_log)
+
+    @property
+    def writable(self) -> tuple[str, ...]:
+        return (os.path.realpath(self.scope), os.path.realpath(self.tmpdir))
+
+    def settle(self, timeout_s: float = 1.0) -> None:
+        """After the process exited: wait until what its forwarder reported is counted."""
+        if self.channel is not None:
+            self.channel.settle(timeout_s)
+
+    def diagnostics(self, failed: bool, stderr: str = "") -> list[dict[str, str]]:
+        """What a result says about the walls: after a failure, each refusal and each write
+        error of `stderr` a wall likely caused."""
+        if not failed:
+            return []
+        out = walls.refusal_diagnostics(self.wall_log.refused())
+        out += walls.write_hints(
+            stderr,
+            writable=self.writable,
+            read_only=self.plan.read_only,
+            hidden=self.plan.hidden,
+            private=self.plan.private,
+            scope=self.scope,
+        )
+        return out
 
     def child_environment(
         self, env: Mapping[str, str], extra: Mapping[str, str] | None = None
     ) -> dict[str, str]:
         """`env` with the caller's `extra` for the confined child: caches default to the
-        private temp dir (home directories are not writable in there), none of the local
-        user's call-back variables (its session's when it is an agent session's child), and
-        TMPDIR in the private temp dir."""
-        out = dict(env)
+        private temp dir (home directories are not writable in there), none of the variables
+        that lead to the user's agents, buses, displays and terminal multiplexers
+        (`confine.sockets`), none of the local user's call-back variables (its session's when
+        it is an agent session's child), and TMPDIR and XDG_RUNTIME_DIR in the private temp
+        dir."""
+        out = without_session_sockets(env)
+        out["XDG_RUNTIME_DIR"] = self.tmpdir
         out["XDG_CACHE_HOME"] = os.path.join(self.tmpdir, "cache")
         out["npm_config_cache"] = os.path.join(self.tmpdir, "npm")
         out.update(extra or {})
@@ -160,17 +256,16 @@ class ConfinedSpawn:
             out[key] = self.tmpdir
         return out
 
-    async def open_network(self) -> None:
-        """Start the gate before the process starts (its port, on a host without network
-        namespaces, goes into the plan)."""
-        self.open_network_sync()
-
-    def open_network_sync(self) -> None:
+    def open_network(self) -> None:
+        """Before the process starts: the channel read, or on a host without network
+        namespaces the gate listening (its port goes into the plan)."""
+        if self.channel is not None:
+            self.channel.open()
+            return
         if self.gate is None or self.gate.listening:
             return
         access = self.gate.start_sync()
-        if access.proxy_port is not None:
-            self.plan = dataclasses.replace(self.plan, network=access)
+        self.plan = dataclasses.replace(self.plan, network=access)
 
     def command(
         self,
@@ -188,26 +283,61 @@ class ConfinedSpawn:
             plan = dataclasses.replace(plan, write_files=(*plan.write_files, tty))
         return plan.command(argv, env, markers=markers)
 
-    def started(self, pid: int | None) -> None:
-        """Forward the ports it will listen on to the host's loopback (localhost:PORT)."""
-        if pid is None or self.ports_socket is None or self.forwarder is not None:
-            return
-        self.forwarder = PortForwarder(pid, self.ports_socket)
-        self.forwarder.start()
+    def notes(self) -> list[str]:
+        """What the caller should be told about this confinement beyond the host's walls (a
+        secret-file walk that stopped at its budget)."""
+        if not self.plan.secret_files_note:
+            return []
+        return [
+            f"Secret files in {self.scope}: {self.plan.secret_files_note}; files matching "
+            "confinement.secretPatterns beyond that are NOT hidden from this process"
+        ]
 
-    def forwarded_ports(self) -> dict[int, str | None]:
-        return dict(self.forwarder.ports) if self.forwarder is not None else {}
+    @property
+    def pid_namespace(self) -> bool:
+        """Whether its processes live in a PID namespace of their own: signal the process
+        spawned (the wrapper) and they all get it; SIGKILL it and none is left."""
+        return self.plan.pid_namespace
+
+    def started(self) -> None:
+        """The process has its copy of the channel: the runtime's copy of that end goes."""
+        if self.channel is not None:
+            self.channel.handed_over()
+
+    def forward(self, port: int) -> str | None:
+        """Open `port` on the host's 127.0.0.1 for the process (inside its namespace); None
+        when it is, else why not (meith's own port, taken, no namespace here)."""
+        if self.channel is None:
+            return "no network namespace here: the process listens on the host itself"
+        if self.forwarder is None:
+            self.forwarder = PortForwarder(self.channel, reserved_ports)
+        return self.forwarder.forward(port)
+
+    def listening_ports(self, pid: int) -> list[int]:
+        """The ports `pid` listens on in its network namespace (not yet on the host)."""
+        return sorted(listening_ports(pid)) if self.channel is not None else []
+
+    def host_ports(self) -> list[dict[str, object]]:
+        """Each port asked for: whether the runtime took it on the host, and if not why."""
+        ports = self.forwarder.ports if self.forwarder is not None else {}
+        return [
+            {"port": port, "forwarded": why is None, **({"reason": why} if why else {})}
+            for port, why in sorted(ports.items())
+        ]
 
     def cleanup(self) -> None:
         if self.forwarder is not None:
             self.forwarder.close()
+        if self.channel is not None:
+            self.channel.close()
         if self.gate is not None:
             self.gate.close()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
-#: Starts a process from `(argv, environment)`; what it returns is the caller's (a transport).
-Starter = Callable[[list[str], dict[str, str]], Awaitable[T]]
+#: Starts a process from `(argv, environment, pass_fds)`; what it returns is the caller's (a
+#: transport). The descriptors in `pass_fds` must be inherited (`subprocess`'s `pass_fds`).
+Starter = Callable[[list[str], dict[str, str], tuple[int, ...]], Awaitable[T]]
 
 
 async def spawn_confined(
@@ -216,22 +346,22 @@ async def spawn_confined(
     env: Mapping[str, str],
     *,
     start: Starter[T],
-    pid_of: Callable[[T], int | None],
     markers: Mapping[str, str] | None = None,
     tty: str | None = None,
 ) -> T:
     """Start `argv` with `env` through `start`, inside `confined`'s walls when given: the one
     spawn sequence of every plugin. Raises what `start` raises (the env file is removed)."""
     if confined is None:
-        return await start(list(argv), dict(env))
-    await confined.open_network()
+        return await start(list(argv), dict(env), ())
+    confined.open_network()
     spawn_argv, spawn_env = confined.command(argv, env, markers=markers, tty=tty)
     try:
-        started = await start(spawn_argv, spawn_env)
+        started = await start(spawn_argv, spawn_env, confined.pass_fds)
     except BaseException:
         discard_env_file(spawn_env)
         raise
-    confined.started(pid_of(started))
+    finally:
+        confined.started()
     return started
 
 

@@ -77,13 +77,16 @@ class LandlockStatus:
         """Every wall of a confined process, built here or not (never claimed when not)."""
         ns, ll = self.namespaces, self.available
         net_how = (
-            "a network namespace with only loopback; named destinations through meith's "
-            "gate (HTTP CONNECT proxy over a Unix socket), proxy variables set"
+            "a network namespace with only loopback; named destinations through meith's gate "
+            "(an HTTP CONNECT proxy reached over an inherited socket pair, never a path), "
+            "proxy variables set; named host-loopback destinations answer at their address "
+            "inside; name lookups are refused and reported"
         )
         if not ns and self.tcp_rules:
             net_how = (
                 "no network namespace: Landlock TCP rules allow TCP connections only to "
-                "meith's gate; UDP and other protocols are NOT blocked"
+                "meith's gate on a loopback port (which any local process can reach too); "
+                "UDP and other protocols are NOT blocked"
             )
         return [
             Wall(
@@ -129,6 +132,19 @@ class LandlockStatus:
                 "admission still refuses the process)",
             ),
             Wall(
+                "user-sockets",
+                ns,
+                "a private /tmp, /var/tmp, /run/user and $XDG_RUNTIME_DIR (empty but for the "
+                "directory, its temp dir and the sockets its grant names: --socket), the "
+                "well-known service sockets and those the runtime's environment names covered, "
+                "and SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, DISPLAY, TMUX... not passed on; "
+                "a socket elsewhere that no list names stays reachable until Landlock governs "
+                "Unix-socket connects (ABI 9, Linux 7.1)",
+                self._userns_fix
+                + " (without: the variables are not passed on, but the user's tmux, ssh-agent, "
+                "session bus and docker sockets stay connectable by path)",
+            ),
+            Wall(
                 "secrets",
                 ll,
                 "the secret paths (confinement.secretPaths) covered in the mount namespace"
@@ -137,6 +153,13 @@ class LandlockStatus:
                 "is readable (the directories leading to them cannot be listed, and what is "
                 "created there later cannot be read)",
                 _KERNEL_FIX,
+            ),
+            Wall(
+                "secret-files",
+                ns,
+                "files inside the directory whose names are secret (confinement.secretPatterns: "
+                ".env, *.pem, *.key, ssh keys) covered with /dev/null when it starts",
+                self._userns_fix + " (without: they are readable by the process)",
             ),
             Wall(
                 "git-metadata",
@@ -149,6 +172,17 @@ class LandlockStatus:
                 ns or self.tcp_rules,
                 net_how,
                 self._userns_fix + "; or Linux 6.7+ (Landlock ABI 4) for TCP-only rules",
+            ),
+            Wall(
+                "members",
+                ns,
+                "a PID namespace of its own: every process of the spawn (forked, setsid, "
+                "reparented, with a clean environment) ends when its command ends or is "
+                "stopped, before the call answers",
+                self._userns_fix
+                + " (without: members are found by session, process group, ancestry and an "
+                "environment marker, which a process that forks, calls setsid and execs with a "
+                "clean environment leaves behind: it outlives the call)",
             ),
             Wall(
                 "udp",
@@ -177,9 +211,10 @@ class LandlockStatus:
             text += " (signals and abstract sockets are not scoped before ABI 6)"
         if self.namespaces:
             return text + (
-                "; meith's homes and sockets and the secret paths are hidden from them, .git "
-                "is read-only, they see only their own terminal and have no network but the "
-                "destinations their grant names (--net)"
+                "; meith's homes and sockets, the user's sockets and the secret paths are "
+                "hidden from them, .git is read-only, they see only their own terminal, "
+                "have no network but the destinations their grant names (--net), and none of "
+                "their processes outlives them"
             )
         missing = ", ".join(w.name for w in self.missing())
         return (

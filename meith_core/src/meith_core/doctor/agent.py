@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,12 +53,19 @@ class Agent:
         return content
 
     def start(
-        self, shell: str, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+        self,
+        shell: str,
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        ports: Sequence[int] = (),
     ) -> str:
-        """`start_dev_server {command}`; its id."""
+        """`start_dev_server {command}` (its `ports` opened on the host); its id."""
         arguments: dict[str, Any] = {"cwd": str(cwd or self.scope), "command": shell}
         if env:
             arguments["env"] = dict(env)
+        if ports:
+            arguments["ports"] = list(ports)
         return str(self.content("start_dev_server", arguments)["id"])
 
     def logs(self, process_id: str) -> str:

@@ -245,18 +245,26 @@ class CorePlugin:
         return {"settings": merged}
 
     async def get_audit_log(self, ctx: ToolContext, args: AuditLogArgs) -> dict[str, Any]:
-        """The newest audit entries, optionally filtered."""
+        """The newest audit entries, optionally filtered. An agent reads its own session's
+        only, unless the user granted it every session's (the result's `note` says how)."""
+        rt = self._rt()
+        every = rt.permissions.sees_every_session(ctx.caller)
+        own = ctx.caller.session_id
 
         def keep(record: dict[str, Any]) -> bool:
             return (
-                (args.toolName is None or record.get("toolName") == args.toolName)
+                (every or record.get("sessionId") == own)
+                and (args.toolName is None or record.get("toolName") == args.toolName)
                 and (args.caller is None or record.get("caller") == args.caller)
                 and (args.decision is None or record.get("decision") == args.decision)
                 and (args.sessionId is None or record.get("sessionId") == args.sessionId)
                 and (args.since is None or int(record.get("ts") or 0) >= args.since)
             )
 
-        return {"entries": self._rt().audit.tail(args.limit, keep)}
+        entries = rt.audit.tail(args.limit, keep)
+        if every:
+            return {"entries": entries}
+        return {"entries": entries, "note": rt.permissions.every_session_hint(ctx.caller)}
 
 
 #: app_health warns when the trail holds more than this share of audit.maxBytes.

@@ -74,6 +74,7 @@ class OtelExport:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.trace import SpanKind, Status, StatusCode
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         self.endpoint = endpoint
         resource = Resource.create({"service.name": service_name, "service.version": __version__})
@@ -92,6 +93,7 @@ class OtelExport:
         )
         self._metrics = MeterProvider(resource=resource, metric_readers=[reader])
         self._tracer = self._traces.get_tracer("meith", __version__)
+        self._propagator = TraceContextTextMapPropagator()
         self._logger = self._logs.get_logger("meith.audit", __version__)
         meter = self._metrics.get_meter("meith", __version__)
         self._calls = meter.create_counter("meith.calls", unit="{call}", description="Tool calls")
@@ -168,8 +170,12 @@ class OtelExport:
                 "meith.audit_id": record.get("id"),
             }
         )
+        carrier = record.get("traceContext")
         span = self._tracer.start_span(
             f"execute_tool {tool}",
+            # The caller's trace (an MCP request's `_meta`), when it sent one: the call is
+            # part of the agent's trace.
+            context=self._propagator.extract(carrier) if isinstance(carrier, dict) else None,
             kind=self._kind.INTERNAL,
             attributes=attributes,
             start_time=end_ns - duration_ns,

@@ -83,6 +83,7 @@ class RuntimeSessions:
         expires_at: int | None = None,
         cwd_prefix: str | None = None,
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
         if session.session_id is None:
             raise ValueError("grant needs a session (Runtime.open_session)")
@@ -95,6 +96,7 @@ class RuntimeSessions:
             expires_at=expires_at,
             cwd_prefix=cwd_prefix,
             net=net,
+            sockets=sockets,
         )
 
     async def close_session(self, session: CallerInfo | str, *, revoke: bool = True) -> None:
@@ -149,9 +151,13 @@ class RuntimeSessions:
             session.session_id, session.caller, session.label, workspace=session.workspace
         )
 
-    def set_session_approver(self, session_id: str, approver: Approver | None) -> None:
-        """`approver` answers this session's approval requests before any other approver."""
+    def set_session_approver(
+        self, session_id: str, approver: Approver | None, *, shared: bool = False
+    ) -> None:
+        """`approver` answers this session's approval requests before any other approver;
+        `shared`: the other approvers are asked at the same time, and the first answer wins."""
         self.sessions.set_approver(session_id, approver)
+        self._approvers.share(session_id, shared and approver is not None)
 
     def set_console_approver(
         self, session_id: str, approver: Approver | None, url: str | None = None
@@ -162,10 +168,13 @@ class RuntimeSessions:
         if approver is None or session_id in self.sessions:
             self._approvers.set_console(session_id, approver, url)
 
-    def list_sessions(self) -> list[dict[str, Any]]:
+    def list_sessions(self, viewer: CallerInfo | None = None) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)
-        and what each owns (`owns`, as the plugins' `meith_session_objects` report it)."""
+        and what each owns (`owns`, as the plugins' `meith_session_objects` report it). A
+        `viewer` that may not see every session's (`sees_every_session`) sees its own only."""
         rows = describe_sessions(self.sessions, self.permissions)
+        if viewer is not None and not self.permissions.sees_every_session(viewer):
+            rows = [r for r in rows if r["sessionId"] == viewer.session_id]
         for row in rows:
             row["owns"] = self._session_objects(row["sessionId"])
         return rows

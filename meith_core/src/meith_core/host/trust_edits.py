@@ -204,4 +204,5 @@ def describe_grant(grant: Grant) -> str:
         f"{' for ' + grant.tool if grant.tool else ''}"
         f"{' under ' + grant.cwd_prefix if grant.cwd_prefix else ''}"
         f"{'; network: ' + ', '.join(grant.net) if grant.net else ''}"
+        f"{'; sockets: ' + ', '.join(grant.sockets) if grant.sockets else ''}"
     )

@@ -1,61 +1,41 @@
-"""The MCP server side of the bridge: tools/list and tools/call onto the session's runtime link.
-
-Approval: handshake-era clients get an `elicitation/create` request while the call waits;
-2026-07-28 clients get an `InputRequiredResult` whose opaque `requestState` names the parked
-call, which resumes when the client retries with the person's answer.
-"""
+"""The MCP server side of the bridge: tools/list and tools/call onto the session's runtime link
+(each call's way back is `call_driver`), the tasks extension's methods and
+`subscriptions/listen`."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import secrets
-import time
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meith_core._version import __version__
+from meith_core.base.suggest import close_names
 from meith_core.client._core import TransportError
-from meith_core.mcp import call_approval
-from meith_core.mcp.content import agent_result, error_content
-from meith_core.mcp.link import Answer, CallHandle
-from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions, can_elicit, log
+from meith_core.mcp import tasks
+from meith_core.mcp.agent_events import EVENTS_EXTENSION, AgentEvents, ListParams, SubscribeParams
+from meith_core.mcp.call_driver import CallDriver, trace_context
+from meith_core.mcp.content import error_content
+from meith_core.mcp.link import CallHandle
+from meith_core.mcp.listen import Listen
+from meith_core.mcp.profiles import instructions
+from meith_core.mcp.sessions import AgentSession, BridgeConfig, BridgeSessions
+from meith_core.mcp.tasks import TaskParams, TaskStore, TaskUpdateParams
 from meith_core.mcp.tools import offered, to_mcp_tool, why_hidden
-from meith_core.protocol.call_approval import DEFAULT_CALL_APPROVAL_TIMEOUT_S
 
-#: A parked (2026-07-28) approval nobody answered is dropped after this long, or after the
-#: runtime's own deadline when that is longer; the runtime has denied it by then.
-PARKED_TTL_S = 180.0
-#: The bridge gives up on an elicitation this long after the runtime's own deadline.
-ELICIT_GRACE_S = 5.0
-_LOG_LEVELS = {"debug": "debug", "info": "info", "warn": "warning", "error": "error"}
-_LEVEL_ORDER = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-
-
-@dataclass
-class _Parked:
-    session: AgentSession
-    call: CallHandle
-    artifacts: list[dict[str, Any]]
-    answer: asyncio.Future[Answer]
-    until: float
-
-
-def _deadline_s(request: dict[str, Any]) -> float:
-    """How long the runtime waits for this approval (its request says)."""
-    timeout_ms = request.get("timeoutMs")
-    return timeout_ms / 1000 if isinstance(timeout_ms, int) else DEFAULT_CALL_APPROVAL_TIMEOUT_S
+#: How long a client may keep `tools/list` and `server/discover` results (2026-07-28 caching
+#: hints). Private: they depend on this bridge's selection and workspace. A change before then
+#: (a plugin approved, reloaded) is announced as `notifications/tools/list_changed`.
+LIST_TTL_MS = 60_000
 
 
 class _MeithServer(Server[Any]):
@@ -76,27 +56,38 @@ class _MeithServer(Server[Any]):
 class Bridge:
     def __init__(self, config: BridgeConfig) -> None:
         self.config = config
-        self.sessions = BridgeSessions(config, self._tools_changed)
-        self._parked: dict[str, _Parked] = {}
+        self.sessions = BridgeSessions(config, self._tools_changed, self._on_link)
+        self.events = AgentEvents(self.sessions, config.audit_path, lambda: self.task_group)
+        self.calls = CallDriver(config)
         self.task_group: anyio.abc.TaskGroup | None = None
         self.bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self.bus)
+        self.tasks = TaskStore()
+        self.listen = Listen(self.bus, self.tasks, self.sessions.owner)
         warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
         self.server = _MeithServer(
             "meith",
             version=__version__,
-            instructions=(
-                "meith tools: git, processes, a browser and plugins, each call checked against "
-                "the user's grants and audited. Privileged tools may ask the user for approval."
-            ),
+            instructions=instructions(config.selection, config.cwd if config.cwd_fixed else None),
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            # A task (a plain dict result) is a shape the SDK's signature does not name.
+            on_call_tool=cast(Any, self._call_tool),
             on_subscriptions_listen=self.listen,
             on_set_logging_level=self._set_level,
+            cache_hints={
+                "tools/list": CacheHint(LIST_TTL_MS, "private"),
+                "server/discover": CacheHint(LIST_TTL_MS, "private"),
+            },
         )
         # The SDK's default OpenTelemetry middleware costs a span per message; meith has its
         # own audit trail and structured logs for every call.
         self.server.middleware = []
+        self.server.extensions = {tasks.TASKS_EXTENSION: {}, EVENTS_EXTENSION: {}}
+        self.server.add_request_handler("tasks/get", TaskParams, self._task_get)
+        self.server.add_request_handler("tasks/update", TaskUpdateParams, self._task_update)
+        self.server.add_request_handler("tasks/cancel", TaskParams, self._task_cancel)
+        self.server.add_request_handler("events/list", ListParams, self.events.list_types)
+        self.server.add_request_handler("events/poll", SubscribeParams, self._events_poll)
+        self.server.add_request_handler("events/stream", SubscribeParams, self._events_stream)
 
     def init_options(self) -> InitializationOptions:
         return self.server.create_initialization_options()
@@ -138,16 +129,16 @@ class Bridge:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        self._expire_parked()
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+        self.calls.expire_parked()
         if params.request_state is not None:
-            return await self._resume(ctx, params)
+            return await self.calls.resume(ctx, params)
         session = await self.sessions.get(ctx)
         descriptors = await session.all_tools()
         known = {str(d.get("name")): d for d in descriptors}
         descriptor = known.get(params.name)
         if descriptor is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+            raise MCPError(code=types.INVALID_PARAMS, message=self._unknown(params.name, known))
         hidden = why_hidden(descriptor, self.config.selection, calling=True)
         if hidden is not None:
             return error_content("PERMISSION_DENIED", f"{hidden}.")
@@ -161,7 +152,104 @@ class Bridge:
                 call = await self._start(session, params)
             except TransportError as exc:
                 return error_content(exc.code, exc.message)
-        return await self._drive(ctx, session, call, [])
+        if tasks.negotiated(ctx) and self.task_group is not None:
+            return await self._call_or_task(ctx, session, call)
+        return await self.calls.drive(ctx, session, call, [])
+
+    def _on_link(self, session: AgentSession) -> None:
+        owner = session.owner
+
+        def observe(call: CallHandle, item: tuple[str, Any]) -> None:
+            self.events.observe(owner, call, item)
+
+        session.link.observer = observe
+
+    async def _events_poll(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeParams
+    ) -> dict[str, Any]:
+        return await self.events.poll(ctx, params, self.sessions.owner(ctx))
+
+    async def _events_stream(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeParams
+    ) -> dict[str, Any]:
+        return await self.events.stream(ctx, params, self.sessions.owner(ctx))
+
+    # -- tasks --------------------------------------------------------------------------
+
+    async def _call_or_task(
+        self, ctx: ServerRequestContext[Any, Any], session: AgentSession, call: CallHandle
+    ) -> types.CallToolResult | dict[str, Any]:
+        """The call's result when it comes within `TASK_AFTER_S` without waiting for a person;
+        else a task, answered at once, that the call goes on in."""
+        artifacts: list[dict[str, Any]] = []
+        first: tuple[str, Any] | None = None
+        steps = 0
+        try:
+            with anyio.move_on_after(tasks.TASK_AFTER_S):
+                while True:
+                    item = await call.queue.get()
+                    kind, payload = item
+                    if tasks.waits_for_a_person(item):
+                        first = item
+                        break
+                    if kind == "event":
+                        steps += 1
+                        await self.calls.event(ctx, session, call, payload, artifacts, steps)
+                    elif kind == "result":
+                        return self.calls.finish(session, call, payload.to_wire(), artifacts)
+                    else:
+                        return error_content(payload.code, payload.message)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await session.link.cancel(call)
+            raise
+        task = self.tasks.create(self.sessions.owner(ctx))
+        assert self.task_group is not None
+        group = self.task_group
+
+        def cancel_call() -> None:
+            group.start_soon(session.link.cancel, call)
+
+        task.cancel_call = cancel_call
+
+        def finish(result: dict[str, Any], found: list[dict[str, Any]]) -> types.CallToolResult:
+            return self.calls.finish(session, call, result, found)
+
+        if first is not None:  # said before the answer: the task is born waiting
+            tasks.apply(self.tasks, task, first, finish, artifacts)
+        group.start_soon(tasks.run, self.tasks, task, call, finish, artifacts)
+        return task.created_result()
+
+    async def _task_get(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskParams
+    ) -> dict[str, Any]:
+        tasks.require(ctx, params.task_id)
+        return self.tasks.get(params.task_id, self.sessions.owner(ctx)).wire()
+
+    async def _task_update(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskUpdateParams
+    ) -> dict[str, Any]:
+        tasks.require(ctx, params.task_id)
+        task = self.tasks.get(params.task_id, self.sessions.owner(ctx))
+        self.tasks.respond(task, params.input_responses)
+        return {}
+
+    async def _task_cancel(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskParams
+    ) -> dict[str, Any]:
+        tasks.require(ctx, params.task_id)
+        self.tasks.cancel(self.tasks.get(params.task_id, self.sessions.owner(ctx)))
+        return {}
+
+    def _unknown(self, name: str, known: dict[str, dict[str, Any]]) -> str:
+        """`Unknown tool: x.` with the close names, and how to offer one this bridge hides."""
+        close = close_names(name, known)
+        if not close:
+            return f"Unknown tool: {name}. tools/list lists the tools this bridge offers."
+        hidden = why_hidden(known[close[0]], self.config.selection)
+        return f"Unknown tool: {name}. Did you mean {' or '.join(close)}?" + (
+            f" {hidden[0].upper()}{hidden[1:]}." if hidden else ""
+        )
 
     async def _start(
         self, session: AgentSession, params: types.CallToolRequestParams
@@ -169,181 +257,8 @@ class Bridge:
         # Without --structured the model's text is all that is sent on: the runtime need not
         # encode, send and the bridge decode the content beside it.
         return await session.link.start_call(
-            params.name, params.arguments or {}, text_only=not self.config.structured
-        )
-
-    async def _resume(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        parked = self._parked.pop(params.request_state or "", None)
-        if parked is None or parked.call.tool != params.name:
-            return error_content(
-                "PERMISSION_DENIED",
-                "This approval is no longer pending (it was answered or expired); call the tool again.",
-            )
-        raw = (params.input_responses or {}).get("approval")
-        answer = raw if isinstance(raw, types.ElicitResult) else None
-        if not parked.answer.done():
-            parked.answer.set_result(
-                (call_approval.decision_of(answer), call_approval.answered_by(answer))
-            )
-        return await self._drive(ctx, parked.session, parked.call, parked.artifacts)
-
-    def _expire_parked(self) -> None:
-        now = time.monotonic()
-        for token, parked in list(self._parked.items()):
-            if now > parked.until:
-                del self._parked[token]
-                if not parked.answer.done():
-                    parked.answer.set_result(("deny", "nobody: the elicitation was not answered"))
-
-    async def _drive(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: AgentSession,
-        call: CallHandle,
-        artifacts: list[dict[str, Any]],
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """Relay one call's events until its result (or, on 2026-07-28, an approval to ask)."""
-        steps = 0
-        try:
-            while True:
-                kind, payload = await call.queue.get()
-                if kind == "event":
-                    steps += 1
-                    await self._event(ctx, session, call, payload, artifacts, steps)
-                elif kind == "approval":
-                    request, answer = payload
-                    asked = await self._ask_call_approval(
-                        ctx, session, call, request, answer, artifacts
-                    )
-                    if asked is not None:
-                        return asked
-                elif kind == "result":
-                    return self._finish(session, call, payload.to_wire(), artifacts)
-                else:
-                    error: TransportError = payload
-                    return error_content(error.code, error.message)
-        except anyio.get_cancelled_exc_class():
-            # MCP cancellation (or a dropped HTTP stream): the runtime stops the tool too.
-            with anyio.CancelScope(shield=True):
-                await session.link.cancel(call)
-            raise
-
-    async def _event(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: AgentSession,
-        call: CallHandle,
-        event: dict[str, Any],
-        artifacts: list[dict[str, Any]],
-        step: int,
-    ) -> None:
-        kind = event.get("kind")
-        if kind == "artifact":
-            artifacts.append(event)
-        elif kind == "progress":
-            fraction = event.get("fraction")
-            message = event.get("message") if isinstance(event.get("message"), str) else None
-            if isinstance(fraction, int | float):
-                await ctx.session.report_progress(float(fraction), 1.0, message)
-            else:
-                await ctx.session.report_progress(float(step), None, message)
-        elif kind == "log":
-            level = _LOG_LEVELS.get(str(event.get("level")), "info")
-            if _LEVEL_ORDER.index(level) < _LEVEL_ORDER.index(session.log_level):
-                return
-            with contextlib.suppress(Exception):
-                await ctx.session.send_log_message(
-                    level,  # type: ignore[arg-type]
-                    str(event.get("message") or ""),
-                    logger=call.tool,
-                    related_request_id=ctx.request_id,
-                )
-
-    async def _ask_call_approval(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: AgentSession,
-        call: CallHandle,
-        request: dict[str, Any],
-        answer: asyncio.Future[Answer],
-        artifacts: list[dict[str, Any]],
-    ) -> types.InputRequiredResult | None:
-        if not can_elicit(ctx):
-            # Sessions are keyed so this does not happen; never send a request it cannot answer.
-            if not answer.done():
-                answer.set_result((call_approval.DENY, "nobody: the MCP client cannot elicit"))
-            return None
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            token = secrets.token_urlsafe(24)
-            until = time.monotonic() + max(PARKED_TTL_S, _deadline_s(request) + ELICIT_GRACE_S)
-            self._parked[token] = _Parked(session, call, artifacts, answer, until)
-            return types.InputRequiredResult(
-                input_requests={"approval": call_approval.elicit_request(request)},
-                request_state=token,
-            )
-        decision = call_approval.DENY
-        elicited = await self._elicit(ctx, call, request)
-        if isinstance(elicited, str):
-            answered_by = elicited
-        else:
-            answered_by = call_approval.answered_by(elicited)
-            decision = call_approval.decision_of(elicited)
-        if not answer.done():
-            answer.set_result((decision, answered_by))
-        return None
-
-    async def _elicit(
-        self, ctx: ServerRequestContext[Any, Any], call: CallHandle, request: dict[str, Any]
-    ) -> types.ElicitResult | str:
-        """The person's answer, or why there is none. When the runtime stops waiting first (its
-        deadline passed: the call is answered with its denial) the elicitation is withdrawn.
-        The runtime's deadline is the one that counts; this side waits a little longer only so
-        a runtime that never answers cannot hang the call."""
-        timeout_s = _deadline_s(request)
-        answers: list[types.ElicitResult] = []
-        why = "nobody: no answer in time"
-        with anyio.move_on_after(timeout_s + ELICIT_GRACE_S):
-            async with anyio.create_task_group() as tg:
-
-                async def ask() -> None:
-                    try:
-                        answers.append(
-                            await ctx.session.elicit_form(
-                                call_approval.elicitation_message(request),
-                                call_approval.elicitation_schema(),
-                                related_request_id=ctx.request_id,
-                            )
-                        )
-                    except Exception as exc:
-                        nonlocal why
-                        why = f"nobody: the elicitation failed ({type(exc).__name__})"
-                        log(f"elicitation failed: {type(exc).__name__}: {exc}")
-                    tg.cancel_scope.cancel()
-
-                async def runtime_settled() -> None:
-                    await call.finished.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(ask)
-                tg.start_soon(runtime_settled)
-        return answers[0] if answers else why
-
-    def _finish(
-        self,
-        session: AgentSession,
-        call: CallHandle,
-        result: dict[str, Any],
-        artifacts: list[dict[str, Any]],
-    ) -> types.CallToolResult:
-        descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
-        return agent_result(
-            result,
-            artifacts,
-            self.config.artifacts_dir,
-            structured=self.config.structured,
-            tool=call.tool,
-            plugin=descriptor.get("plugin"),
-            label=session.label,
+            params.name,
+            params.arguments or {},
+            text_only=not self.config.structured,
+            trace=trace_context(params.meta),
         )

@@ -22,25 +22,29 @@ _CHOICES = (
     (ALLOW_SESSION, "Allow this tool for the rest of this session"),
     (DENY, "Deny"),
 )
-#: Arguments shown to the person are cut here (they are already redacted by the runtime).
-MAX_ARGS_TEXT = 2000
 
 
 def elicitation_message(request: dict[str, Any]) -> str:
+    """What the person at the MCP client is asked: the runtime's view of the call, whole
+    (`shown` and `command`, rendered once by the core for every approver)."""
     who = str(request.get("label") or "an agent")
     tool = str(request.get("toolName") or "?")
     plugin = str(request.get("plugin") or "?")
     caps = request.get("capabilities")
     caps_text = ", ".join(str(c) for c in caps) if isinstance(caps, list) else "?"
-    args = request.get("arguments")
-    args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=1)
-    if len(args_text) > MAX_ARGS_TEXT:
-        args_text = args_text[:MAX_ARGS_TEXT] + " …"
+    command = request.get("command")
+    shown = request.get("shown")
+    heading = "Arguments (shown whole; only secret values masked)"
+    if not isinstance(shown, str):  # an older runtime: its arguments as it sent them
+        args = request.get("arguments")
+        shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=1)
+        heading = "Arguments (as the runtime sent them)"
     return (
         f'meith: {who} wants to run "{tool}" (plugin {plugin}).\n'
         f"Capabilities: {caps_text}\n"
         f"Where: {_where(request, caps)}\n"
-        f"Arguments (redacted): {args_text}\n"
+        + (f"Command: {command}\n" if isinstance(command, str) else "")
+        + f"{heading}:\n{shown}\n"
         "Allow it?"
     )
 

@@ -19,7 +19,7 @@ from meith_core.base.paths import is_within
 from meith_core.mcp.call_approval import denial_hint
 from meith_core.mcp.tools import META_PREFIX, RESULT_KEY
 
-#: Largest artifact file inlined as image content; bigger ones become resource links.
+#: Largest artifact file inlined as image or audio content; bigger ones become resource links.
 MAX_INLINE_BYTES = 8 * 1024 * 1024
 
 
@@ -134,15 +134,19 @@ def with_denial_hint(
 
 
 def artifact_block(event: dict[str, Any], artifacts_dir: Path | None) -> types.ContentBlock:
-    """Images inline (what agents look at); anything else as an embedded or linked resource."""
+    """Images and audio inline (what MCP has media content for); anything else as an embedded
+    or linked resource."""
     mime = str(event.get("mimeType") or "application/octet-stream")
     name = str(event.get("name") or "artifact")
     data_b64 = event.get("dataBase64") if isinstance(event.get("dataBase64"), str) else None
     path = event.get("path") if isinstance(event.get("path"), str) else None
-    if data_b64 is None and path is not None and mime.startswith("image/"):
+    media = mime.startswith(("image/", "audio/"))
+    if data_b64 is None and path is not None and media:
         data_b64 = _read_artifact(path, artifacts_dir)
     if data_b64 is not None and mime.startswith("image/"):
         return types.ImageContent(data=data_b64, mime_type=mime)
+    if data_b64 is not None and mime.startswith("audio/"):
+        return types.AudioContent(data=data_b64, mime_type=mime)
     if data_b64 is not None:
         uri = Path(path).resolve().as_uri() if path else f"meith-artifact:///{name}"
         return types.EmbeddedResource(

@@ -56,9 +56,13 @@ class RuntimeLink:
         self.cwd = cwd
         self.welcome: dict[str, Any] = {}
         self.on_tools_changed: Callable[[], None] | None = None
+        #: Sees every item of every call as it is queued (the events extension watches).
+        self.observer: Callable[[CallHandle, tuple[str, Any]], None] | None = None
         self.broken = False
         self._client: AsyncClient | None = None
         self._calls: dict[str, CallHandle] = {}
+        #: Approval requests waiting for this side's answer, by approval ID.
+        self._asked: dict[str, asyncio.Future[Answer]] = {}
 
     @classmethod
     async def connect(
@@ -69,10 +73,12 @@ class RuntimeLink:
         cwd: str,
         answers_call_approvals: bool,
         resume: RuntimeLink | None = None,
+        shares_call_approvals: bool = False,
     ) -> RuntimeLink:
         """`answers_call_approvals`: whether this session can ask its person (the MCP client
         can elicit). When it cannot, the runtime asks its other approvers (a `serve` prompt)
-        instead.
+        instead. `shares_call_approvals` (an MCP client with tasks): the runtime asks those at
+        the same time, and an approval answered there is withdrawn here.
 
         `resume`: the broken link whose session this one takes over. When the runtime no
         longer keeps it (it ended, or the runtime restarted), a new session is started and
@@ -85,6 +91,8 @@ class RuntimeLink:
             label=label,
             on_approval=link._on_call_approval if answers_call_approvals else None,
             on_tools_changed=link._tools_changed,
+            approvals_shared=shares_call_approvals,
+            on_approval_closed=link._call_approval_closed,
         )
         token = resume.resume_token if resume is not None else None
         try:
@@ -164,12 +172,22 @@ class RuntimeLink:
         if call is None or call.done:
             return ("deny", "bridge: the call is no longer waiting")
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        call.queue.put_nowait(("approval", (request, answer)))
+        approval_id = str(request.get("approvalId"))
+        self._asked[approval_id] = answer
+        self._put(call, ("approval", (request, answer)))
         try:
             return await answer
         finally:
+            self._asked.pop(approval_id, None)
             if not answer.done():
                 answer.cancel()
+
+    def _call_approval_closed(self, frame: dict[str, Any]) -> None:
+        """Answered elsewhere (or no longer waiting): whoever waits here for this side's
+        answer learns it is not needed (the runtime ignores a late one)."""
+        answer = self._asked.get(str(frame.get("approvalId")))
+        if answer is not None and not answer.done():
+            answer.set_result(("deny", "withdrawn: answered elsewhere"))
 
     async def list_tools(self) -> list[dict[str, Any]]:
         try:
@@ -180,14 +198,20 @@ class RuntimeLink:
         return [t for t in tools if isinstance(t, dict)]
 
     async def start_call(
-        self, name: str, arguments: dict[str, Any], *, text_only: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        text_only: bool = False,
+        trace: dict[str, str] | None = None,
     ) -> CallHandle:
         """Start a call. The model reads the tool's text: it is asked for beside the content,
-        or (`text_only`) in place of it where the tool renders one."""
+        or (`text_only`) in place of it where the tool renders one. `trace`: the client's W3C
+        trace context, which the call's span joins."""
         try:
-            stream = await self.client.stream(
-                name, arguments, with_text=True, text_only=text_only
-            ).__aenter__()
+            stream = await self.client.start_stream(
+                name, arguments, None, True, text_only, trace=trace
+            )
         except TransportError:
             self.broken = True
             raise
@@ -199,17 +223,23 @@ class RuntimeLink:
     async def _pump(self, call: CallHandle) -> None:
         try:
             async for event in call.stream:
-                call.queue.put_nowait(("event", event))
-            call.queue.put_nowait(("result", call.stream.result))
+                self._put(call, ("event", event))
+            self._put(call, ("result", call.stream.result))
         except TransportError as exc:
             self.broken = True
-            call.queue.put_nowait(("error", exc))
+            self._put(call, ("error", exc))
         finally:
             call.done = True
             call.finished.set()
             self._calls.pop(call.request_id, None)
             with contextlib.suppress(Exception):
                 await call.stream.__aexit__(None, None, None)
+
+    def _put(self, call: CallHandle, item: tuple[str, Any]) -> None:
+        if self.observer is not None:
+            with contextlib.suppress(Exception):  # a watcher's fault is never the call's
+                self.observer(call, item)
+        call.queue.put_nowait(item)
 
     async def cancel(self, call: CallHandle) -> None:
         if not call.done:

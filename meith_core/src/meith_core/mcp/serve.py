@@ -6,6 +6,7 @@ import socket
 
 import anyio
 
+from meith_core.base.port_registry import record_port
 from meith_core.mcp.bridge import Bridge
 from meith_core.mcp.events import RETRY_MS, BoundedEventStore, ResumableStreams
 from meith_core.mcp.http import MCP_PATH, HttpFront, security_settings
@@ -37,8 +38,11 @@ async def run_http(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(128)
     bound = int(sock.getsockname()[1])  # port 0 asks for any free port
+    # Never opened on the host for a confined process (it would take the bearer token);
+    # noted before anyone can connect.
+    record_port(bound, f"meith mcp --http {port or bound}", configured=port != 0)
+    sock.listen(128)
     bridge = Bridge(config)
     security = security_settings(host, bound, origins)
     store = BoundedEventStore()

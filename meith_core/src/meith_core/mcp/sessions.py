@@ -33,7 +33,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.client._core import TransportError
 from meith_core.mcp.link import RuntimeLink
-from meith_core.mcp.tools import Selection
+from meith_core.mcp.profiles import Selection
+from meith_core.mcp.tasks import negotiated
 from meith_core.protocol.caller import sanitize_label
 
 ROOTS_TIMEOUT_S = 5.0
@@ -53,6 +54,11 @@ def label_of(name: str | None) -> str:
     return sanitize_label(name) or "mcp-client"
 
 
+def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else None
+
+
 def can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Whether the client behind this request declared the elicitation capability."""
     caps = ctx.session.client_capabilities
@@ -70,6 +76,8 @@ class BridgeConfig:
     cwd: str
     selection: Selection = field(default_factory=Selection)
     artifacts_dir: Path | None = None
+    #: The runtime's audit trail (read for the events extension's planted-git events).
+    audit_path: Path | None = None
     #: `--cwd` was given: the client's roots do not override it.
     cwd_fixed: bool = False
     #: `--structured`: results carry `structuredContent` and tools their output schemas. Off
@@ -88,6 +96,10 @@ class AgentSession:
     log_level: str = "info"
     #: The directory the session's link said it works in (kept for its reconnects).
     cwd: str = ""
+    #: Its approvals are asked of the local user elsewhere too (a client with tasks).
+    shares: bool = False
+    #: Who it is for the bridge (`BridgeSessions.owner`): its tasks and events are theirs.
+    owner: str = ""
     last_used: float = field(default_factory=time.monotonic)
 
     async def all_tools(self) -> list[dict[str, Any]]:
@@ -97,12 +109,29 @@ class AgentSession:
 
 
 class BridgeSessions:
-    def __init__(self, config: BridgeConfig, on_tools_changed: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        config: BridgeConfig,
+        on_tools_changed: Callable[[str], None],
+        on_link: Callable[[AgentSession], None] | None = None,
+    ) -> None:
         self.config = config
         self._on_tools_changed = on_tools_changed
+        #: Told of each new link (a session's first, or one that resumes it).
+        self._on_link = on_link
         self._sessions: dict[str, AgentSession] = {}
         self._connections: dict[str, Any] = {}
         self._lock = anyio.Lock()
+
+    def of_owner(self, owner: str) -> list[AgentSession]:
+        """The agent sessions of one owner (over 2026-07-28 HTTP, one per way of answering)."""
+        return [s for s in self._sessions.values() if s.owner == owner and s.link.usable]
+
+    def owner_of_runtime_session(self, session_id: str) -> str | None:
+        for session in self._sessions.values():
+            if session.link.session_id == session_id:
+                return session.owner
+        return None
 
     def connection(self, key: str) -> Any:
         """The handshake-era MCP connection of a session (None in the 2026-07-28 era)."""
@@ -119,20 +148,30 @@ class BridgeSessions:
             await session.link.aclose()
         self._sessions.clear()
 
-    def _key(self, ctx: ServerRequestContext[Any, Any], label: str, elicits: bool) -> str:
+    def owner(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """Who a request is, as far as the bridge can tell: what its tasks are bound to."""
         headers = getattr(ctx.request, "headers", None)
         if headers is None:
             return "stdio"
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return f"{_NAMED}{'asks' if elicits else 'mute'}:{label}"
+            return f"{_NAMED}{label_of(_client_name(ctx))}"
         return f"http:{headers.get('mcp-session-id')}"
+
+    def _key(self, ctx: ServerRequestContext[Any, Any], elicits: bool, shares: bool) -> str:
+        owner = self.owner(ctx)
+        if not owner.startswith(_NAMED):
+            return owner
+        # The runtime asks a link's connection for approvals, and shares them, only as it
+        # said when it connected: one link per way of answering.
+        how = ("asks" if elicits else "mute") + ("+tasks" if shares else "")
+        return f"{_NAMED}{how}:{owner.removeprefix(_NAMED)}"
 
     async def get(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
         """This request's agent session, connecting its runtime link on first use."""
-        params = ctx.session.client_params
-        label = label_of(params.client_info.name if params is not None else None)
+        label = label_of(_client_name(ctx))
         elicits = can_elicit(ctx)
-        key = self._key(ctx, label, elicits)
+        shares = elicits and negotiated(ctx)
+        key = self._key(ctx, elicits, shares)
         session = self._sessions.get(key)
         if session is not None and session.link.usable:
             session.last_used = time.monotonic()
@@ -151,11 +190,16 @@ class BridgeSessions:
                     label=label,
                     cwd=await self._cwd_for(ctx),
                     answers_call_approvals=elicits,
+                    shares_call_approvals=shares,
                 )
             except TransportError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
-            session = AgentSession(key, label, link, cwd=link.cwd)
+            session = AgentSession(
+                key, label, link, cwd=link.cwd, shares=shares, owner=self.owner(ctx)
+            )
             link.on_tools_changed = lambda: self._changed(key)
+            if self._on_link is not None:
+                self._on_link(session)
             self._sessions[key] = session
             log(f"runtime session {link.session_id} for {label}")
             if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -176,6 +220,7 @@ class BridgeSessions:
                 cwd=session.cwd,
                 answers_call_approvals=elicits,
                 resume=old,
+                shares_call_approvals=session.shares,
             )
         except TransportError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
@@ -183,6 +228,8 @@ class BridgeSessions:
         link.on_tools_changed = lambda: self._changed(key)
         session.link, session.tools = link, None
         session.last_used = time.monotonic()
+        if self._on_link is not None:
+            self._on_link(session)
         if link.resumed:
             log(f"runtime session {link.session_id} resumed for {session.label}")
         else:

@@ -7,14 +7,13 @@ be able to, because the runtime enforces the same declaration.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
+from meith_core.mcp.profiles import Selection, widen_hint
 from meith_core.protocol.capabilities import PRIVILEGED, Capability, Effect, hints
 
 #: `_meta` namespace for what meith adds to MCP objects.
@@ -26,27 +25,6 @@ _HOST_PROVIDERS = frozenset({"core", "app"})
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _PRIVILEGED_VALUES = frozenset(c.value for c in PRIVILEGED)
 _KNOWN_CAPABILITIES = frozenset(c.value for c in Capability)
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What this bridge offers: `--plugins`, `--tools` globs, `--read-only`."""
-
-    plugins: frozenset[str] = frozenset()
-    tool_globs: tuple[str, ...] = ()
-    read_only: bool = False
-
-    @classmethod
-    def parse(cls, plugins: str | None, tools: str | None, read_only: bool) -> Selection:
-        return cls(
-            plugins=frozenset(_split(plugins)),
-            tool_globs=tuple(_split(tools)),
-            read_only=read_only,
-        )
-
-
-def _split(value: str | None) -> list[str]:
-    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def capabilities_of(descriptor: dict[str, Any]) -> list[str]:
@@ -80,8 +58,11 @@ def why_hidden(
         return f'"{name}" is not a valid MCP tool name'
     if selection.plugins and plugin not in selection.plugins:
         return f'"{name}" belongs to plugin {plugin}, which this bridge does not offer (--plugins)'
-    if selection.tool_globs and not any(fnmatch.fnmatchcase(name, g) for g in selection.tool_globs):
-        return f'"{name}" is not selected by this bridge (--tools)'
+    if not selection.picks(name, plugin):
+        return (
+            f'"{name}" is not among the tools this bridge offers (--tools '
+            f"{selection.described}); {widen_hint(selection, name, plugin)}"
+        )
     if is_privileged(descriptor):
         if selection.read_only:
             return f'"{name}" is privileged and this bridge is read-only (--read-only)'

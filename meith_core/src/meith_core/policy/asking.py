@@ -19,6 +19,8 @@ class Decision:
     grant_scope: str | None = None
     #: The network destinations the allowing grant names (`--net`), for confined processes.
     grant_net: tuple[str, ...] = ()
+    #: The Unix sockets the allowing grant names (`--socket`), for confined processes.
+    grant_sockets: tuple[str, ...] = ()
     #: For denials: the sentence the caller sees, with what to do next.
     message: str = ""
     details: dict[str, object] = field(default_factory=dict)

@@ -20,13 +20,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.base.ids import new_id
 from meith_core.base.paths import is_within
 from meith_core.protocol.caller import CallerKind
 from meith_core.protocol.capabilities import PRIVILEGED, Capability, parse_capabilities
+
+#: The tool whose read-only grant, confined to no directory, opens every session's records and
+#: sessions to an agent.
+EVERY_SESSION_TOOL: Final = "get_audit_log"
 
 GRANTS_FILE_VERSION = 1
 
@@ -48,6 +52,8 @@ class Grant:
     #: The network destinations a process started under this grant (confined to `cwd_prefix`)
     #: may reach (`--net HOST[:PORT],*.domain` or `any`); empty: none beyond itself.
     net: tuple[str, ...] = ()
+    #: The Unix sockets such a process may reach (`--socket PATH`), in its private /tmp too.
+    sockets: tuple[str, ...] = ()
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at is not None and now_ms >= self.expires_at
@@ -76,6 +82,7 @@ class Grant:
             **({"session": self.session} if self.session else {}),
             **({"agent": self.agent} if self.agent else {}),
             **({"net": list(self.net)} if self.net else {}),
+            **({"sockets": list(self.sockets)} if self.sockets else {}),
             "source": self.source,
         }
 
@@ -97,6 +104,7 @@ class Grant:
             source=str(data.get("source") or "standing"),
             agent=str(data["agent"]) if data.get("agent") else None,
             net=_net_of(data.get("net")),
+            sockets=_net_of(data.get("sockets")),
         )
 
 
@@ -112,6 +120,7 @@ def new_grant(
     source: str = "api",
     agent: str | None = None,
     net: Iterable[str] = (),
+    sockets: Iterable[str] = (),
 ) -> Grant:
     caps = parse_capabilities(capabilities)
     if not caps:
@@ -142,6 +151,7 @@ def new_grant(
         source=source,
         agent=agent,
         net=normalise_net(net),
+        sockets=normalise_sockets(sockets),
     )
 
 
@@ -155,20 +165,28 @@ def standing_grant(
     uses: int | None = None,
     agent: str | None = None,
     net: Iterable[str] = (),
+    sockets: Iterable[str] = (),
 ) -> Grant:
     """A standing grant from what the local user asked for (`meith grants add`'s options, the
     console's form), checked as `meith grants add` checks it; a ValueError says what is wrong
     in the option's own name."""
     caps = parse_capabilities(capabilities)
-    # Confined to a directory, read-only widens what agents read (their workspace and more).
-    reads = {Capability.READ_ONLY} if cwd else set()
-    not_needed = [c.value for c in caps if c not in PRIVILEGED and c not in reads]
-    if not_needed:
-        raise ValueError(
-            f"{', '.join(not_needed)} need no grant; grant one of: "
-            f"{', '.join(sorted(c.value for c in PRIVILEGED))} (or read-only with a directory, "
-            "--read DIR, for agents to read there)"
-        )
+    if Capability.READ_ONLY in caps:
+        # A read-only grant widens what agents read: a directory beyond their workspace, or
+        # (unconfined) the one view named by its tool, get_audit_log's every session.
+        if caps != (Capability.READ_ONLY,) or (cwd is None and tool != EVERY_SESSION_TOOL):
+            raise ValueError(
+                "read-only needs no grant to run; a read-only grant stands alone and either "
+                "names a directory agents may read (--read DIR) or, without one, the view it "
+                f"widens (--tool {EVERY_SESSION_TOOL}: every session's audit records and sessions)"
+            )
+    else:
+        not_needed = [c.value for c in caps if c not in PRIVILEGED]
+        if not_needed:
+            raise ValueError(
+                f"{', '.join(not_needed)} need no grant; grant one of: "
+                f"{', '.join(sorted(c.value for c in PRIVILEGED))}"
+            )
     expires_at = time.time_ns() // 1_000_000 + parse_duration_ms(expires) if expires else None
     prefix = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
     if prefix is not None and not os.path.isdir(prefix):
@@ -183,11 +201,17 @@ def standing_grant(
         source="standing",
         agent=agent,
         net=net,
+        sockets=sockets,
     )
     if grant.net and grant.cwd_prefix is None:
         raise ValueError(
             "--net applies to grants confined to a directory (--cwd DIR): processes "
             "started under an unconfined grant already have the user's network"
+        )
+    if grant.sockets and grant.cwd_prefix is None:
+        raise ValueError(
+            "--socket applies to grants confined to a directory (--cwd DIR): processes "
+            "started under an unconfined grant already reach the user's sockets"
         )
     return grant
 
@@ -211,6 +235,19 @@ def normalise_net(values: Iterable[str]) -> tuple[str, ...]:
 
     destinations = [str(d) for d in parse_destinations(values)]
     return ("any",) if "*" in destinations else tuple(destinations)
+
+
+def normalise_sockets(values: Iterable[str]) -> tuple[str, ...]:
+    """`--socket` values as stored: absolute (`~` expanded), normalised, each once."""
+    out: list[str] = []
+    for value in values:
+        path = os.path.expanduser(str(value).strip())
+        if not path:
+            continue
+        if not os.path.isabs(path) or "\0" in path:
+            raise ValueError(f"--socket {value!r}: give the socket's absolute path")
+        out.append(os.path.normpath(path))
+    return tuple(dict.fromkeys(out))
 
 
 def _net_of(raw: object) -> tuple[str, ...]:

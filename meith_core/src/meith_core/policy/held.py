@@ -14,6 +14,8 @@ class HeldGrant:
     scope: str | None
     #: The network destinations the grant names (`--net`); empty: none.
     net: tuple[str, ...] = ()
+    #: The Unix sockets the grant names (`--socket`); empty: none.
+    sockets: tuple[str, ...] = ()
 
 
 #: `(capabilities, directory) -> HeldGrant | None`: does the caller already hold these there?

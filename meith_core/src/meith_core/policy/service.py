@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Iterable
 
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
-from meith_core.policy.grants import Grant, StandingGrants
+from meith_core.policy.grants import EVERY_SESSION_TOOL, Grant, StandingGrants
 from meith_core.policy.held import GrantCheck, HeldGrant
 from meith_core.policy.hints import approve_plugin_hint, grant_hint
 from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
 from meith_core.policy.request import ActsOn, AuthRequest, CallTarget
 from meith_core.policy.session_grants import SessionGrants
 from meith_core.policy.sessions import Sessions
-from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest
+from meith_core.protocol.call_approval import MAX_SHOWN_CHARS, ApprovalAnswer, ApprovalRequest
 from meith_core.protocol.caller import CallerInfo, CallerKind
 from meith_core.protocol.capabilities import Capability, parse_capabilities, privileged_of
 
@@ -75,9 +74,11 @@ class PermissionService:
         cwd_prefix: str | None = None,
         source: str = "api",
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
-        """Grant a session privileged capabilities (in memory; gone with the session); `net`:
-        the destinations processes started confined under it may reach."""
+        """Grant a session privileged capabilities (in memory; gone with the session); `net`
+        and `sockets`: the destinations and Unix sockets processes started confined under it
+        may reach."""
         return self._sessions.grant(
             caller,
             session,
@@ -88,6 +89,7 @@ class PermissionService:
             cwd_prefix=cwd_prefix,
             source=source,
             net=net,
+            sockets=sockets,
         )
 
     def revoke_session(self, session: str) -> None:
@@ -115,10 +117,11 @@ class PermissionService:
         return self.held(caller, tool, capabilities, cwd) is not None
 
     def held(
-        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str | None
     ) -> HeldGrant | None:
         """`holds`, saying which directory the holding grant is confined to (the grant a call
-        needing these capabilities would use first)."""
+        needing these capabilities would use first; `cwd` None: a call acting on no
+        directory, which no directory-confined grant covers)."""
         wanted = tuple(capabilities)
         if caller.trusted:
             return HeldGrant(None)
@@ -136,7 +139,33 @@ class PermissionService:
         if not session:
             return None
         grant = self._sessions.first_held(caller.caller, session, tool, wanted, cwd, caller.label)
-        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net)
+        return None if grant is None else HeldGrant(grant.cwd_prefix, grant.net, grant.sockets)
+
+    def sees_every_session(self, caller: CallerInfo) -> bool:
+        """Whether `caller` may read every session's audit records and see every session (with
+        its grants): the local user and trusted callers do; an agent or a `plugin` peer only
+        with a read-only grant for `get_audit_log` (`meith grants add --caller agent --agent
+        NAME --tool get_audit_log --capability read-only`), else its own session only."""
+        if caller.trusted or caller.caller is CallerKind.CLI:
+            return True
+        # Asked for no directory: a read-only grant confined to one (`--read DIR`) widens
+        # reads there, never this view.
+        return self.held(caller, EVERY_SESSION_TOOL, (Capability.READ_ONLY,), None) is not None
+
+    def every_session_hint(self, caller: CallerInfo) -> str:
+        """What the local user runs to let this agent see every session's records."""
+        command = grant_hint(
+            self._home,
+            EVERY_SESSION_TOOL,
+            (Capability.READ_ONLY,),
+            None,
+            caller=caller.caller.value,
+            agent=caller.label or None,
+        )
+        return (
+            "Only this session's records and session are shown. To let this agent read every "
+            f"session's, the user can run: {command}"
+        )
 
     def grant_check(self, caller: CallerInfo, tool: str) -> GrantCheck:
         """`held` bound to one call, for `ToolContext.caller_holds` / `held_grant`."""
@@ -262,10 +291,21 @@ class PermissionService:
         if grant is not None:
             what = "standing" if grant.session is None else "session"
             return Decision(
-                True, f"{what} grant {grant.id}", grant_scope=grant.cwd_prefix, grant_net=grant.net
+                True,
+                f"{what} grant {grant.id}",
+                grant_scope=grant.cwd_prefix,
+                grant_net=grant.net,
+                grant_sockets=grant.sockets,
             )
 
         if self.approver is not None:
+            view = request.approval_view()
+            if not view.fits:
+                return deny(
+                    f"not offered for approval: shown whole, its command and arguments are "
+                    f"{view.chars} characters, more than an approver is shown "
+                    f"({MAX_SHOWN_CHARS}); allow it with a grant instead"
+                )
             asked = ApprovalRequest(
                 request_id=request.request_id,
                 caller=caller,
@@ -274,7 +314,7 @@ class PermissionService:
                 capabilities=request.capabilities,
                 privileged=privileged,
                 cwd=target.directory or request.caller_cwd,
-                arguments_summary=request.arguments_summary(),
+                view=view,
                 notify=request.notify,
             )
             try:
@@ -312,24 +352,15 @@ class PermissionService:
     def _confined_near_miss(self, request: AuthRequest) -> Grant | None:
         """A grant of the session that would cover the call but for its directory."""
         caller = request.caller
-        kind, session = caller.caller, caller.session_id
-        now = time.time_ns() // 1_000_000
-        candidates = [g for g in self._sessions.of(session or "") if g.caller is kind] + [
-            g
-            for g in self.standing.current()
-            if g.caller is kind and (g.session is None or g.session == session)
-        ]
-        wanted = set(request.privileged)
-        for grant in candidates:
-            if grant.cwd_prefix is None or grant.expired(now):
-                continue
-            if grant.agent is not None and grant.agent != caller.label:
-                continue
-            if grant.tool is not None and grant.tool != request.tool:
-                continue
-            if wanted <= set(grant.capabilities) and (grant.uses is None or grant.uses > 0):
-                return grant
-        return None
+        matches = self._sessions.judged(
+            caller.caller,
+            caller.session_id or "",
+            request.tool,
+            request.privileged,
+            request.target.directory,
+            caller.label,
+        )
+        return next((m.grant for m in matches if m.miss == "directory"), None)
 
     def _deny(self, request: AuthRequest, reason: str, *, confined: bool = False) -> Decision:
         """A caller-gate denial: the reason, and the narrowest standing grant that would allow

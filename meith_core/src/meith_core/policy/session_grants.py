@@ -1,8 +1,9 @@
 """The grants a session holds: its own (kept on its `Session`, gone with it) and the standing
 ones that apply to it; which sessions were revoked; spending a grant's uses.
 
-The permission service asks this module which grant covers a call; the gates themselves, and
-the approvers asked when none does, are in `policy.service`.
+The permission service asks this module which grant covers a call — the most specific of those
+that do, by the order of `policy.grant_order`; the gates themselves, and the approvers asked
+when none does, are in `policy.service`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from meith_core.policy.grant_order import GrantMatch, covering
 from meith_core.policy.grants import Grant, StandingGrants, new_grant
 from meith_core.policy.sessions import Sessions
 from meith_core.protocol.caller import CallerKind
@@ -41,6 +43,7 @@ class SessionGrants:
         cwd_prefix: str | None = None,
         source: str = "api",
         net: Iterable[str] = (),
+        sockets: Iterable[str] = (),
     ) -> Grant:
         """Grant a session privileged capabilities (in memory; gone with the session)."""
         if not session:
@@ -57,6 +60,7 @@ class SessionGrants:
             cwd_prefix=cwd_prefix,
             source=source,
             net=net,
+            sockets=sockets,
         )
         self._sessions.holder(session, grant.caller).grants.append(grant)
         return grant
@@ -77,36 +81,46 @@ class SessionGrants:
         """The session's own grants (not the standing ones)."""
         return list(self._sessions.own_grants(session))
 
+    def judged(
+        self,
+        kind: CallerKind,
+        session: str,
+        tool: str,
+        wanted: tuple[Capability, ...],
+        directory: str | None,
+        label: str | None,
+    ) -> list[GrantMatch]:
+        """The session's own grants and the standing ones of its caller kind, judged against
+        one call: those that cover it first, most specific first (`grant_order`)."""
+        own = [g for g in self._sessions.own_grants(session) if g.caller is kind]
+        standing = [g for g in self.standing.current() if g.caller is kind]
+        return covering(
+            own + standing,
+            kind,
+            session,
+            label=label,
+            tool=tool,
+            wanted=wanted,
+            directory=directory,
+            now_ms=time.time_ns() // 1_000_000,
+        )
+
     def first_held(
         self,
         kind: CallerKind,
         session: str,
         tool: str,
         wanted: tuple[Capability, ...],
-        cwd: str,
+        cwd: str | None,
         label: str | None = None,
     ) -> Grant | None:
         """The grant a call needing `wanted` would use first, without spending a use
-        (`label`: the agent's, which a grant for a named agent must match)."""
+        (`label`: the agent's, which a grant for a named agent must match; `cwd` None: no
+        directory-confined grant covers it)."""
         if session in self._revoked:
             return None
-        now = time.time_ns() // 1_000_000
-        for grant in self._candidates(kind, session):
-            if grant.expired(now) or not grant.covers(tool, wanted, cwd, label):
-                continue
-            if grant.uses is None or grant.uses > 0:
-                return grant
-        return None
-
-    def _candidates(self, kind: CallerKind, session: str) -> list[Grant]:
-        """The session's own grants, then the standing grants that apply to it."""
-        own = [g for g in self._sessions.own_grants(session) if g.caller is kind]
-        standing = [
-            g
-            for g in self.standing.current()
-            if g.caller is kind and (g.session is None or g.session == session)
-        ]
-        return own + standing
+        matches = self.judged(kind, session, tool, wanted, cwd, label)
+        return matches[0].grant if matches and matches[0].covers else None
 
     def consume(
         self,
@@ -117,30 +131,20 @@ class SessionGrants:
         cwd: str | None,
         label: str | None = None,
     ) -> Grant | None:
-        """The grant covering this call, one of its uses spent; None when none covers it
-        (`cwd` None: the call acts on no directory, so no directory-confined grant does)."""
-        now = time.time_ns() // 1_000_000
-        grants = self._sessions.own_grants(session)
-        for grant in grants:
-            if (
-                grant.caller is kind
-                and not grant.expired(now)
-                and grant.covers(tool, privileged, cwd, label)
-            ):
+        """The most specific grant covering this call, one of its uses spent; None when none
+        covers it (`cwd` None: the call acts on no directory, so no directory-confined grant
+        does)."""
+        own = self._sessions.own_grants(session)
+        for match in self.judged(kind, session, tool, privileged, cwd, label):
+            if not match.covers:
+                break
+            grant = match.grant
+            if any(g is grant for g in own):
                 if grant.uses is not None:
                     grant.uses -= 1
                     if grant.uses <= 0:
-                        grants.remove(grant)
+                        own.remove(grant)
                 return grant
-        for grant in self.standing.current():
-            if (
-                grant.caller is not kind
-                or grant.expired(now)
-                or not grant.covers(tool, privileged, cwd, label)
-            ):
-                continue
-            if grant.session is not None and grant.session != session:
-                continue  # an entry pinned to one session applies to that session only
             # One budget for every session and runtime, spent in the file under its lock.
             if grant.uses is not None and not self.standing.consume_use(grant.id):
                 continue

@@ -25,6 +25,8 @@ class Identity:
     console_url: str | None = None
     #: The directory the session was opened for (see `CallerInfo.workspace`).
     workspace: str | None = None
+    #: With `answers_call_approvals`: the others approvers are asked at the same time.
+    shares_call_approvals: bool = False
 
 
 # -- actions: what the adapter must do --------------------------------------------------
@@ -53,7 +55,8 @@ class SendTools(NamedTuple):
 
 
 class SendSessions(NamedTuple):
-    pass
+    #: Who asked: an agent sees only its own session unless granted every session's.
+    viewer: CallerInfo
 
 
 class IdentityFixed(NamedTuple):

@@ -9,16 +9,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Final
 
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import Capability
+
+#: A task's status while the agent's own client is asked (the runtime's progress message says
+#: where a person is asked and for how long: `waiting_for`), and what a call says once an
+#: approver allowed it: an MCP client's task reads its status from these.
+WAITING_FOR_APPROVAL = "waiting for approval by the user"
+APPROVED = "approved; running"
+
+
+def waits_for_approval(message: object) -> bool:
+    """Whether a progress message says its call waits for a person."""
+    return isinstance(message, str) and message.startswith("waiting for approval")
+
 
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
 DEFAULT_CALL_APPROVAL_TIMEOUT_S = 60.0
 #: Shortens (tests) or lengthens (a slow reviewer) that wait, in seconds.
 CALL_APPROVAL_TIMEOUT_ENV = "MEITH_APPROVAL_TIMEOUT_S"
 _MAX_CALL_APPROVAL_TIMEOUT_S = 86400.0
+#: The most an approver is shown of one call (command and arguments, whole). A call that does
+#: not fit is not offered for approval: it is denied, saying to allow it with a grant instead.
+MAX_SHOWN_CHARS: Final = 64 * 1024
 
 
 def call_approval_timeout_s(environ: Mapping[str, str]) -> float:
@@ -38,6 +54,30 @@ class ApprovalAnswer(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalView:
+    """What a person approving a call is shown, rendered once by the core for every channel
+    (the `serve` prompt, an MCP elicitation, the console): every argument whole, only the
+    secret values masked (by the audit's redaction table), every shell metacharacter left
+    visible, control and invisible formatting characters escaped, nothing cut."""
+
+    #: The arguments, one `name: value` per line (a multi-line value indented below its name).
+    text: str
+    #: The command line the call runs, when it runs one (`shell`, or `command` [+ `args`]).
+    command: str | None = None
+    #: The arguments as JSON values, masked the same way (a console diffs a write with them).
+    arguments: Any = None
+
+    @property
+    def chars(self) -> int:
+        return len(self.text) + len(self.command or "")
+
+    @property
+    def fits(self) -> bool:
+        """Whether every channel can show it whole."""
+        return self.chars <= MAX_SHOWN_CHARS
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What an approver (the `meith_approve` hook) is asked about."""
 
@@ -48,10 +88,11 @@ class ApprovalRequest:
     capabilities: tuple[Capability, ...]
     privileged: tuple[Capability, ...]
     cwd: str
-    arguments_summary: str  # already redacted
-    #: Tells the waiting caller that its call waits for a person (`waiting_for`: where, how
-    #: long), as a progress event marked `awaiting: approval`; never raises. None when the call
-    #: has no event sink.
+    #: What the approver is shown of the call (see `ApprovalView`).
+    view: ApprovalView
+    #: Tells the waiting caller something as a progress event on its call: that it waits for a
+    #: person (`waiting_for`: where, how long; marked `awaiting: approval`), then that one
+    #: allowed it (`APPROVED`); never raises. None when the call has no event sink.
     notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 

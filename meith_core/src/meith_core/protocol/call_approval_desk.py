@@ -10,7 +10,6 @@ ignored. Part of `Connection` (`protocol.connection`), whose identity it reads.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -77,7 +76,11 @@ class CallApprovalDesk:
             capabilities=[c.value for c in request.capabilities],
             cwd=request.cwd,
             runs=where_it_runs(request.capabilities, request.cwd),
-            arguments=_summary_value(request.arguments_summary),
+            # Shown whole, secrets masked (`ApprovalView`); `arguments` as JSON values, so
+            # a console can show a write's content against the file it replaces.
+            command=request.view.command,
+            shown=request.view.text,
+            arguments=request.view.arguments,
             **whose,
             timeoutMs=round(timeout_s * 1000),
             # The wall clock, not a monotonic one: a page opened later counts down what is left.
@@ -131,11 +134,3 @@ class CallApprovalDesk:
             return "the local user's console (meith ui)"
         label = f" {ident.label!r}" if ident.label else ""
         return f"the calling {ident.caller.value} connection{label}"
-
-
-def _summary_value(summary: str) -> Any:
-    """The redacted arguments as JSON when the summary is whole, else the (truncated) text."""
-    try:
-        return json.loads(summary)
-    except ValueError:
-        return summary

@@ -113,17 +113,25 @@ def hints(
     """The one derivation of a tool's hints from its capabilities and declared effect.
 
     Read-only: it only reads, and reaches neither the network nor anything privileged.
-    Destructive: the `destructive` capability, or an effect that removes or acts. Idempotent:
-    as the tool declares, unless its effect adds at every call. Open world: it reaches the
-    network or a browser. Without a declared effect, a tool whose only capability is
-    `read-only` reads; any other is judged by its capabilities alone.
+    Destructive (it may do more than add): the `destructive` capability; an effect that
+    removes or acts; one that updates files or settings in place (`writes-files`); a process
+    it creates (`starts-process`: a process runs whatever it is told); and a privileged tool
+    that declares no effect. Idempotent: as the tool declares, unless its effect adds at every
+    call. Open world: it reaches the network or a browser. Without a declared effect, a tool
+    whose only capability is `read-only` reads.
     """
     caps = set(parse_capabilities(capabilities))
     declared = Effect(effect) if effect is not None else None
     if declared is None and caps == {Capability.READ_ONLY}:
         declared = Effect.READS
     read_only = declared is Effect.READS and caps <= {Capability.READ_ONLY}
-    destructive = Capability.DESTRUCTIVE in caps or declared in (Effect.REMOVES, Effect.ACTS)
+    destructive = (
+        Capability.DESTRUCTIVE in caps
+        or declared in (Effect.REMOVES, Effect.ACTS)
+        or (declared is Effect.UPDATES and Capability.WRITES_FILES in caps)
+        or (declared is Effect.CREATES and Capability.STARTS_PROCESS in caps)
+        or (declared is None and bool(caps & PRIVILEGED))
+    )
     return Hints(
         (
             read_only,

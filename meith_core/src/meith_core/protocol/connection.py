@@ -205,13 +205,17 @@ class Connection:
             self.ending = True
         elif isinstance(parsed, ListSessions):
             refused = self._who.token_refusal()
-            out.append(Send(error_frame(request_id, refused)) if refused else SendSessions())
+            out.append(
+                Send(error_frame(request_id, refused))
+                if refused
+                else SendSessions(self._who.sender())
+            )
         elif isinstance(parsed, Ping):
             out.append(Send(PONG))
         elif isinstance(parsed, RevokeSessionMessage):
             if self.identity.console:
                 out.append(RevokeSession(parsed.sessionId, self._who.sender()))
-                out.append(SendSessions())
+                out.append(SendSessions(self._who.sender()))
             else:
                 refusal = (
                     "only the local user's console (meith ui) revokes sessions over the socket"

@@ -140,6 +140,7 @@ class IdentityRules:
             console=console,
             console_url=sanitize_label(info.consoleUrl) if console else None,
             workspace=self._workspace(info),
+            shares_call_approvals=answers and info.approvalsShared,
         )
         out.append(IdentityFixed(self._identity))
         return None if kind.value == claim else claim
@@ -160,7 +161,13 @@ class IdentityRules:
         self.session_id = found.session_id
         answers = hello.clientInfo.approvals and self._may_answer_call_approvals
         # A resumed session keeps the workspace it was opened for.
-        self._identity = Identity(found.caller, found.label, answers, workspace=found.workspace)
+        self._identity = Identity(
+            found.caller,
+            found.label,
+            answers,
+            workspace=found.workspace,
+            shares_call_approvals=answers and hello.clientInfo.approvalsShared,
+        )
         out.append(IdentityFixed(self._identity))
         return ""
 

@@ -38,6 +38,9 @@ class ClientInfo(BaseModel):
     label: _Hint | None = None
     #: This connection answers `approval_request` frames.
     approvals: bool = False
+    #: With `approvals`: the local user's consoles and the `serve` prompt are asked too, and
+    #: the first answer wins (an MCP task's approval may be answered anywhere).
+    approvalsShared: bool = False
     #: The local user's console (`meith ui`): answers approval requests for every session.
     #: Honoured only for a `cli` connection the runtime did not start and that has no token.
     console: bool = False
@@ -105,6 +108,21 @@ class ApprovalResponse(_Message):
     answeredBy: Annotated[str, Field(max_length=4096)] = ""
 
 
+#: A W3C `traceparent`: version, trace id, parent span id, flags.
+TRACEPARENT = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+TRACESTATE_MAX = 512
+
+
+class TraceContext(BaseModel):
+    """The W3C trace context of the caller's own trace (an MCP request's `_meta`): the call's
+    span is its child."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    traceparent: Annotated[str, Field(pattern=TRACEPARENT)]
+    tracestate: Annotated[str, Field(max_length=TRACESTATE_MAX)] | None = None
+
+
 class ToolCall(_Message):
     type: Literal["tool_call"]
     requestId: _Id
@@ -119,6 +137,7 @@ class ToolCall(_Message):
     #: with `text` and without `content`, which is then never encoded or sent. Implies
     #: `withText`; a tool without a renderer answers with its `content` as before.
     textOnly: bool = False
+    traceContext: TraceContext | None = None
 
 
 class CancelToolCall(_Message):
@@ -249,6 +268,12 @@ class ApprovalRequestMessage(_Message):
     plugin: str
     capabilities: list[str]
     cwd: str
+    #: Where the call acts, in the words the person is shown.
+    runs: str | None = None
+    #: The command line the call runs, and every argument (`shown`, text; `arguments`, JSON
+    #: values) whole, only secret values masked: the core's one rendering for approvers.
+    command: str | None = None
+    shown: str | None = None
     arguments: Any
     caller: str
     label: str | None = None

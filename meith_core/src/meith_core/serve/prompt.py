@@ -51,13 +51,16 @@ class TerminalApprover:
             request.notify(waiting_for(where, self.timeout_s))
         async with self._lock:
             caps = ", ".join(c.value for c in request.privileged)
+            view = request.view
             self.out.write(
                 "\n── meith: approval needed ──────────────────────────────\n"
                 f"  caller        {request.caller.caller.value}  (session {request.caller.session_id})\n"
                 f"  tool          {request.tool_name}  (plugin {request.plugin_id})\n"
                 f"  capabilities  {caps}\n"
                 f"  runs          {where_it_runs(request.capabilities, request.cwd)}\n"
-                f"  arguments     {request.arguments_summary}\n"
+                + (f"  command       {view.command}\n" if view.command is not None else "")
+                + "  arguments     (shown whole; only secret values masked)\n"
+                + "".join(f"    {line}\n" for line in view.text.split("\n") if view.text)
             )
             for _attempt in range(3):
                 self.out.write("Allow? [o]nce / [s]ession (this tool, this session) / [d]eny: ")

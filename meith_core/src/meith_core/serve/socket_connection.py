@@ -134,7 +134,8 @@ class SocketConnection(asyncio.Protocol):
         if isinstance(action, SendTools):
             self.send(server.tools_list_frame(action.names))
         elif isinstance(action, SendSessions):
-            self.send(frames.frame("sessions_list", sessions=server.runtime.list_sessions()))
+            sessions = server.runtime.list_sessions(action.viewer)
+            self.send(frames.frame("sessions_list", sessions=sessions))
         elif isinstance(action, SessionResumed):
             server.runtime.sessions.end(action.dropped_session_id)  # opened here, never used
             _log.info("session resumed", sessionId=action.session_id)
@@ -154,7 +155,9 @@ class SocketConnection(asyncio.Protocol):
                     self.session_id, self._ask_call_approval, ident.console_url
                 )
             elif ident.answers_call_approvals:
-                server.runtime.set_session_approver(self.session_id, self._ask_call_approval)
+                server.runtime.set_session_approver(
+                    self.session_id, self._ask_call_approval, shared=ident.shares_call_approvals
+                )
         elif isinstance(action, RevokeSession):
             _log.info("session revoked by the console", sessionId=action.session_id)
             server.runtime.revoke_session(action.session_id, action.by)
@@ -232,6 +235,9 @@ class SocketConnection(asyncio.Protocol):
                 request_id=rid,
                 render=call.withText or call.textOnly,
                 text_only=call.textOnly,
+                trace=call.traceContext.model_dump(exclude_none=True)
+                if call.traceContext
+                else None,
             )
         finally:
             self._tokens.pop(rid, None)
@@ -264,8 +270,12 @@ class SocketConnection(asyncio.Protocol):
         finally:
             self._call_approvals.pop(ask.approval_id, None)
             rules.call_approvals.settled(ask.approval_id)
-            if rules.identity.console and not (fut.done() and not fut.cancelled()):
-                # Answered elsewhere, timed out or the call went away: the console's card goes.
+            ident = rules.identity
+            if (ident.console or ident.shares_call_approvals) and not (
+                fut.done() and not fut.cancelled()
+            ):
+                # Answered elsewhere, timed out or the call went away: the console's card (or
+                # the sharing connection's question) goes.
                 self.send(rules.call_approvals.closed_frame(ask, request, "no longer waiting"))
 
     # -- frames out ---------------------------------------------------------------------

@@ -68,8 +68,12 @@ class SocketServer:
         limits: Limits | None = None,
         token_grace_s: float = TOKEN_GRACE_S,
         resume_window_s: float = RESUME_WINDOW_S,
+        admit_own_process: bool = False,
     ) -> None:
         self.runtime = runtime
+        #: Whether a peer in the runtime's own process is served: only a test harness that
+        #: embeds the runtime and its clients in one process says so.
+        self.admit_own_process = admit_own_process
         self.resume_window_s = resume_window_s
         self.bound = bound
         #: The token-only socket for processes started for agent sessions (see
@@ -128,6 +132,10 @@ class SocketServer:
         if uid != self.uid and uid != 0:
             return Refusal(f"peer pid {pid} belongs to another user (uid {uid})")
         runtime_pid = os.getpid()
+        if pid == runtime_pid and not self.admit_own_process:
+            # Nothing of the runtime's own connects to its socket: a peer with its pid is a
+            # connection the runtime was tricked into making for someone else.
+            return Refusal(f"peer pid {pid} is this runtime itself")
         # Root (allowed in) is not confined by a runtime of this user. A peer confined by any
         # runtime (another user namespace, no_new_privs) is held like this runtime's own
         # descendants: it must show a token, and it shares their slots.

@@ -266,6 +266,7 @@ def _grant_from_form(body: dict[str, Any]) -> Grant:
     if uses is not None and not uses.isdigit():
         raise ValueError(f"--uses {uses!r}: a whole number of calls")
     net = body.get("net") or []
+    sockets = body.get("sockets") or []
     return standing_grant(
         text("caller") or "cli",
         [str(c) for c in body.get("capabilities") or []],
@@ -275,6 +276,7 @@ def _grant_from_form(body: dict[str, Any]) -> Grant:
         uses=int(uses) if uses is not None else None,
         agent=text("agent"),
         net=[net] if isinstance(net, str) else [str(n) for n in net],
+        sockets=[sockets] if isinstance(sockets, str) else [str(s) for s in sockets],
     )
 
 

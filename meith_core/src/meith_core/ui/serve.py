@@ -11,6 +11,7 @@ import webbrowser
 from typing import TextIO
 
 from meith_core.base.home import MeithHome
+from meith_core.base.port_registry import record_port
 from meith_core.ui.app import Console, build_app
 from meith_core.ui.guard import Door
 
@@ -59,8 +60,11 @@ async def serve_console(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
-    sock.listen(128)  # connections wait for uvicorn from now on: the printed URL works at once
     bound_port = sock.getsockname()[1]
+    # Never opened on the host for a confined process (it would squat the console); noted
+    # before anyone can connect.
+    record_port(int(bound_port), "meith ui (the console)", configured=port != 0)
+    sock.listen(128)  # connections wait for uvicorn from now on: the printed URL works at once
     shown_host = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     tls = bool(certfile and keyfile)
     door = Door.for_address(shown_host, bound_port, extra_hosts=public_names, tls=tls)

@@ -1,6 +1,11 @@
-"""The forwarder inside a network namespace: the only way out of it. It listens on the
-namespace's 127.0.0.1:PROXY_PORT and relays to the runtime's gate, and relays connections the
-runtime makes for a port of the namespace's loopback (a dev server the user opens)."""
+"""The forwarder inside a network namespace: the only way out of it, and the only holder of the
+spawn's control channel (`control.py`). It listens on the namespace's 127.0.0.1:PROXY_PORT (the
+proxy the child's variables name) and on each host-loopback destination the grant names
+(`--listen 127.0.0.1:5432`), and hands every connection to the runtime's gate as one end of a
+fresh socket pair sent over the channel; it relays connections the runtime sends the other way
+to a port of the namespace's loopback (a dev server the user opens); and it answers name
+lookups on 127.0.0.1:53 with REFUSED, reporting each name to the runtime.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,17 @@ import os
 import selectors
 import socket
 import threading
+from collections.abc import Callable
 
+from . import control
+from .dns import refusal
 from .environment import PROXY_PORT
 from .landlock import restrict_self
 from .relay import relay
+
+#: Names reported per process at most (a loop of lookups must not flood the runtime).
+MAX_REPORTED = 256
+_HEAD_LIMIT = 16 * 1024
 
 
 def _relay_and_close(a: socket.socket, b: socket.socket) -> None:
@@ -22,112 +34,217 @@ def _relay_and_close(a: socket.socket, b: socket.socket) -> None:
         b.close()
 
 
-def _outbound(conn: socket.socket, proxy_sock: str) -> None:
-    up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _to_gate(channel: socket.socket) -> socket.socket | None:
+    """A new stream to the runtime's gate (one end of a pair; the gate gets the other)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        up.connect(proxy_sock)
+        control.send(channel, control.OUT, "", theirs.fileno())
     except OSError:
-        up.close()
+        mine.close()
+        return None
+    finally:
+        theirs.close()
+    return mine
+
+
+def _outbound(conn: socket.socket, channel: socket.socket, target: str | None) -> None:
+    """Relay `conn` through the gate: as it is (a proxy client), or tunnelled to `target` (a
+    client of a named host-loopback destination, which knows nothing of proxies)."""
+    up = _to_gate(channel)
+    if up is None:
         conn.close()
         return
+    if target is not None:
+        try:
+            up.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < _HEAD_LIMIT:
+                chunk = up.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+            status, _, rest = head.partition(b"\r\n\r\n")
+            if not status.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")):
+                raise OSError("refused by the gate")
+            if rest:
+                conn.sendall(rest)
+        except OSError:
+            up.close()
+            conn.close()
+            return
     _relay_and_close(conn, up)
 
 
-def _inbound(conn: socket.socket) -> None:
-    line = b""
+def _inbound(conn: socket.socket, port: int) -> None:
     try:
-        while not line.endswith(b"\n") and len(line) < 16:
-            chunk = conn.recv(1)
-            if not chunk:
-                break
-            line += chunk
-        port = int(line.strip())
-        if not 0 < port < 65536:
-            raise ValueError(port)
         inner = socket.create_connection(("127.0.0.1", port), timeout=5)
         inner.settimeout(None)
-    except (OSError, ValueError):
+    except OSError:
         conn.close()
         return
     _relay_and_close(conn, inner)
 
 
-def _forward(
-    main_pid: int,
-    tcp: socket.socket | None,
-    proxy_sock: str | None,
-    ports: socket.socket | None,
-) -> None:
-    """Relay until the confined process `main_pid` exits: 127.0.0.1:PROXY_PORT inside to the
-    runtime's gate (`proxy_sock`), and connections on `ports` to a loopback port inside."""
+def _dns_tcp(conn: socket.socket, report: Callable[[str], None]) -> None:
+    try:
+        conn.settimeout(5)
+        data = b""
+        while len(data) < 2 or len(data) < 2 + int.from_bytes(data[:2], "big"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+        answered = refusal(data[2 : 2 + int.from_bytes(data[:2], "big")])
+        if answered is not None:
+            report(answered[1])
+            conn.sendall(len(answered[0]).to_bytes(2, "big") + answered[0])
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+#: (a listening socket, what it is for: "out", "dns-udp" or "dns-tcp", the CONNECT target of a
+#: named destination or None)
+Listener = tuple[socket.socket, str, "str | None"]
+
+
+def _forward(main_pid: int, channel: socket.socket, listeners: list[Listener]) -> None:
+    """Serve until the confined process `main_pid` exits or the runtime closes the channel."""
     sel = selectors.DefaultSelector()
-    pidfd = os.pidfd_open(main_pid)
-    sel.register(pidfd, selectors.EVENT_READ, "exit")
-    if tcp is not None:
-        sel.register(tcp, selectors.EVENT_READ, "out")
-    if ports is not None:
-        sel.register(ports, selectors.EVENT_READ, "in")
+    sel.register(os.pidfd_open(main_pid), selectors.EVENT_READ, ("exit", None))
+    sel.register(channel, selectors.EVENT_READ, ("control", None))
+    for sock, kind, target in listeners:
+        sel.register(sock, selectors.EVENT_READ, (kind, target))
+    reported: set[str] = set()
+    lock = threading.Lock()
+
+    def report(name: str) -> None:
+        if name.endswith((".in-addr.arpa", ".ip6.arpa")):
+            return  # an address's name (a log line's reverse lookup): no destination
+        with lock:
+            if name in reported or len(reported) >= MAX_REPORTED:
+                return
+            reported.add(name)
+        try:
+            control.send(channel, control.DNS, name)
+        except OSError:
+            pass
+
+    def spawn(target: Callable[..., None], *args: object) -> None:
+        threading.Thread(target=target, args=args, daemon=True).start()
+
     while True:
         for key, _ in sel.select():
-            if key.data == "exit":
+            kind, target = key.data
+            if kind == "exit":
                 os._exit(0)
+            if kind == "control":
+                try:
+                    tag, text, attached = control.receive(channel)
+                except OSError:
+                    os._exit(0)
+                if not tag:
+                    os._exit(0)  # the runtime is done with this process
+                if tag == control.IN and attached is not None and text.isdigit():
+                    spawn(_inbound, attached, int(text))
+                elif attached is not None:
+                    attached.close()
+                continue
             listener = key.fileobj
             assert isinstance(listener, socket.socket)
+            if kind == "dns-udp":
+                try:
+                    query, peer = listener.recvfrom(4096)
+                except OSError:
+                    continue
+                answered = refusal(query)
+                if answered is not None:
+                    # Reported before it is answered: by the time the process learns of the
+                    # refusal (and maybe exits), the runtime has it.
+                    report(answered[1])
+                    try:
+                        listener.sendto(answered[0], peer)
+                    except OSError:
+                        pass
+                continue
             try:
                 conn, _addr = listener.accept()
             except OSError:
                 continue
-            if key.data == "out" and proxy_sock is not None:
-                t = threading.Thread(target=_outbound, args=(conn, proxy_sock), daemon=True)
+            if kind == "dns-tcp":
+                spawn(_dns_tcp, conn, report)
             else:
-                t = threading.Thread(target=_inbound, args=(conn,), daemon=True)
-            t.start()
+                spawn(_outbound, conn, channel, target)
 
 
-def start_forwarder(proxy_sock: str | None, ports_path: str | None) -> None:
-    """Listen inside the network namespace, then leave the relaying to a detached grandchild
+def _listener(host: str, port: int, kind: int = socket.SOCK_STREAM) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, kind)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        if kind == socket.SOCK_STREAM:
+            sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _split(spec: str) -> tuple[str, int]:
+    host, _, port = spec.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def start_forwarder(control_fd: int, proxy: bool, listen: list[str], dns: bool) -> None:
+    """Listen inside the network namespace, then leave the serving to a detached grandchild
     (outside the Landlock domain the command gets, so it can neither trace nor, with ABI 6+,
-    signal it; not a child of the command, so nothing of the command's waits for it)."""
-    tcp = None
-    if proxy_sock is not None:
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        tcp.bind(("127.0.0.1", PROXY_PORT))
-        tcp.listen(128)
-    ports = None
-    if ports_path is not None:
-        ports = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        ports.bind(ports_path)
-        ports.listen(128)
-    main_pid = os.getpid()
-    child = os.fork()
-    if child == 0:
-        try:
-            if os.fork() != 0:
-                os._exit(0)
-            os.setsid()
-            null = os.open("/dev/null", os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            keep = {null, tcp.fileno() if tcp else -1, ports.fileno() if ports else -1}
-            for fd in _open_fds():
-                if fd > 2 and fd not in keep:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+    signal it; not a child of the command, so nothing of the command's waits for it). The
+    channel `control_fd` stays with the grandchild only: closed here, for the command."""
+    channel = socket.socket(fileno=control_fd)
+    listeners: list[Listener] = []
+    try:
+        if proxy:
+            listeners.append((_listener("127.0.0.1", PROXY_PORT), "out", None))
+        for spec in listen:
+            host, port = _split(spec)
             try:
-                restrict_self([], [])
+                listeners.append((_listener(host, port), "out", spec))
             except OSError:
-                pass
-            _forward(main_pid, tcp, proxy_sock, ports)
-        finally:
-            os._exit(0)
-    os.waitpid(child, 0)
-    if tcp is not None:
-        tcp.close()
-    if ports is not None:
-        ports.close()
+                continue  # no such address here (IPv6 off), or the proxy's own port
+        if dns:
+            listeners.append((_listener("127.0.0.1", 53, socket.SOCK_DGRAM), "dns-udp", None))
+            listeners.append((_listener("127.0.0.1", 53), "dns-tcp", None))
+        main_pid = os.getpid()
+        child = os.fork()
+        if child == 0:
+            try:
+                if os.fork() != 0:
+                    os._exit(0)
+                os.setsid()
+                null = os.open("/dev/null", os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                keep = {null, channel.fileno(), *(s.fileno() for s, _k, _t in listeners)}
+                for fd in _open_fds():
+                    if fd > 2 and fd not in keep:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                try:
+                    restrict_self([], [])
+                except OSError:
+                    pass
+                _forward(main_pid, channel, listeners)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+    finally:
+        for sock, _kind, _target in listeners:
+            sock.close()
+        channel.close()
 
 
 def _open_fds() -> list[int]:

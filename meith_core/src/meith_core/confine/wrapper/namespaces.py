@@ -4,6 +4,7 @@ read-only metadata, a private devpts, covered paths, loopback brought up."""
 from __future__ import annotations
 
 import os
+import stat
 
 from .kernel import failure, libc, write_text
 
@@ -43,7 +44,7 @@ def enter_user_mount_namespace(net: bool = False) -> None:
         raise failure("mount(private /)")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
     enc = [x.encode() if x is not None else None for x in (source, target, fstype)]
     if libc().mount(enc[0], enc[1], enc[2], flags, None):
         raise failure(f"mount {target}")
@@ -51,30 +52,30 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> N
 
 def read_only(path: str) -> None:
     """Bind `path` onto itself, read-only (a directory with everything below it, or a file)."""
-    _mount(path, path, None, MS_BIND | MS_REC)
+    mount(path, path, None, MS_BIND | MS_REC)
     kept = os.statvfs(path).f_flag
     flags = MS_BIND | MS_REMOUNT | MS_RDONLY
     for vfs_flag, mount_flag in _LOCKED_FLAGS.items():
         if kept & vfs_flag:
             flags |= mount_flag
-    _mount(None, path, None, flags)
+    mount(None, path, None, flags)
 
 
 def bind(source: str, target: str) -> None:
     """Mount `source` (a file, such as a socket) on the existing file `target`."""
-    _mount(source, target, None, MS_BIND)
+    mount(source, target, None, MS_BIND)
 
 
 def private_devpts() -> None:
     """A devpts instance of its own on /dev/pts, and its ptmx on /dev/ptmx: the terminals of
     other sessions and of the user are gone from view (the process keeps the one it was given,
     an open descriptor, and /dev/tty)."""
-    _mount_data("devpts", "/dev/pts", "devpts", 2 | 8, b"newinstance,ptmxmode=0666,mode=0620")
+    mount_data("devpts", "/dev/pts", "devpts", 2 | 8, b"newinstance,ptmxmode=0666,mode=0620")
     if os.path.exists("/dev/ptmx"):
-        _mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
+        mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
 
 
-def _mount_data(source: str, target: str, fstype: str, flags: int, data: bytes) -> None:
+def mount_data(source: str, target: str, fstype: str, flags: int, data: bytes) -> None:
     if libc().mount(source.encode(), target.encode(), fstype.encode(), flags, data):
         raise failure(f"mount {target}")
 
@@ -99,6 +100,33 @@ def hide(path: str) -> None:
     if not os.path.lexists(path):
         return
     if os.path.isdir(path):
-        _mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | 2 | 4)
     else:
-        _mount("/dev/null", path, None, MS_BIND)
+        mount("/dev/null", path, None, MS_BIND)
+
+
+def hide_file(path: str) -> None:
+    """Cover the regular file `path` with /dev/null through a descriptor of it: what is
+    covered is the file the descriptor is, and a symbolic link or anything else put in its
+    place is left alone. Nothing to cover when nothing is there."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            mount("/dev/null", f"/proc/self/fd/{fd}", None, MS_BIND)
+    finally:
+        os.close(fd)
+
+
+RESOLV_CONF = "/etc/resolv.conf"
+#: What a confined process's /etc/resolv.conf says: ask the stub on its own loopback.
+RESOLV_STUB = b"nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
+
+
+def resolve_here(stub: str) -> None:
+    """Point name lookups at the stub on the namespace's own loopback (the forwarder answers
+    there): the file `stub` (RESOLV_STUB) mounted on /etc/resolv.conf, or on what it links to."""
+    if os.path.exists(RESOLV_CONF):  # else the C library asks 127.0.0.1 anyway
+        mount(stub, RESOLV_CONF, None, MS_BIND)

@@ -22,13 +22,13 @@ FORMS = (
 )
 
 
-def _recorded(lab: Lab, *, word: str | None) -> Seen:
+def _recorded(lab: Lab, forms: tuple[str, ...]) -> Seen:
     """Each form sent as a `run_command` the agent has no grant for (refused, and audited):
     which of the words it carried the trail holds."""
     agent = lab.agent(lab.dir("redaction"), "none")
     words = {}
-    for form in FORMS:
-        value = word or f"Pw{secrets.token_hex(8)}"
+    for form in forms:
+        value = f"Pw{secrets.token_hex(8)}"
         words[form] = value
         agent.call("run_command", {"cwd": str(agent.scope), "shell": form.replace("PW", value)})
     trail = json.dumps([r for r in lab.audit_records() if r.get("sessionId") == agent.session_id])
@@ -37,12 +37,12 @@ def _recorded(lab: Lab, *, word: str | None) -> Seen:
 
 
 def _plain(lab: Lab) -> Seen:
-    # The same forms with an ordinary word: the trail keeps command lines.
-    return _recorded(lab, word="plainword")
+    # The same words where no program reads a password: the trail keeps command lines whole.
+    return _recorded(lab, tuple(f"echo {form.split()[0]} PW" for form in FORMS))
 
 
 def _secret(lab: Lab) -> Seen:
-    return _recorded(lab, word=None)
+    return _recorded(lab, FORMS)
 
 
 ENTRY = Entry(

@@ -39,7 +39,9 @@ def _swap(lab: Lab) -> Seen:
     port = free_port()
     agent = lab.agent(ws)
     go = ws / "go"
-    dev = agent.start(f"{script(ws, 'swap.py', _SWAP)} {port} {lab.runtime.socket} {go}")
+    dev = agent.start(
+        f"{script(ws, 'swap.py', _SWAP)} {port} {lab.runtime.socket} {go}", ports=[port]
+    )
     until(lambda: connectable(port), 30, f"127.0.0.1:{port} to be forwarded")
     go.touch()
     said = until(
@@ -86,7 +88,8 @@ ENTRY = Entry(
     wall="ports",
     attack="An agent holding `starts-process --cwd WS` starts a dev server that listens on "
     "PORT; once 127.0.0.1:PORT is open on the host, it replaces `$TMPDIR/ports.sock` with a "
-    "link to the runtime's socket. The doctor then sends a `cli` hello to 127.0.0.1:PORT.",
+    "link to the runtime's socket. The doctor then sends a `cli` hello to 127.0.0.1:PORT (the dev server was started "
+    "with `ports: [PORT]`).",
     assertion="no runtime answers there (the forwarder's endpoint is not reachable by path, "
     "and the runtime never admits itself as a peer)",
     control=local_user,

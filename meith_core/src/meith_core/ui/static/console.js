@@ -72,7 +72,10 @@ function renderApprovals() {
   if (!items.length) { list.append(el("p", { class: "empty" }, "Nothing waits for an answer.")); return; }
   state.selected = Math.min(state.selected, items.length - 1);
   items.forEach((req, i) => {
-    const args = typeof req.arguments === "string" ? req.arguments : JSON.stringify(req.arguments, null, 1);
+    // The runtime's view of the call (`shown`, `command`): whole, only secret values masked.
+    // `arguments` holds the same values as JSON (a write's path and content, to diff against).
+    const args = typeof req.shown === "string" ? req.shown
+      : typeof req.arguments === "string" ? req.arguments : JSON.stringify(req.arguments, null, 1);
     const left = secondsLeft(req);
     const answer = (decision) => () => decide(req.approvalId, decision);
     list.append(el("div", { class: "card" + (i === state.selected ? " selected" : ""), "data-approval": req.approvalId },
@@ -84,7 +87,8 @@ function renderApprovals() {
         ...(req.runs ? [el("dt", {}, "Runs"), el("dd", { class: "runs" }, req.runs)] : []),
         el("dt", {}, "Caller"), el("dd", {}, `${req.caller}${req.label ? " · " + req.label : ""}`),
         el("dt", {}, "Session"), el("dd", {}, el("code", {}, req.sessionId || "-")),
-        el("dt", {}, "Arguments (redacted)"), el("dd", {}, el("pre", {}, args)),
+        ...(req.command ? [el("dt", {}, "Command"), el("dd", {}, el("pre", { class: "command" }, req.command))] : []),
+        el("dt", {}, "Arguments (whole; secret values masked)"), el("dd", {}, el("pre", {}, args)),
         el("dt", {}, "Denied in"), el("dd", { class: "countdown" }, `${left} s without an answer`),
       ),
       el("button", { class: "allow", type: "button", "data-decision": "allow_once", onclick: answer("allow_once") }, "Allow once (o)"), " ",
