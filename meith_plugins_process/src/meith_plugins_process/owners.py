@@ -62,7 +62,11 @@ class Owner:
 
     def record(self) -> dict[str, Any]:
         """The owner's fields of a process record: detached, and who started it."""
-        return {"detached": self.detached, "owner": self.kind.value, "ownerSession": self.session_id}
+        return {
+            "detached": self.detached,
+            "owner": self.kind.value,
+            "ownerSession": self.session_id,
+        }
 
     def describe(self) -> str:
         if self.user:

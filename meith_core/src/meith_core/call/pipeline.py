@@ -36,8 +36,8 @@ from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
 from meith_core.call.validation import first_error, validate_arguments, validation_details
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
-from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.call_approval import waits_for_approval
+from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 from meith_core.protocol.errors import ErrorCode, ToolError
 from meith_core.protocol.framing import dumps_bytes

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 
 from meith_core.base.home import MeithHome
+from meith_core.base.suggest import not_one_of
 from meith_core.cli.options import JsonOpt, examples
 from meith_core.cli.output import (
     EXIT_OK,
@@ -25,7 +26,6 @@ from meith_core.cli.output import (
     table,
     utc_time,
 )
-from meith_core.base.suggest import not_one_of
 
 if TYPE_CHECKING:
     from meith_core.host.trust_edits import TrustEditor

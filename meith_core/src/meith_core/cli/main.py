@@ -10,12 +10,12 @@ from typing import Annotated, Literal, cast
 import typer
 
 from meith_core._version import __version__
+from meith_core.base.suggest import not_one_of
 from meith_core.cli.audit import audit_app
 from meith_core.cli.grants import grants_app
 from meith_core.cli.options import InstanceOpt, JsonOpt, SocketOpt, examples
 from meith_core.cli.plugins import plugins_app
 from meith_core.cli.settings import settings_app
-from meith_core.base.suggest import not_one_of
 
 app = typer.Typer(
     name="meith",
