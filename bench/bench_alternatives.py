@@ -44,8 +44,8 @@ from typing import Any
 from bench_confine import blob_server
 
 from meith_core import Confinement, landlock_status
-from meith_core.confine.gate import NetworkGate
 from meith_core.audit.plainjson import plain_json
+from meith_core.confine.gate import NetworkGate
 from meith_core.protocol.framing import _COMPACT, _COMPACT_ASCII, dumps_bytes
 
 
