@@ -56,11 +56,11 @@ def _changed(target: WorkspacePath, exc: PathEscapeError) -> ToolError:
     )
 
 
-def open_for_read(ctx: ToolContext, target: WorkspacePath) -> tuple[int, os.stat_result]:
-    """The regular file `target`, open, after checking the caller may read what was opened."""
+def _open_beneath(target: WorkspacePath, flags: int) -> int:
+    """`target` opened beneath its root, no link followed; each failure a clear error."""
     with Beneath(target.root) as base:
         try:
-            fd = base.open(target.relative, _READ_FLAGS)
+            return base.open(target.relative, flags)
         except PathEscapeError as exc:
             raise _changed(target, exc) from None
         except FileNotFoundError:
@@ -73,6 +73,11 @@ def open_for_read(ctx: ToolContext, target: WorkspacePath) -> tuple[int, os.stat
             raise ToolError(
                 ErrorCode.TOOL_FAILED, f"{target.display} cannot be opened: {exc.strerror}"
             ) from None
+
+
+def open_for_read(ctx: ToolContext, target: WorkspacePath) -> tuple[int, os.stat_result]:
+    """The regular file `target`, open, after checking the caller may read what was opened."""
+    fd = _open_beneath(target, _READ_FLAGS)
     try:
         check_readable(ctx, Path(real_path(fd)))
         st = os.fstat(fd)
@@ -93,21 +98,7 @@ def open_for_read(ctx: ToolContext, target: WorkspacePath) -> tuple[int, os.stat
 def open_for_walk(ctx: ToolContext, target: WorkspacePath) -> Iterator[int]:
     """`target` opened (a directory, or whatever it is: the caller looks), checked as
     opened: what a listing or a search walks from."""
-    with Beneath(target.root) as base:
-        try:
-            fd = base.open(target.relative, os.O_RDONLY | os.O_NONBLOCK)
-        except PathEscapeError as exc:
-            raise _changed(target, exc) from None
-        except FileNotFoundError:
-            raise ToolError(
-                ErrorCode.TOOL_FAILED,
-                f"{target.display} does not exist",
-                {"reason": "not found", "path": target.display},
-            ) from None
-        except OSError as exc:
-            raise ToolError(
-                ErrorCode.TOOL_FAILED, f"{target.display} cannot be opened: {exc.strerror}"
-            ) from None
+    fd = _open_beneath(target, os.O_RDONLY | os.O_NONBLOCK)
     try:
         check_readable(ctx, Path(real_path(fd)))
         yield fd

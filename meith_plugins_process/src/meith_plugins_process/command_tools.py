@@ -51,13 +51,7 @@ class CommandTools:
             args,
             cwd=cwd,
             owner=Owner.of(ctx.caller),
-            confined=self.sup.confine(
-                ctx.grant_scope,
-                callback,
-                net=ctx.grant_net,
-                sockets=ctx.grant_sockets,
-                on_refused=ctx.refusal_recorder(),
-            ),
+            confined=self.sup.confine(ctx, callback),
             session_callback=callback,
             diagnostics=unconfined_warning(ctx),
         )

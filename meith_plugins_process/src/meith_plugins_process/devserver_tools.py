@@ -90,13 +90,7 @@ class DevServerTools:
             name=args.name,
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
-            confined=self.sup.confine(
-                ctx.grant_scope,
-                callback,
-                net=ctx.grant_net,
-                sockets=ctx.grant_sockets,
-                on_refused=ctx.refusal_recorder(),
-            ),
+            confined=self.sup.confine(ctx, callback),
             session_callback=callback,
             ports=list(args.ports),
         )

@@ -29,6 +29,7 @@ from meith_core import (
     ConfinedSpawn,
     MeithHome,
     PlantedGitReport,
+    ToolContext,
     add_meith_cli,
     ensure_private_dir,
     is_session_callback,
@@ -99,27 +100,22 @@ class Supervisor:
     # -- confinement --------------------------------------------------------------------
 
     def confine(
-        self,
-        scope: str | None,
-        session_callback: Mapping[str, str] | None = None,
-        *,
-        net: Sequence[str] = (),
-        sockets: Sequence[str] = (),
-        on_refused: Callable[[str, str], None] | None = None,
+        self, ctx: ToolContext, session_callback: Mapping[str, str] | None = None
     ) -> ConfinedSpawn | None:
-        """The confinement for a process started under a grant limited to `scope` (the
-        runtime's socket covered, meith's home out of reach); None when the grant is not
-        limited or the kernel has no Landlock (the caller says so)."""
-        if scope is None:
+        """The confinement for a process a call starts under a grant limited to a directory
+        (the runtime's socket covered, meith's home out of reach; the grant's network, sockets
+        and the call's refusal records); None when the grant is not limited or the kernel has
+        no Landlock (the caller says so)."""
+        if ctx.grant_scope is None:
             return None
         return ConfinedSpawn.prepare(
-            scope,
+            ctx.grant_scope,
             home=self.home.root if self.home is not None else None,
             hide=[self.socket_path] if self.socket_path else [],
             session_callback=session_callback,
-            net=net,
-            sockets=sockets,
-            on_refused=on_refused,
+            net=ctx.grant_net,
+            sockets=ctx.grant_sockets,
+            on_refused=ctx.refusal_recorder(),
         )
 
     # -- planted git metadata -----------------------------------------------------------

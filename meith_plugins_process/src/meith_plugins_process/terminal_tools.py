@@ -125,13 +125,7 @@ class TerminalTools:
             rows=args.rows,
             env=args.env,
             owner=Owner.of(ctx.caller, detach=args.detach),
-            confined=self.sup.confine(
-                ctx.grant_scope,
-                callback,
-                net=ctx.grant_net,
-                sockets=ctx.grant_sockets,
-                on_refused=ctx.refusal_recorder(),
-            ),
+            confined=self.sup.confine(ctx, callback),
             session_callback=callback,
         )
         diagnostics.extend(confinement_notes(term.confined))

@@ -267,31 +267,22 @@ class Lab:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The `meith` command as the local user, on the lab's runtime and home."""
-        from meith_core.doctor.served import meith_command
-
-        env = {
-            **self.env,
-            "MEITH_HOME": str(self.runtime.home.root),
-            "MEITH_SOCKET": self.runtime.socket,
-        }
-        return subprocess.run(
-            [*meith_command(), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        home = {"MEITH_HOME": str(self.runtime.home.root), "MEITH_SOCKET": self.runtime.socket}
+        return self._meith(home, args)
 
     def cli_as_child(self, socket: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
         """The `meith` command as a process a session started would run it: its socket and
         token, no home."""
+        return self._meith({"MEITH_SOCKET": socket, "MEITH_SESSION_TOKEN": token}, args)
+
+    def _meith(
+        self, env: dict[str, str], args: tuple[str, ...]
+    ) -> subprocess.CompletedProcess[str]:
         from meith_core.doctor.served import meith_command
 
-        env = {**self.env, "MEITH_SOCKET": socket, "MEITH_SESSION_TOKEN": token}
         return subprocess.run(
             [*meith_command(), *args],
-            env=env,
+            env={**self.env, **env},
             capture_output=True,
             text=True,
             timeout=120,
