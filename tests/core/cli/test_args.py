@@ -156,3 +156,25 @@ def test_an_unknown_parameter_names_the_closest_ones() -> None:
         check_names("git_log", {"zzz": 1}, _LOG_SCHEMA)
     # A schema that admits other names is left to the tool.
     check_names("t", {"zzz": 1}, {**_LOG_SCHEMA, "additionalProperties": True})
+
+
+_COMMAND_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "command": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+        "paths": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def test_a_string_or_list_parameter_takes_one_value_as_the_string_and_repeats_as_a_list() -> None:
+    """`run_command --command "make test"` is the command line (it was a one-element list:
+    "command not found: make test"); repeated, the flag is the program and its arguments."""
+    line = parse_call_line(["t", "--command", "id -un; ls"]).resolve(_COMMAND_SCHEMA)
+    assert line == {"command": "id -un; ls"}
+    argv = parse_call_line(["t", "--command", "ls", "--command", "src"]).resolve(_COMMAND_SCHEMA)
+    assert argv == {"command": ["ls", "src"]}
+    as_json = parse_call_line(["t", "--command", '["ls","-l"]']).resolve(_COMMAND_SCHEMA)
+    assert as_json == {"command": ["ls", "-l"]}
+    # An array-only parameter still makes one value a one-element list.
+    assert parse_call_line(["t", "--paths", "a"]).resolve(_COMMAND_SCHEMA) == {"paths": ["a"]}

@@ -162,10 +162,16 @@ def coerce_one(schema: dict[str, Any] | None, value: str | bool) -> Any:
 
 def coerce_for(schema: dict[str, Any] | None, values: list[str | bool]) -> Any:
     """Coerce the value(s) of one flag for the parameter's schema."""
-    if schema is not None and "array" in _kinds(schema):
+    kinds = _kinds(schema)
+    if schema is not None and "array" in kinds:
         items = _array_items(schema)
-        if len(values) == 1 and isinstance(values[0], str) and values[0][:1] == "[":
-            return _parse_json(values[0], "an array")
+        if len(values) == 1 and isinstance(values[0], str):
+            if values[0][:1] == "[":
+                return _parse_json(values[0], "an array")
+            if "string" in kinds:
+                # A parameter that takes a string or a list (`run_command --command "make
+                # test"`): one value is the string form; repeat the flag for a list.
+                return values[0]
         return [coerce_one(items, v) for v in values]
     if len(values) == 1:
         return coerce_one(schema, values[0])
