@@ -624,3 +624,17 @@ def test_audit_reasons_are_cut_after_a_whole_word() -> None:
     assert reason.startswith(cut[:-1])
     # One long word (a path) is cut where it must be.
     assert clip("x" * 100, 10) == "x" * 9 + "…"
+
+
+def test_approving_two_plugins_in_one_command_says_one_at_a_time(probe_env, tmp_path) -> None:
+    """`meith plugins approve probe git`: the second name is read as a capability; the error
+    gives the commands that approve each."""
+    from tests.harness import base_env
+
+    env = base_env(tmp_path / "home", probe_env)
+    done = subprocess.run(
+        [MEITH, "plugins", "approve", "probe", "git"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2, done
+    assert "unknown capability 'git'" in done.stderr
+    assert "meith plugins approve probe && meith plugins approve git" in done.stderr

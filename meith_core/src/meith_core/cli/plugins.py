@@ -196,11 +196,16 @@ def run_plugins_approve(plugin_id: str, capabilities: list[str]) -> int:
     from meith_core.host.trust_edits import UnauditedChange
     from meith_core.protocol.capabilities import parse_capabilities
 
+    runtime = loaded_runtime()
     try:
         wanted = parse_capabilities(capabilities)
     except ValueError as exc:
+        plugins = [c for c in capabilities if c in runtime.plugins.records]
+        if plugins:
+            # `meith plugins approve git files`: one plugin a command.
+            then = " && ".join(f"meith plugins approve {p}" for p in [plugin_id, *plugins])
+            return fail(f"{exc}. One plugin at a time: {then}", EXIT_USAGE)
         return fail(str(exc), EXIT_USAGE)
-    runtime = loaded_runtime()
     record = runtime.plugins.records.get(plugin_id)
     if record is None:
         known = ", ".join(sorted(runtime.plugins.records)) or "none"
