@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 from meith_core.confine.wrapper import control
 
-#: Serves one stream from inside (the gate); closes it when it has none.
-OutboundSink = Callable[[socket.socket], None]
+#: Serves one connection from inside (the gate), with the named destination it is tunnelled
+#: to (a client of a `--listen` address) or None (a proxy client); closes it when it has none.
+OutboundSink = Callable[[socket.socket, "str | None"], None]
 #: A name lookup the stub inside refused.
 LookupSink = Callable[[str], None]
 
@@ -86,7 +87,7 @@ class ControlChannel:
             if not tag:
                 return
             if tag == control.OUT and sock is not None:
-                self.on_outbound(sock)
+                self.on_outbound(sock, text or None)
                 continue
             if sock is not None:
                 sock.close()

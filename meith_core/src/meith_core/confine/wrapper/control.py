@@ -5,7 +5,10 @@ put anything else at either end.
 
 Each message is one datagram: a tag, a space, text, and at most one descriptor:
 
-- `out` (forwarder to runtime, with a stream socket): a connection for the runtime's gate;
+- `out [HOST:PORT]` (forwarder to runtime, with the connection a client inside made, itself:
+  the gate relays it straight to its destination, one hop): without text a client of the
+  proxy port (it speaks HTTP to the gate); with text a client of a named host-loopback
+  destination (`--listen`), tunnelled to it as if it had asked for CONNECT;
 - `dns NAME` (forwarder to runtime): a name lookup the stub inside refused;
 - `in PORT` (runtime to forwarder, with a stream socket): relay it to 127.0.0.1:PORT inside.
 """

@@ -1,9 +1,9 @@
 """The forwarder inside a network namespace: the only way out of it, and the only holder of the
 spawn's control channel (`control.py`). It listens on the namespace's 127.0.0.1:PROXY_PORT (the
 proxy the child's variables name) and on each host-loopback destination the grant names
-(`--listen 127.0.0.1:5432`), and hands every connection to the runtime's gate as one end of a
-fresh socket pair sent over the channel; it relays connections the runtime sends the other way
-to a port of the namespace's loopback (a dev server the user opens); and it answers name
+(`--listen 127.0.0.1:5432`), and hands every connection itself to the runtime's gate over the
+channel (the gate relays it to its destination: one hop, not a relay here and one there); it
+relays connections the runtime sends the other way to a port of the namespace's loopback (a dev server the user opens); and it answers name
 lookups on 127.0.0.1:53 with REFUSED, reporting each name to the runtime.
 """
 
@@ -23,7 +23,6 @@ from .relay import relay
 
 #: Names reported per process at most (a loop of lookups must not flood the runtime).
 MAX_REPORTED = 256
-_HEAD_LIMIT = 16 * 1024
 
 
 def _relay_and_close(a: socket.socket, b: socket.socket) -> None:
@@ -34,45 +33,16 @@ def _relay_and_close(a: socket.socket, b: socket.socket) -> None:
         b.close()
 
 
-def _to_gate(channel: socket.socket) -> socket.socket | None:
-    """A new stream to the runtime's gate (one end of a pair; the gate gets the other)."""
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+def _to_gate(conn: socket.socket, channel: socket.socket, target: str | None) -> None:
+    """Hand `conn` to the runtime's gate: as it is (a proxy client), or to be tunnelled to
+    `target` (a client of a named host-loopback destination, which knows nothing of proxies).
+    The gate decides either as it decides a proxy request; this end keeps no copy."""
     try:
-        control.send(channel, control.OUT, "", theirs.fileno())
+        control.send(channel, control.OUT, target or "", conn.fileno())
     except OSError:
-        mine.close()
-        return None
+        pass
     finally:
-        theirs.close()
-    return mine
-
-
-def _outbound(conn: socket.socket, channel: socket.socket, target: str | None) -> None:
-    """Relay `conn` through the gate: as it is (a proxy client), or tunnelled to `target` (a
-    client of a named host-loopback destination, which knows nothing of proxies)."""
-    up = _to_gate(channel)
-    if up is None:
         conn.close()
-        return
-    if target is not None:
-        try:
-            up.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-            head = b""
-            while b"\r\n\r\n" not in head and len(head) < _HEAD_LIMIT:
-                chunk = up.recv(4096)
-                if not chunk:
-                    break
-                head += chunk
-            status, _, rest = head.partition(b"\r\n\r\n")
-            if not status.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")):
-                raise OSError("refused by the gate")
-            if rest:
-                conn.sendall(rest)
-        except OSError:
-            up.close()
-            conn.close()
-            return
-    _relay_and_close(conn, up)
 
 
 def _inbound(conn: socket.socket, port: int) -> None:
@@ -175,7 +145,7 @@ def _forward(main_pid: int, channel: socket.socket, listeners: list[Listener]) -
             if kind == "dns-tcp":
                 spawn(_dns_tcp, conn, report)
             else:
-                spawn(_outbound, conn, channel, target)
+                _to_gate(conn, channel, target)
 
 
 def _listener(host: str, port: int, kind: int = socket.SOCK_STREAM) -> socket.socket:
