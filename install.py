@@ -5,6 +5,7 @@
     python3 install.py --prefix DIR    # the venv in DIR instead
     python3 install.py ./my-plugin     # add a plugin (a path or a package name) to that venv
     python3 install.py --dev           # this clone's dev environment, .venv: then `.venv/bin/nox`
+    python3 install.py --uninstall     # stop its runtimes, remove the venv and the `meith` link
 
 Stock Debian and Ubuntu Pythons refuse `pip install` outside a virtual environment (PEP 668):
 this script makes one, installs the packages from this checkout into it (`meith-core` with its
@@ -21,6 +22,7 @@ import argparse
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -214,6 +216,35 @@ def install(prefix: Path, bin_dir: Path, extras: list[str]) -> int:
     return 0
 
 
+def uninstall(prefix: Path, bin_dir: Path) -> int:
+    """Undo `install`: stop the runtimes, remove the venv and the `meith` link. What the user
+    made with meith (the home: grants, approvals, the audit trail, settings) stays."""
+    if not (prefix / "pyvenv.cfg").is_file():
+        if prefix.exists():
+            return _error(f"{prefix} is not a virtual environment: nothing removed")
+        _say(f"no meith environment in {prefix}")
+    else:
+        meith = prefix / "bin" / "meith"
+        if meith.exists():
+            _say("stopping the running meith runtimes (meith stop --all)")
+            subprocess.run([str(meith), "stop", "--all"], capture_output=True, check=False)
+        shutil.rmtree(prefix)
+        _say(f"removed {prefix}")
+    link = bin_dir / "meith"
+    if link.is_symlink() and Path(os.readlink(link)) == prefix / "bin" / "meith":
+        link.unlink()
+        _say(f"removed {link}")
+    elif link.exists() or link.is_symlink():
+        print(f"warning: {link} is not the link this script made; left as it is", file=sys.stderr)
+    home = os.environ.get("MEITH_HOME") or str(Path.home() / ".meith")
+    _say(
+        f"kept {home}: your grants, plugin approvals, settings and the audit trail (remove it "
+        "yourself when you no longer want them), and any MCP client configuration that runs "
+        "`meith mcp` (remove meith from it there)"
+    )
+    return 0
+
+
 def _same_python(python: Path) -> bool:
     """Whether the venv at `python` runs on this very interpreter (same base, same version)."""
     done = subprocess.run(
@@ -272,7 +303,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="make this clone's dev environment (.venv) instead, for `.venv/bin/nox`",
     )
+    parser.add_argument(
+        "--uninstall",
+        action="store_true",
+        help="stop meith's runtimes and remove its environment and the `meith` link "
+        "(your meith home stays)",
+    )
     args = parser.parse_args(argv)
+    if args.uninstall:
+        if args.extra or args.dev:
+            parser.error("--uninstall takes no packages and no --dev")
+        return uninstall(args.prefix.expanduser().resolve(), args.bin_dir.expanduser())
     if args.dev:
         if args.extra:
             parser.error("--dev takes no packages")

@@ -1,6 +1,7 @@
 """Sessions: `nox` runs lint, typecheck, tests, tests_system (where the distribution's Python is
 another interpreter), isolated, bench_smoke and docs; `nox -s bench` runs the benchmarks for
-their figures. `python3 install.py --dev` makes `.venv` with nox in it: `.venv/bin/nox`."""
+their figures, `nox -s screenshots` refreshes the console's screenshots in docs/images.
+`python3 install.py --dev` makes `.venv` with nox in it: `.venv/bin/nox`."""
 
 from __future__ import annotations
 
@@ -92,6 +93,22 @@ def tests(session: nox.Session) -> None:
     # pytest exits 5 when nothing was collected, which fails the session: CI can never pass
     # by running no tests.
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def screenshots(session: nox.Session) -> None:
+    """docs/images/console-*.png, the screenshots docs/console.md shows: the console's tests in
+    a real Chromium, told to write them there (run alone, they write them to a temporary
+    directory, so a test run changes no tracked file). Needs a Chromium."""
+    session.install(*PACKAGES, *TEST_DEPS)
+    images = os.path.abspath(os.path.join("docs", "images"))
+    session.run(
+        "pytest",
+        "tests/ui/test_console_browser.py",
+        "tests/ui/test_console_buttons.py",
+        *session.posargs,
+        env={"MEITH_SCREENSHOTS_DIR": images, "MEITH_REQUIRE_BROWSER": "1"},
+    )
 
 
 @nox.session(python=SYSTEM_PYTHON)

@@ -43,8 +43,9 @@ from typing import Any
 
 from bench_confine import blob_server
 
-from meith_core import Confinement, NetworkGate, landlock_status
+from meith_core import Confinement, landlock_status
 from meith_core.audit.plainjson import plain_json
+from meith_core.confine.gate import NetworkGate
 from meith_core.protocol.framing import _COMPACT, _COMPACT_ASCII, dumps_bytes
 
 
@@ -179,7 +180,7 @@ def bench_download(rounds: int, mb: int, library_python: str) -> None:
         return
     with blob_server(mb << 20) as port, contextlib.ExitStack() as stack:
         url = f"http://127.0.0.1:{port}/blob"
-        gate = NetworkGate([f"127.0.0.1:{port}"], socket_path=None)
+        gate = NetworkGate([f"127.0.0.1:{port}"])
         access = gate.start_sync()
         stack.callback(gate.close)
         proxies: dict[str, str | None] = {

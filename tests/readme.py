@@ -138,15 +138,25 @@ def transcript(block: Block) -> list[Step]:
     return steps
 
 
-#: What differs from run to run in a transcript: (how the README shows it, what a run prints).
+#: What differs from run to run (or host to host) in a transcript: (how the README shows it,
+#: what a run prints). The walls a host builds (`confinement: ...` of `meith serve`) are the
+#: host's.
 _VOLATILE = re.compile(
-    r"(?P<date>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
+    r"(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z)"
+    r"|(?P<walls>(?<=^confinement: ).+)"
+    r"|(?P<port>(?<=//127\.0\.0\.1:)\d+)"
+    r"|(?P<secret>(?<=\?k=)[A-Za-z0-9_-]+)"
+    r"|(?P<date>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
     r"|(?P<ms>\b\d+(?:\.\d+)?ms\b)"
     r"|(?P<grant>\bg_[0-9a-f]{12}\b)"
     r"|(?P<pid>\(pid \d+\))"
     r"|(?P<sha>\[main [0-9a-f]{7}\])"
 )
 _REAL = {
+    "iso": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z",
+    "walls": r".+",
+    "port": r"\d+",
+    "secret": r"[A-Za-z0-9_-]+",
     "date": r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
     "ms": r"\d+(?:\.\d+)?ms",
     "grant": r"g_[0-9a-f]{12}",

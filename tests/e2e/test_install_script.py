@@ -64,3 +64,54 @@ def test_a_package_argument_is_named_by_its_distribution(
     assert install._dist_of(str(project)) == "meith-weather"
     assert install._dist_of("meith-weather[extra]>=0.2,<1") == "meith-weather"
     assert install._dist_of(str(tmp_path / "no-project")) is None
+
+
+def _installed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """What `install` leaves, as far as uninstall sees: a venv whose `meith` records how it
+    was run, and the link to it."""
+    prefix, bin_dir = tmp_path / "venv", tmp_path / "bin"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    ran = tmp_path / "ran"
+    meith = prefix / "bin" / "meith"
+    meith.write_text(f'#!/bin/sh\necho "$@" > {ran}\n')
+    meith.chmod(0o755)
+    bin_dir.mkdir()
+    (bin_dir / "meith").symlink_to(meith)
+    return prefix, bin_dir, ran
+
+
+def test_uninstall_stops_the_runtimes_and_removes_the_venv_and_the_link(
+    install: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    prefix, bin_dir, ran = _installed(tmp_path)
+    monkeypatch.setenv("MEITH_HOME", str(tmp_path / "home"))
+    argv = ["--uninstall", "--prefix", str(prefix), "--bin-dir", str(bin_dir)]
+    assert install.main(argv) == 0
+    assert ran.read_text() == "stop --all\n"
+    assert not prefix.exists()
+    assert not (bin_dir / "meith").is_symlink()
+    err = capsys.readouterr().err
+    assert f"kept {tmp_path / 'home'}: your grants, plugin approvals" in err
+    # Again: nothing left to remove, and it says so.
+    assert install.main(argv) == 0
+    assert f"no meith environment in {prefix}" in capsys.readouterr().err
+
+
+def test_uninstall_removes_only_what_install_made(
+    install: ModuleType, tmp_path: Path, capsys
+) -> None:
+    prefix, bin_dir, _ = _installed(tmp_path)
+    (bin_dir / "meith").unlink()
+    (bin_dir / "meith").write_text("someone else's meith\n")
+    not_a_venv = tmp_path / "documents"
+    not_a_venv.mkdir()
+    argv = ["--uninstall", "--bin-dir", str(bin_dir), "--prefix"]
+    assert install.main([*argv, str(not_a_venv)]) == 1
+    assert not_a_venv.is_dir()
+    assert "is not a virtual environment: nothing removed" in capsys.readouterr().err
+    assert install.main([*argv, str(prefix)]) == 0
+    assert (bin_dir / "meith").read_text() == "someone else's meith\n"
+    assert "is not the link this script made; left as it is" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        install.main(["--uninstall", "./my-plugin"])

@@ -1,8 +1,9 @@
 """A new plugin author's first fifteen minutes, exactly as docs/plugin-guide.md's tutorial
-says: its shell blocks are run in order (activate, scaffold, test, check, install, list,
-approve, serve, call, build) in a fresh venv where `python3 install.py` puts meith's
-(`~/.local/share/meith/venv` of a new HOME), holding only meith-core installed from this tree:
-nothing comes from an index that does not have it."""
+says: its shell blocks are run in order (activate, scaffold, test in the plugin's own venv,
+check, install, list, approve, serve, call, build) in a fresh venv where `python3 install.py`
+puts meith's (`~/.local/share/meith/venv` of a new HOME), holding only meith-core installed
+from this tree: nothing comes from an index that does not have it, and the plugin's test tools
+stay out of meith's environment."""
 
 from __future__ import annotations
 
@@ -97,8 +98,13 @@ def test_the_tutorial_runs_as_written_in_a_fresh_venv(tmp_path: Path) -> None:
             serve.wait(60)
 
     project = tmp_path / "meith-weather"
-    assert " passed" in out["pytest -q -p no:cacheprovider"]
-    assert "failed" not in out["pytest -q -p no:cacheprovider"]
+    tested = out[".venv/bin/pytest -q -p no:cacheprovider"]
+    assert " passed" in tested
+    assert "failed" not in tested
+    # The test tools are the plugin's: meith's environment has the plugin, not them.
+    assert (project / ".venv" / "bin" / "pytest").exists()
+    for tool in ("pytest", "ruff", "mypy"):
+        assert not (bin_dir / tool).exists(), tool
     assert out["meith plugins check ."].rstrip().endswith("checked 1 plugin: 0 errors, 0 warnings")
     listed = out["meith plugins"]
     assert "weather  (meith-weather 0.1.0)  loaded" in listed

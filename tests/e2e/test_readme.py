@@ -1,15 +1,20 @@
 """The README and the pages its examples moved to stay true: the quick start's two commands,
-the in-process example of docs/python.md and the plugin example of docs/plugins.md."""
+the in-process example of docs/python.md, the plugin example of docs/plugins.md, and what
+`meith ui` prints."""
 
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from tests.readme import README, doc_block, readme_block
+from tests.harness import MEITH, base_env, reap, wait_until
+from tests.readme import README, assert_shown, doc_block, readme_block, transcript
 
 
 @pytest.mark.slow
@@ -78,3 +83,35 @@ asyncio.run(main())
     # Written inside; a name escaping cwd is refused by resolve_within; a cwd outside the
     # granted directory is refused by the tool's own grant_scope check; nothing leaked.
     assert proc.stdout.split() == ["2", "hi", "TOOL_FAILED", "PERMISSION_DENIED", "False"]
+
+
+@pytest.mark.slow
+def test_meith_ui_prints_what_the_pages_show(tmp_path: Path) -> None:
+    """`meith ui` as the pages show it, typed where no browser can be opened (it says so too)."""
+    shown = [
+        readme_block("meith ui: http", "console"),
+        doc_block("docs/console.md", "no browser could be opened", "console"),
+    ]
+    steps = [step for block in shown for step in transcript(block)]
+    assert [step.command for step in steps] == ["meith ui", "meith ui"]
+    env = base_env(tmp_path / "home")
+    env["PATH"] = str(tmp_path / "no-programs")
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    sockets = Path(tempfile.mkdtemp(prefix="meith-", dir="/tmp"))
+    out = tmp_path / "ui.out"
+    with out.open("wb") as sink:
+        ui = subprocess.Popen(
+            [MEITH, "ui", "--socket", str(sockets / "none.sock")],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        assert wait_until(lambda: b"no browser could be opened" in out.read_bytes(), 60)
+    finally:
+        reap(ui, signal.SIGTERM, 30)
+        sockets.rmdir()
+    for step in steps:
+        assert_shown(step, out.read_text(), str(tmp_path))

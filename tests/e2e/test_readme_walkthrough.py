@@ -10,9 +10,11 @@ Slow: the install makes a virtual environment and pip-installs meith and its plu
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -101,22 +103,14 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
     venv_python = home / ".local" / "share" / "meith" / "venv" / "bin" / "python"
     assert f"meith's Python is {venv_python}" in installed, installed  # for Python examples
     log = tmp_path / "serve.out"
-    with log.open("wb") as sink:
-        serve = subprocess.Popen(
-            ["bash", "-c", f"exec {serve_command}"],
-            cwd=home,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    # In "one terminal": a real one, so it prints what a person sees (its log included).
+    serve, copier = _on_a_terminal(f"exec {serve_command}", home, env, log)
     try:
-        assert wait_until(lambda: b"listening on" in log.read_bytes(), 120), log.read_text()
+        assert wait_until(lambda: b"runtime started" in log.read_bytes(), 120), log.read_text()
         walkthrough = readme_section("Walkthrough")
         started = transcript(walkthrough[0])
         assert [s.command for s in started] == ["meith serve"]
-        assert_shown(started[0], log.read_text(), str(home))
+        assert_shown(started[0], _screen(log), str(home))
 
         # "In another terminal, inside a git repository": ~/src/demo with a change to commit.
         repo = home / "src" / "demo"
@@ -151,6 +145,49 @@ def test_the_readme_as_a_newcomer_follows_it(tmp_path: Path) -> None:
         _install_the_example_plugin_while_it_runs(tmp_path, repo, env, log)
     finally:
         assert reap(serve, signal.SIGTERM, 60) == 0, log.read_text()
+        copier.join(30)
+
+
+def _on_a_terminal(
+    command: str, cwd: Path, env: dict[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], threading.Thread]:
+    """`command` in bash on a pseudo-terminal, its screen copied to `log` as it comes."""
+    log.write_bytes(b"")
+    master, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            start_new_session=True,
+        )
+    finally:
+        os.close(terminal)
+
+    def copy() -> None:
+        with log.open("ab") as sink:
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the terminal closed with its last process
+                    break
+                if not data:
+                    break
+                sink.write(data)
+                sink.flush()
+        os.close(master)
+
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
+    return proc, copier
+
+
+def _screen(log: Path) -> str:
+    """What the terminal showed, as text: without colours and carriage returns."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", log.read_text(errors="replace")).replace("\r", "")
 
 
 def _install_the_example_plugin_while_it_runs(

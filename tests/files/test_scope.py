@@ -241,3 +241,31 @@ def test_secret_paths_are_skipped_when_listing_a_subdirectory_above_them(
         caller=agent,
     )
     assert found["matches"] == []
+
+
+def test_a_refused_read_suggests_the_read_widening_that_then_allows_it(
+    files: MeithHarness, ws: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent refused a read is told the narrowest grant that allows it, a read-only one
+    for the directory (not `writes-files`), and the command works as told."""
+    from typer.testing import CliRunner
+
+    from meith_core.cli.main import app
+
+    agent = files.session("agent", cwd=ws)
+    err = fails(files, "workspace_read_file", read_args(elsewhere), caller=agent)
+    suggested = f"meith grants add --caller agent --read {elsewhere}"
+    assert suggested in err.message
+    assert "writes-files" not in err.message
+    monkeypatch.setenv("MEITH_HOME", str(files.runtime.home.root))
+    done = CliRunner().invoke(app, suggested.split()[1:])
+    assert done.exit_code == 0, done.output
+    assert f"agent may use read-only under {elsewhere}" in done.output
+    assert ok(files, "workspace_read_file", read_args(elsewhere), caller=agent)["content"] == (
+        "private notes\n"
+    )
+    # It widens reads only: the agent still may not write there.
+    write = {"cwd": str(elsewhere), "path": "new.txt", "content": "x"}
+    assert fails(files, "workspace_write_file", write, caller=agent).code == (
+        ErrorCode.PERMISSION_DENIED
+    )

@@ -119,6 +119,12 @@ def test_cwd_option_sets_the_working_directory_the_runtime_sees(shared, tmp_path
         ),
         (["call", "probe_echo", "--timeout", "soon"], 2, "--timeout must be a positive integer"),
         (["call", "probe_echo", "stray"], 2, "unexpected argument 'stray'"),
+        (["call", "probe_sleep", "--seconds"], 2, "error: --seconds needs a value (number)"),
+        (
+            ["call", "probe_echo", "--valeu", "1"],
+            2,
+            "error: probe_echo has no parameter --valeu. Did you mean --value?",
+        ),
         (
             ["call", "probe_echo", "--socket", "/nonexistent/s.sock"],
             3,
@@ -558,7 +564,8 @@ def test_serve_prompt_asks_on_its_terminal_and_the_answer_decides(probe_env, tmp
 def test_a_call_waiting_at_the_serve_prompt_says_so_on_its_own_terminal(
     probe_env, tmp_path
 ) -> None:
-    """The calling CLI is told where its call waits, while it waits (not only once answered)."""
+    """The calling CLI is told where its call waits and for how long, while it waits (not only
+    once answered), even with --json (a line on stderr)."""
     from tests.harness import base_env
 
     env = base_env(tmp_path / "home", probe_env)
@@ -567,7 +574,7 @@ def test_a_call_waiting_at_the_serve_prompt_says_so_on_its_own_terminal(
     try:
         serve.read_until(b"listening on")
         call = subprocess.Popen(
-            [MEITH, "call", "probe_write", "--name", "waiting"],
+            [MEITH, "call", "probe_write", "--name", "waiting", "--json"],
             env=serve.cli_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -579,7 +586,10 @@ def test_a_call_waiting_at_the_serve_prompt_says_so_on_its_own_terminal(
         told = call.stderr.readline() if ready else ""
         os.write(serve.fd, b"o\n")
         _, rest = call.communicate(timeout=30)
-        assert told == f"… waiting for approval in the meith serve terminal (pid {serve.pid})…\n"
+        assert told == (
+            f"… waiting for approval in the meith serve terminal (pid {serve.pid}): denied after "
+            "120 s without an answer\n"
+        )
         assert call.returncode == 0, rest
     finally:
         serve.close()

@@ -106,8 +106,10 @@ async def test_the_approval_request_frame_and_an_allow_once_answer(served) -> No
         "caller": "agent",
         "label": "bridge",
         "timeoutMs": 60000,
+        "askedAt": ask["askedAt"],  # when it was asked: a console counts down from it
     }
     assert ask["approvalId"].startswith("ap_")
+    assert isinstance(ask["askedAt"], int)
     await conn.send(
         {
             "type": "approval_response",

@@ -130,6 +130,53 @@ async def test_several_consoles_are_asked_at_once_and_the_first_answer_wins(serv
     assert served.marks("two") == []
 
 
+async def test_a_call_waiting_for_the_console_says_where_and_how_long_at_once(served) -> None:
+    conn = await served.connect()
+    url = "http://127.0.0.1:39261/"
+    await conn.send({"type": "hello", "clientInfo": {**CONSOLE, "consoleUrl": url}})
+    assert (await conn.next())["type"] == "welcome"
+    agent = await served.connect()
+    await agent.call("w1", "probe_write", {"name": "wait"}, clientInfo={"caller": "agent"})
+    told = await agent.until(lambda f: f.get("type") == "tool_event")
+    ask = await conn.next()  # the console shows it meanwhile, with when it was asked
+    assert ask["type"] == "approval_request"
+    assert isinstance(ask["askedAt"], int)
+    seconds = ask["timeoutMs"] / 1000
+    assert told["event"] == {
+        "kind": "progress",
+        "message": f"waiting for approval in the meith ui console at {url}: denied after "
+        f"{seconds:g} s without an answer",
+        "awaiting": "approval",
+    }
+    await conn.send(
+        {"type": "approval_response", "approvalId": ask["approvalId"], "decision": "deny"}
+    )
+    assert (await agent.result("w1"))["error"]["code"] == "PERMISSION_DENIED"
+
+
+async def test_the_consoles_own_call_is_the_local_users_action_and_asks_nobody(served) -> None:
+    """A button pressed on the console (stop, kill) is the local user's own action: allowed
+    as such without a grant, audited as made from the console, never a request of its own."""
+    console = await _console(served)
+    await console.call("c1", "probe_write", {"name": "mine"}, clientInfo=CONSOLE)
+    frame = await console.next()
+    assert frame["type"] == "tool_result", frame  # no approval_request came first
+    assert frame["result"]["ok"] is True
+    assert served.marks("mine") != []
+    record = _last(served, "probe_write")
+    assert (record["caller"], record["label"], record["decision"]) == ("cli", "meith ui", "allow")
+    assert record["reason"] == ("approved once by the local user, acting in the console (meith ui)")
+    # Another cli connection, not a console, still needs a grant: the console is asked.
+    other = await served.connect()
+    await other.call("c2", "probe_write", {"name": "other"}, clientInfo={"caller": "cli"})
+    ask = await console.next()
+    assert (ask["type"], ask["requestId"]) == ("approval_request", "c2")
+    await console.send(
+        {"type": "approval_response", "approvalId": ask["approvalId"], "decision": "deny"}
+    )
+    assert (await other.result("c2"))["error"]["code"] == "PERMISSION_DENIED"
+
+
 async def test_the_console_is_shown_the_call_whole_and_given_the_content_to_diff(served) -> None:
     """Issue 32, case 5: the console's card showed the audit's redacted, truncated summary."""
     from pydantic import BaseModel, ConfigDict

@@ -1,5 +1,9 @@
 """Console fixtures: a real `meith serve` (with the `probe` test plugin, approved) and a real
-`meith ui --no-browser` talking to it, as the tests' local user; and raw HTTP to it."""
+`meith ui --no-browser` talking to it, as the tests' local user; raw HTTP to it; and the page in
+a real Chromium (Playwright), with where its screenshots go.
+
+Screenshots go to a temporary directory: a test run changes no tracked file. `nox -s
+screenshots` sets MEITH_SCREENSHOTS_DIR=docs/images to refresh the ones docs/console.md shows."""
 
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from tests.harness import MEITH, MeithServer
 from tests.server.probe_plugin import install_probe
 
 _URL = re.compile(rb"meith ui: (https?://[^\s/]+)/\?k=(\S+)")
+#: Where the console tests write their screenshots (the docs' images, in `nox -s screenshots`).
+SCREENSHOTS_ENV = "MEITH_SCREENSHOTS_DIR"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -169,3 +175,67 @@ class Session:
         }
         status, _, data = request(self.console, "POST", path, headers=headers, body=body or {})
         return status, json.loads(data)
+
+
+# -- the page in a real Chromium ----------------------------------------------------------------
+
+
+@pytest.fixture
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory screenshots are written to: a temporary one, unless MEITH_SCREENSHOTS_DIR
+    names one (`nox -s screenshots`: docs/images)."""
+    chosen = os.environ.get(SCREENSHOTS_ENV)
+    if chosen:
+        Path(chosen).mkdir(parents=True, exist_ok=True)
+        return Path(chosen)
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@dataclass
+class Pages:
+    """Tabs of one Chromium on the console, logged in once; every GET of theirs answered 404
+    (a favicon the page does not have, say) is in `missing`."""
+
+    context: Any
+    console: Console
+    missing: list[str] = field(default_factory=list)
+    logged_in: bool = False
+
+    def open(self, *, fake_clock: bool = False) -> Any:
+        """A new tab on the console; `fake_clock` lets the test move the page's time
+        (`tab.clock`)."""
+        from playwright.sync_api import expect
+
+        tab = self.context.new_page()
+        tab.on("response", self._answered)
+        if fake_clock:
+            tab.clock.install()
+        tab.goto(f"{self.console.base}/" if self.logged_in else self.console.url)
+        self.logged_in = True
+        expect(tab.locator("#runtime")).to_have_text("runtime connected")
+        return tab
+
+    def _answered(self, response: Any) -> None:
+        if response.status == 404 and response.request.method == "GET":
+            self.missing.append(response.url)
+
+
+@pytest.fixture
+def pages(console: Console) -> Iterator[Pages]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.support import require_browser
+
+    browser_path = require_browser().path
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=browser_path, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            yield Pages(context, console)
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(pages: Pages) -> Any:
+    return pages.open()

@@ -1,41 +1,25 @@
 """The console in a real Chromium (Playwright): an agent's privileged call waits, the approval
 shows on the page, a click (or a key) answers it, and the agent's call completes accordingly;
 the audit view shows new calls as they are written. Screenshots for docs/console.md are taken
-here, so they show the console as it is."""
+here, so they show the console as it is (into a temporary directory, or docs/images with `nox -s
+screenshots`)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from meith_core.audit.log import AuditLog
 from meith_core.client import Client
-from tests.browser.support import require_browser, wait_for
+from tests.browser.support import wait_for
 from tests.ui.conftest import Console
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-@pytest.fixture
-def page(console: Console) -> Iterator[Page]:
-    browser_path = require_browser().path
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=browser_path, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        tab = context.new_page()
-        tab.goto(console.url)
-        expect(tab.locator("#runtime")).to_have_text("runtime connected")
-        yield tab
-        browser.close()
 
 
 def audit(console: Console) -> list[dict[str, Any]]:
@@ -54,7 +38,9 @@ def outcome(console: Console, tool: str, name: str) -> dict[str, Any] | None:
     return None
 
 
-def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page) -> None:
+def test_an_agent_call_waits_and_a_click_allows_it(
+    console: Console, page: Page, shots: Path
+) -> None:
     # The secret left the address bar; the cookie carries on.
     assert "k=" not in page.url
     box = console.agent_call("probe_write", {"name": "allowed"})
@@ -66,8 +52,7 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
     # Where it acts, in the same words as the elicitation and the serve prompt.
     expect(card.locator(".runs")).to_contain_text("Acts on: ")
     assert "result" not in box  # the agent's call is still waiting
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / "console-approvals.png"))
+    page.screenshot(path=str(shots / "console-approvals.png"))
     card.locator('button[data-decision="allow_once"]').click()
     result = wait_for(lambda: box.get("result"))
     assert result["ok"] is True, result
@@ -88,7 +73,7 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
     expect(page.locator("#audit-rows tr").first).to_contain_text("probe_echo")
     page.locator("#verify").click()
     expect(page.locator("#chain")).to_contain_text(" records, at ")
-    page.screenshot(path=str(IMAGES / "console-audit.png"))
+    page.screenshot(path=str(shots / "console-audit.png"))
     # Sessions: a live agent with a standing grant, its last calls, and this console.
     console.server.grant("writes-files", tool="probe_write", caller="agent")
     with Client(console.server.socket, caller="agent", label="claude-code") as agent:
@@ -100,7 +85,7 @@ def test_an_agent_call_waits_and_a_click_allows_it(console: Console, page: Page)
         expect(row).to_contain_text("writes-files probe_write [standing]")
         expect(row).to_contain_text("probe_write (ok)")
         expect(page.locator("#session-rows")).to_contain_text("this console")
-        page.screenshot(path=str(IMAGES / "console-sessions.png"))
+        page.screenshot(path=str(shots / "console-sessions.png"))
         row.get_by_role("button", name="Revoke").click()
         expect(row).to_contain_text("revoked")
         denied = agent.call_raw("probe_write", {"name": "after-revoke"})
@@ -176,33 +161,9 @@ def test_deny_by_keyboard_and_add_a_grant(console: Console, page: Page) -> None:
     expect(page.locator("#grant-rows tr")).to_contain_text("probe_write")
 
 
-def test_processes_show_a_dev_server_its_log_and_stop_it(
-    console: Console, page: Page, tmp_path: Path
-) -> None:
-    srv = console.server
-    srv.approve("process")
-    srv.grant("starts-process", caller="cli")
-    script = "print('console-log-line', flush=True); import time; time.sleep(120)"
-    with Client(srv.socket) as user:  # the local user's session keeps the server
-        started = user.call_raw(
-            "start_dev_server",
-            {"cwd": str(tmp_path), "command": sys.executable, "args": ["-u", "-c", script]},
-        )
-        assert started["ok"], started
-        dev_id = started["content"]["id"]
-        page.locator('nav a[data-panel="processes"]').click()
-        row = page.locator(f'tr[data-process="{dev_id}"]')
-        expect(row).to_contain_text("dev server")
-        row.get_by_role("button", name="Log").click()
-        expect(page.locator("#process-log")).to_contain_text("console-log-line")
-        page.screenshot(path=str(IMAGES / "console-processes.png"))
-        row.get_by_role("button", name="Stop").click()
-        expect(row).to_contain_text("stopped")
-
-
 @pytest.mark.parametrize("console", [{"PROBE_EXTRA_TOOL": "1"}], indirect=True)
 def test_a_changed_plugin_says_what_changed_and_is_approved_on_the_page(
-    console: Console, page: Page, tmp_path: Path
+    console: Console, page: Page, tmp_path: Path, shots: Path
 ) -> None:
     # The runtime loaded a probe with one more tool than the one `meith plugins approve`
     # pinned: its approval is void, and the provider gate refuses its privileged tools.
@@ -217,7 +178,7 @@ def test_a_changed_plugin_says_what_changed_and_is_approved_on_the_page(
     changes = row.locator("ul.changes")
     expect(changes).to_contain_text("tool added: probe_spawn (starts-process)")
     expect(changes).to_contain_text("requested capabilities +starts-process")
-    page.screenshot(path=str(IMAGES / "console-plugin-changed.png"), full_page=True)
+    page.screenshot(path=str(shots / "console-plugin-changed.png"), full_page=True)
     row.locator('button[data-action="approve"]').click()
     expect(row.locator(".approved")).to_have_text("read-only, writes-files, starts-process")
     expect(row.locator('button[data-action="approve"]')).to_have_count(0)
@@ -256,4 +217,4 @@ def test_a_changed_plugin_says_what_changed_and_is_approved_on_the_page(
         "*"
     )
     expect(page.locator("#grant-error")).to_have_text("")
-    page.screenshot(path=str(IMAGES / "console-grants.png"), full_page=True)
+    page.screenshot(path=str(shots / "console-grants.png"), full_page=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -135,12 +136,17 @@ def check_readable(ctx: ToolContext, path: Path) -> None:
     probe = str(path if path.is_dir() else path.parent)
     if any(ctx.held_grant(cap, cwd=probe) is not None for cap in _COVERING_CAPABILITIES):
         return
+    # A read needs a read widening, not a grant to write: the narrowest that allows it.
+    widen = (
+        f", or let it read there: meith grants add --caller agent --read {shlex.quote(probe)}"
+        if kind is CallerKind.AGENT
+        else ""
+    )
     raise ToolError(
         ErrorCode.PERMISSION_DENIED,
         f"{path} is outside what this {kind.value} session may read: its workspace is "
-        f"{workspace or '(none)'}. Open the session for that directory (meith mcp --cwd DIR), "
-        "or give it a grant there (a grant confined to DIR covers reads in DIR too: meith "
-        "grants add --caller agent --capability writes-files --cwd DIR).",
+        f"{workspace or '(none)'}. Open the session for that directory (meith mcp --cwd "
+        f"DIR){widen}.",
         {"reason": "outside readable scope", "path": str(path), "workspace": workspace},
     )
 

@@ -121,7 +121,7 @@ class DevServer:
             "signal": self.signal,
             "startedAt": self.started_at,
             "confinedTo": self.confined.scope if self.confined else None,
-            "detached": self.owner.detached,
+            **self.owner.record(),
             "hostPorts": self.confined.host_ports() if self.confined else [],
             "walls": self.confined.walls_report() if self.confined else None,
         }

@@ -22,6 +22,9 @@ class TerminalSession(BaseModel):
     confinedTo: str | None = None
     #: Handed to the local user (`detach`): it outlives the session that started it.
     detached: bool = False
+    #: Who started it: the caller kind (`cli`: the local user) and its session.
+    owner: str = "cli"
+    ownerSession: str | None = None
 
 
 class HostPort(BaseModel):
@@ -66,6 +69,9 @@ class DevServerRecord(BaseModel):
     confinedTo: str | None = None
     #: Handed to the local user (`detach`): it outlives the session that started it.
     detached: bool = False
+    #: Who started it: the caller kind (`cli`: the local user) and its session.
+    owner: str = "cli"
+    ownerSession: str | None = None
     #: The ports asked for (named or announced) and whether the host's loopback has them.
     hostPorts: list[HostPort] = Field(default_factory=list)
     walls: Walls | None = None

@@ -16,7 +16,7 @@ was started with `detach: true`: then it is the local user's to stop, and its re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from meith_core import CallerInfo, CallerKind, ErrorCode, ToolError, ownership_error
 
@@ -59,6 +59,14 @@ class Owner:
     def may_access(self, caller: CallerInfo) -> bool:
         """Owners, and the local user for anything."""
         return _is_user(caller) or self.is_owner(caller)
+
+    def record(self) -> dict[str, Any]:
+        """The owner's fields of a process record: detached, and who started it."""
+        return {
+            "detached": self.detached,
+            "owner": self.kind.value,
+            "ownerSession": self.session_id,
+        }
 
     def describe(self) -> str:
         if self.user:

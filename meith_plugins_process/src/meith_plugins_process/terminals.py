@@ -134,7 +134,7 @@ class Terminal:
             "exitCode": self.exit_code,
             "signal": self.signal,
             "confinedTo": self.confined.scope if self.confined else None,
-            "detached": self.owner.detached,
+            **self.owner.record(),
         }
 
     def target(self, sig: signal.Signals) -> KillTarget:

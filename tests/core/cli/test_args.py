@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meith_core.cli.args import UsageError, coerce, parse_call_line, parse_timeout
+from meith_core.cli.args import UsageError, check_names, coerce, parse_call_line, parse_timeout
 
 
 def test_flag_value_forms_and_bare_flags() -> None:
@@ -119,3 +119,40 @@ def test_timeout_must_be_a_positive_integer(bad) -> None:
     with pytest.raises(UsageError, match="positive integer"):
         parse_timeout(bad)
     assert parse_timeout("250") == 250
+
+
+_LOG_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "limit": {"type": "integer"},
+        "path": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "all": {"type": "boolean"},
+    },
+}
+
+
+@pytest.mark.parametrize("tokens", [["t", "--limit"], ["t", "--limit", "--json"]])
+def test_a_flag_without_its_value_is_an_error_naming_the_type(tokens) -> None:
+    with pytest.raises(UsageError, match=r"^--limit needs a value \(integer\)$"):
+        parse_call_line(tokens).resolve(_LOG_SCHEMA)
+
+
+def test_a_bare_flag_is_true_only_for_a_boolean_parameter() -> None:
+    assert parse_call_line(["t", "--all"]).resolve(_LOG_SCHEMA) == {"all": True}
+    with pytest.raises(UsageError, match=r"^--path needs a value \(string\)$"):
+        parse_call_line(["t", "--path"]).resolve(_LOG_SCHEMA)
+
+
+def test_an_unknown_parameter_names_the_closest_ones() -> None:
+    arguments = parse_call_line(["t", "--limt", "2"]).resolve(_LOG_SCHEMA)
+    with pytest.raises(UsageError) as refused:
+        check_names("git_log", arguments, _LOG_SCHEMA)
+    assert str(refused.value) == (
+        'git_log has no parameter --limt. Did you mean --limit? See its parameters with "meith '
+        'call git_log --help".'
+    )
+    with pytest.raises(UsageError, match=r"no parameter --zzz\. See its parameters"):
+        check_names("git_log", {"zzz": 1}, _LOG_SCHEMA)
+    # A schema that admits other names is left to the tool.
+    check_names("t", {"zzz": 1}, {**_LOG_SCHEMA, "additionalProperties": True})

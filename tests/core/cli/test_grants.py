@@ -1,4 +1,5 @@
-"""`meith grants`: `--net` destinations taken, listed, and refused without `--cwd` or when bad."""
+"""`meith grants`: `--net` and `--socket` taken, listed, and refused without `--cwd` or when bad;
+`--read DIR`; what it cannot grant refused in words that say what it takes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from meith_core.cli.main import app
 from meith_core.policy.grants import Grant
 from tests.core.support import meith_cli
 
@@ -47,3 +50,37 @@ def test_grants_add_socket(tmp_path: Path) -> None:
     relative = meith_cli(home, *base, "--cwd", str(repo), "--socket", "db.sock")
     assert relative.returncode != 0
     assert "absolute" in relative.stderr
+
+
+def test_an_unknown_caller_lists_the_valid_ones_with_the_closest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEITH_HOME", str(tmp_path / "home"))
+    done = CliRunner().invoke(app, ["grants", "add", "--caller", "agnet", "-c", "writes-files"])
+    assert done.exit_code == 2
+    assert "'agnet' is not one of: cli, agent. Did you mean agent?" in done.output
+    assert not (tmp_path / "home" / "grants.json").exists()
+
+
+def test_read_is_a_read_only_grant_in_that_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEITH_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    done = runner.invoke(app, ["grants", "add", "--caller", "agent", "--read", str(shared)])
+    assert done.exit_code == 0, done.output
+    assert f"agent may use read-only under {shared}" in done.output
+    # The long form is the same grant; without a directory a read-only grant names the view
+    # it widens (get_audit_log's), and nothing else.
+    long = ["grants", "add", "--caller", "agent", "-c", "read-only", "--cwd", str(shared)]
+    assert runner.invoke(app, long).exit_code == 0
+    refused = runner.invoke(app, ["grants", "add", "--caller", "agent", "-c", "read-only"])
+    assert refused.exit_code == 2
+    assert "names a directory agents may read (--read DIR)" in refused.output
+    nothing = runner.invoke(app, ["grants", "add", "--caller", "agent"])
+    assert nothing.exit_code == 2
+    assert "name a capability (--capability CAP) or a directory to read (--read DIR)" in (
+        nothing.output
+    )

@@ -4,11 +4,13 @@ Before, `get_audit_log` (no grant needed) showed every session's records to any 
 session's list of sessions showed every session with its grants. Now an agent (and a `plugin`
 peer) sees only its own session unless the local user granted it the view of every session:
 a read-only grant for `get_audit_log`. (The session list over a real socket:
-tests/server/test_agent_protocol.py.)
+tests/server/test_socket_connection_agents.py; an agent's `--read DIR` grant widens its
+reads, never this view.)
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,10 +54,30 @@ async def test_an_agent_reads_its_own_sessions_records_unless_granted(runtime: R
     assert {e["sessionId"] for e in (await _log(runtime, b))["entries"]} == {b.session_id}
 
 
-def test_a_read_only_grant_names_the_view_it_opens() -> None:
+async def test_a_read_grant_in_a_directory_does_not_open_the_view(runtime: Runtime) -> None:
+    """`--read DIR` widens an agent's reads to DIR; it is read-only for every tool, so it
+    would cover `get_audit_log` too if the view were asked about the agent's directory."""
+    a = runtime.open_session("agent", label="A")
+    b = runtime.open_session("agent", label="B")
+    for who in (a, b):
+        assert (await runtime.call("app_list_instances", caller=who)).ok
+    grants = StandingGrants(runtime.home.grants_path)
+    grants.add(standing_grant("agent", ["read-only"], cwd="/", agent="A"))
+    assert {e["sessionId"] for e in (await _log(runtime, a))["entries"]} == {a.session_id}
+    # The grant for the view opens it, though the named agent's read grant ranks first.
+    grants.add(standing_grant("agent", ["read-only"], tool="get_audit_log"))
+    assert b.session_id in {e["sessionId"] for e in (await _log(runtime, a))["entries"]}
+
+
+def test_a_read_only_grant_names_a_directory_or_the_view_it_opens(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--tool get_audit_log"):
         standing_grant("agent", ["read-only"])
+    with pytest.raises(ValueError, match="--read DIR"):
+        standing_grant("agent", ["read-only"], tool="read_file")
     with pytest.raises(ValueError, match="stands alone"):
         standing_grant("agent", ["read-only", "writes-files"], tool="get_audit_log")
+    with pytest.raises(ValueError, match="stands alone"):
+        standing_grant("agent", ["read-only", "writes-files"], cwd=str(tmp_path))
+    assert standing_grant("agent", ["read-only"], cwd=str(tmp_path)).cwd_prefix == str(tmp_path)
     with pytest.raises(ValueError, match="need no grant"):
         standing_grant("agent", ["accesses-network"])

@@ -21,7 +21,8 @@ from meith_core import (
     Runtime,
     hookimpl,
 )
-from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL
+from meith_core.protocol import call_approval_desk
+from meith_core.protocol.call_approval import APPROVED
 from tests.core.support import reason_of
 
 
@@ -252,7 +253,11 @@ async def test_a_connection_that_shares_its_approvals_races_the_local_user(
     if shared:
         assert result.ok
         assert withdrawn.is_set()
-        assert said == [WAITING_FOR_APPROVAL, APPROVED]
+        assert said == [
+            f"waiting for approval in the meith ui console: denied after "
+            f"{call_approval_desk.CALL_APPROVAL_TIMEOUT_S:g} s without an answer",
+            APPROVED,
+        ]
     else:
         assert result.error.code is ErrorCode.PERMISSION_DENIED
         assert (person, said) == ([], [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any
 
 import pytest
@@ -58,11 +59,15 @@ def test_only_a_connection_that_said_so_is_asked() -> None:
 
 def test_the_approval_request_frame(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(call_approval_desk, "CALL_APPROVAL_TIMEOUT_S", 2.5)
+    before = time.time_ns() // 1_000_000
     ask = answering().call_approvals.ask(request())
     assert ask is not None
     assert ask.timeout_s == 2.5
     assert ask.approval_id.startswith("ap_")
-    assert json.loads(ask.data) == {
+    sent = json.loads(ask.data)
+    # When it was asked, on the wall clock: a page opened later counts down what is left.
+    assert before <= sent.pop("askedAt") <= time.time_ns() // 1_000_000
+    assert sent == {
         "type": "approval_request",
         "protocol": 1,
         "approvalId": ask.approval_id,

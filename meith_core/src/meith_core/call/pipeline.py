@@ -36,6 +36,7 @@ from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
 from meith_core.call.validation import first_error, validate_arguments, validation_details
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
+from meith_core.protocol.call_approval import waits_for_approval
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 from meith_core.protocol.errors import ErrorCode, ToolError
@@ -305,15 +306,18 @@ class CallPipeline:
 
 
 def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
-    """A message to the caller as a progress event on its call, before the tool runs (an
-    approver saying where the call waits). The caller's sink failing is not the call's
-    failure."""
+    """An approver's word to the caller, before the tool runs: a progress event, marked
+    `awaiting: approval` while the call waits for a person (where, how long). The caller's
+    sink failing is not the call's failure."""
     if emit is None:
         return None
 
     def notify(message: str) -> None:
+        event: dict[str, Any] = {"kind": "progress", "message": message}
+        if waits_for_approval(message):
+            event["awaiting"] = "approval"
         try:
-            emit({"kind": "progress", "message": message})
+            emit(event)
         except Exception as exc:
             _log.warning("event sink failed", error=repr(exc))
 

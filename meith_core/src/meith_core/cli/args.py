@@ -1,7 +1,9 @@
 """`meith call TOOL [--key value ...]`: turning command-line tokens into tool arguments.
 
 The rules (kept compatible with existing scripts that call tools this way):
-- `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true.
+- `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true:
+  for a boolean parameter, that is; for any other the tool's schema makes it an error, and a
+  flag naming no parameter of a tool that takes no others is one too (with a did-you-mean).
 - Repeated keys accumulate into an array in order.
 - Values are coerced: true/false to booleans, numeric strings to numbers, else strings.
 - `--key-json VALUE` parses VALUE as JSON; `--arg-json OBJ` merges a JSON object.
@@ -16,8 +18,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from meith_core.base.suggest import did_you_mean
 
 #: Global options: consumed by the CLI, never forwarded. Value-taking ones map to True.
 RESERVED: dict[str, bool] = {
@@ -31,6 +36,7 @@ RESERVED: dict[str, bool] = {
     "verbose": False,
     "stdin": False,
     "help": False,
+    "as-agent": False,
 }
 _SHORT = {"-v": "verbose", "-q": "quiet", "-h": "help"}
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -65,8 +71,43 @@ class CallLine:
         props: dict[str, Any] = (input_schema or {}).get("properties") or {}
         out: dict[str, Any] = {}
         for key, values in self.flags.items():
-            out[key] = coerce_for(props.get(key), values)
+            prop = props.get(key)
+            kinds = _kinds(prop)
+            if True in values and kinds and "boolean" not in kinds:
+                # `--limit` with its value forgotten is a mistake, not `true` (nor 1).
+                raise UsageError(f"--{key} needs a value ({type_of(prop or {})})")
+            out[key] = coerce_for(prop, values)
         return {**out, **self.explicit} if self.explicit else out
+
+
+def check_names(tool: str, flags: Iterable[str], input_schema: dict[str, Any] | None) -> None:
+    """Refuse a flag naming no parameter of the tool (when its schema admits no others), with
+    the parameters it was probably meant to be."""
+    if not input_schema or input_schema.get("additionalProperties") is not False:
+        return
+    props: dict[str, Any] = input_schema.get("properties") or {}
+    for key in flags:
+        if key not in props:
+            hint = did_you_mean(key, props, prefix="--")
+            raise UsageError(
+                f"{tool} has no parameter --{key}.{hint} "
+                f'See its parameters with "meith call {tool} --help".'
+            )
+
+
+def type_of(schema: dict[str, Any]) -> str:
+    """A parameter's type in a word or two (`integer`, `string[]`, `a|b`), for help and errors."""
+    if "enum" in schema:
+        return "|".join(json.dumps(v) if not isinstance(v, str) else v for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        kinds = [type_of(s) for s in schema["anyOf"] if s.get("type") != "null"]
+        return "|".join(dict.fromkeys(kinds)) or "null"
+    kind = schema.get("type")
+    if kind == "array":
+        return f"{type_of(schema.get('items') or {})}[]"
+    return str(kind or "json")
 
 
 def _kinds(schema: dict[str, Any] | None) -> set[str]:

@@ -10,8 +10,10 @@ import os
 import sys
 from typing import Any
 
+from meith_core.base.home import MeithHome
 from meith_core.base.suggest import did_you_mean
-from meith_core.cli.args import UsageError, parse_call_line, parse_timeout
+from meith_core.cli.agent_view import agent_label, print_for_agent, render_for_agent
+from meith_core.cli.args import UsageError, check_names, parse_call_line, parse_timeout, type_of
 from meith_core.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -28,8 +30,19 @@ from meith_core.client._core import ConnectError, Interrupted, TransportError
 from meith_core.client.sync import Client
 
 
-def _connect(socket_path: str | None, instance: str | None, cwd: str | None = None) -> Client:
-    return Client(socket_path, instance=instance, cwd=cwd)
+def _connect(
+    socket_path: str | None,
+    instance: str | None,
+    cwd: str | None = None,
+    *,
+    agent: str | bool | None = False,
+) -> Client:
+    """The local user's connection; with `agent` (False: not; None or a name), an agent's, as
+    the MCP bridge opens one: its workspace is `cwd` (here by default)."""
+    if agent is False:
+        return Client(socket_path, instance=instance, cwd=cwd)
+    label = agent if isinstance(agent, str) else None
+    return Client(socket_path, instance=instance, cwd=cwd, caller="agent", label=label)
 
 
 def _transport_exit(exc: TransportError) -> int:
@@ -73,18 +86,27 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         base = _read_stdin_object() if opts.get("stdin") and not opts.get("help") else {}
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
+    as_agent = "as-agent" in opts
+    if as_agent:
+        try:
+            import mcp_types  # noqa: F401 - the MCP bridge's rendering needs it
+        except ImportError as exc:
+            return fail(f"--as-agent needs meith-core[mcp] ({exc.name} is missing)", EXIT_USAGE)
 
     try:
-        client = _connect(opts.get("socket"), opts.get("instance"), cwd)
+        agent = agent_label(opts["as-agent"]) if as_agent else False
+        client = _connect(opts.get("socket"), opts.get("instance"), cwd, agent=agent)
     except TransportError as exc:
         return _transport_exit(exc)
     with client:
         if opts.get("help"):
             return _tool_help(client, line.tool)
         try:
-            # Flags are typed by the tool's own schema (one small round trip).
+            # Flags are typed and checked by the tool's own schema (one small round trip); JSON
+            # arguments are taken as they are, for the runtime to validate.
             descriptor = client.describe(line.tool) if line.flags else None
             schema = descriptor["inputSchema"] if descriptor else None
+            check_names(line.tool, line.flags, schema)
             arguments = {**base, **line.resolve(schema)}
         except UsageError as exc:
             return fail(str(exc), EXIT_USAGE)
@@ -92,11 +114,21 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
             return _transport_exit(exc)
         printer = EventPrinter(
             verbose=bool(opts.get("verbose")),
-            quiet=bool(opts.get("quiet")),
+            quiet=bool(opts.get("quiet")) or as_agent,
             as_json=bool(opts.get("json")),
         )
+        artifacts: list[dict[str, Any]] = []
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("kind") == "artifact":
+                artifacts.append(event)  # an agent receives them with the result
+            printer(event)
+
         try:
-            result = client.call_raw(line.tool, arguments, timeout_ms=timeout, on_event=printer)
+            # An agent reads the text alone, as `meith mcp` asks for it.
+            result = client.call_raw(
+                line.tool, arguments, timeout_ms=timeout, on_event=on_event, text_only=as_agent
+            )
         except Interrupted as exc:
             printer.close()
             if exc.result is not None:
@@ -113,6 +145,18 @@ def run_call(tokens: list[str], ctx: Any) -> int | None:
         if _error_code(result) == "UNKNOWN_TOOL":
             message = str(result["error"].get("message") or "").rstrip(".")
             result["error"]["message"] = message + "." + _suggestion(client, line.tool)
+    if as_agent:
+        plugin = descriptor.get("plugin") if descriptor else None
+        sent = render_for_agent(
+            result,
+            artifacts,
+            tool=line.tool,
+            plugin=plugin,
+            label=agent_label(opts["as-agent"]),
+            home=MeithHome.from_env(),
+        )
+        print_for_agent(sent, as_json=bool(opts.get("json")))
+        return exit_code_for(result)
     return print_result(
         result,
         as_json=bool(opts.get("json")),
@@ -145,20 +189,6 @@ def _read_stdin_object() -> dict[str, Any]:
     return data
 
 
-def _type_of(schema: dict[str, Any]) -> str:
-    if "enum" in schema:
-        return "|".join(json.dumps(v) if not isinstance(v, str) else v for v in schema["enum"])
-    if "const" in schema:
-        return json.dumps(schema["const"])
-    if "anyOf" in schema:
-        kinds = [_type_of(s) for s in schema["anyOf"] if s.get("type") != "null"]
-        return "|".join(dict.fromkeys(kinds)) or "null"
-    kind = schema.get("type")
-    if kind == "array":
-        return f"{_type_of(schema.get('items') or {})}[]"
-    return str(kind or "json")
-
-
 def _tool_help(client: Client, name: str) -> int:
     try:
         tool = client.describe(name)
@@ -180,7 +210,7 @@ def _tool_help(client: Client, name: str) -> int:
     out.write("\nParameters:\n" if props else "\nParameters: none\n")
     for key, prop in props.items():
         flag = f"--{key}"
-        kind = _type_of(prop)
+        kind = type_of(prop)
         if kind.endswith("[]") or kind in ("object", "json") or "object" in kind:
             flag += f" / --{key}-json"
         if key == "cwd":

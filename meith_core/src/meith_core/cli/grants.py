@@ -10,11 +10,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
 from meith_core.base.home import MeithHome
+from meith_core.base.suggest import not_one_of
 from meith_core.cli.options import JsonOpt, examples
 from meith_core.cli.output import (
     EXIT_OK,
@@ -29,6 +30,9 @@ from meith_core.cli.output import (
 if TYPE_CHECKING:
     from meith_core.host.trust_edits import TrustEditor
     from meith_core.protocol.capabilities import Capability
+
+#: The caller kinds a standing grant is for (plugins are governed by their approvals).
+GRANTED_CALLERS: Final = ("cli", "agent")
 
 grants_app = typer.Typer(
     help="Standing grants: privileged capabilities for every cli or agent session.",
@@ -50,20 +54,22 @@ def grants_list(json_output: JsonOpt = False) -> None:
         "meith grants add --caller agent --capability starts-process --expires 1h",
         "meith grants add --caller agent --agent claude-code --capability writes-files --uses 5",
         "meith grants add --caller agent -c starts-process --cwd ~/src/app --net pypi.org,*.pythonhosted.org",
+        "meith grants add --caller agent --read ~/src/shared-lib",
         "meith grants add --caller agent --agent auditor -c read-only --tool get_audit_log",
         "meith grants add --caller agent -c starts-process --cwd ~/src/app --socket /run/postgresql/.s.PGSQL.5432",
     ),
 )
 def grants_add(
     capability: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--capability",
             "-c",
-            help="A privileged capability (repeat for several); read-only with --tool "
-            "get_audit_log: every session's audit records and sessions for an agent.",
+            help="A privileged capability (repeat for several); read-only with a directory "
+            "(see --read), or with --tool get_audit_log: every session's audit records and "
+            "sessions for an agent.",
         ),
-    ],
+    ] = None,
     caller: Annotated[str, typer.Option("--caller", help="cli or agent.")] = "cli",
     agent: Annotated[
         str | None,
@@ -90,6 +96,14 @@ def grants_add(
             "Without it they have no network beyond themselves.",
         ),
     ] = None,
+    read: Annotated[
+        str | None,
+        typer.Option(
+            "--read",
+            help="Agents may read in this directory, beyond their workspace (the same as "
+            "--capability read-only --cwd DIR).",
+        ),
+    ] = None,
     socket: Annotated[
         list[str] | None,
         typer.Option(
@@ -102,9 +116,22 @@ def grants_add(
     json_output: JsonOpt = False,
 ) -> None:
     """Add a standing grant; running runtimes pick it up without a restart."""
+    if caller not in GRANTED_CALLERS:
+        raise typer.BadParameter(not_one_of(caller, GRANTED_CALLERS), param_hint="--caller")
+    capabilities = list(capability or [])
+    if read is not None:
+        if cwd is not None and cwd != read:
+            raise typer.BadParameter("--read DIR is a grant in DIR: give --cwd only as DIR")
+        capabilities.append("read-only")
+        cwd = read
+    if not capabilities:
+        raise typer.BadParameter(
+            "name a capability (--capability CAP) or a directory to read (--read DIR)",
+            param_hint="--capability",
+        )
     raise typer.Exit(
         run_grants_add(
-            caller, capability, tool, cwd, expires, uses, json_output, agent, net, socket
+            caller, capabilities, tool, cwd, expires, uses, json_output, agent, net, socket
         )
     )
 

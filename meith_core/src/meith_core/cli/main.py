@@ -10,6 +10,7 @@ from typing import Annotated, Literal, cast
 import typer
 
 from meith_core._version import __version__
+from meith_core.base.suggest import not_one_of
 from meith_core.cli.audit import audit_app
 from meith_core.cli.grants import grants_app
 from meith_core.cli.options import InstanceOpt, JsonOpt, SocketOpt, examples
@@ -83,10 +84,14 @@ def serve(
     """Run the runtime in the foreground: load plugins and listen on a Unix socket."""
     # Denial is the default everywhere (terminal or not): a call never hangs on a prompt that
     # nobody was told to watch. `--approvals prompt` opts in to asking on this terminal.
-    if approvals not in ("prompt", "deny"):
-        raise typer.BadParameter("must be prompt or deny", param_hint="--approvals")
+    if approvals not in ("deny", "prompt"):
+        raise typer.BadParameter(
+            not_one_of(approvals, ("deny", "prompt")), param_hint="--approvals"
+        )
     if log_format not in (None, "console", "json"):
-        raise typer.BadParameter("must be console or json", param_hint="--log-format")
+        raise typer.BadParameter(
+            not_one_of(str(log_format), ("console", "json")), param_hint="--log-format"
+        )
     if idle_timeout is not None and idle_timeout < 0:
         raise typer.BadParameter("must be 0 (never) or more seconds", param_hint="--idle-timeout")
     from meith_core.serve.daemon import serve as run_serve
@@ -117,6 +122,7 @@ def serve(
         "meith call git_diff --scope staged --include-patches false",
         'meith call set_app_settings --settings-json \'{"theme": "dark"}\'',
         "meith call git_log --help",
+        "meith call git_diff --as-agent=claude-code",
     ),
 )
 def call(
@@ -126,10 +132,13 @@ def call(
     ] = None,
 ) -> None:
     """Call a tool: meith call TOOL [--key value ...] [--key-json JSON] [--arg-json JSON] [--stdin]
-    [--json] [--quiet] [--verbose] [--timeout MS] [--cwd DIR] [--socket PATH] [--instance PID|LABEL].
+    [--json] [--quiet] [--verbose] [--timeout MS] [--cwd DIR] [--socket PATH] [--instance PID|LABEL]
+    [--as-agent[=NAME]].
 
-    Repeated flags accumulate into an array; true/false and numbers are coerced; --stdin reads a
-    JSON object of arguments. `meith call TOOL --help` shows the tool's parameters.
+    Repeated flags accumulate into an array; values are typed by the tool's schema; --stdin reads
+    a JSON object of arguments. `meith call TOOL --help` shows the tool's parameters.
+    --as-agent makes the call as an MCP agent (named NAME) working here, and prints exactly the
+    text and metadata `meith mcp` would send it.
     """
     from meith_core.cli.call import run_call
 

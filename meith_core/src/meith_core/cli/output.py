@@ -87,7 +87,9 @@ def fail(message: str, code: int, *, socket_path: str | None = None) -> int:
 
 
 class EventPrinter:
-    """Streams events while a call runs: progress and logs to stderr, partial text to stdout."""
+    """Streams events while a call runs: progress and logs to stderr, partial text to stdout.
+    A call waiting for a person's approval says so on stderr whatever else is shown (`--json`
+    and `--quiet` included): where to answer and how long it waits."""
 
     def __init__(self, *, verbose: bool, quiet: bool, as_json: bool) -> None:
         self.verbose = verbose
@@ -99,9 +101,14 @@ class EventPrinter:
         self._task: Any = None
 
     def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        if kind == "progress" and event.get("awaiting"):
+            self._clear()
+            sys.stderr.write(f"… {event.get('message') or 'waiting for approval'}\n")
+            sys.stderr.flush()
+            return
         if self.as_json or self.quiet:
             return
-        kind = event.get("kind")
         if kind == "progress":
             self._on_progress(event.get("message"), event.get("fraction"))
         elif kind == "partial_text":

@@ -270,8 +270,8 @@ def run_plugins_new(name: str, directory: str | None) -> int:
         return fail(str(exc), EXIT_USAGE)
     shown = os.path.relpath(target) if not os.path.isabs(directory or "") else str(target)
     env = meith_environment()
-    # meith-core is not on PyPI: the plugin is developed and installed in meith's own
-    # environment, where its dependency on meith-core is already met.
+    # meith-core is not on PyPI: the plugin is installed in meith's own environment, where its
+    # dependency on meith-core is already met; its test tools go in a venv of its own.
     activate = (
         f"  . {env / 'bin' / 'activate'}   # meith's environment, which has meith-core (not on PyPI)\n"
         if env is not None and os.environ.get("VIRTUAL_ENV") != str(env)
@@ -282,9 +282,10 @@ def run_plugins_new(name: str, directory: str | None) -> int:
         f"{len(files)} files.\n\nNext:\n"
         f"{activate}"
         f"  cd {shown}\n"
-        "  pip install -e '.[test]' && pytest     # the generated tests pass as they are\n"
+        "  python3 -m venv .venv && .venv/bin/pip install -r dev-requirements.txt\n"
+        "  .venv/bin/pytest                       # its own environment: the tests pass as generated\n"
         "  meith plugins check .                  # what to fix before publishing\n"
-        f"  pip install . && meith plugins         # {names.id} is listed; then\n"
+        f"  pip install . && meith plugins         # into meith's: {names.id} is listed; then\n"
         f"  meith plugins approve {names.id} && meith call {names.id}_count_lines --path README.md\n"
     )
     return EXIT_OK

@@ -91,6 +91,7 @@ def client_info(
     approvals: bool = False,
     socket_path: str | None = None,
     console: bool = False,
+    console_url: str | None = None,
     approvals_shared: bool = False,
 ) -> dict[str, Any]:
     info: dict[str, Any] = {"caller": caller, "cwd": os.path.abspath(cwd) if cwd else os.getcwd()}
@@ -113,6 +114,8 @@ def client_info(
             info["approvalsShared"] = True
     if console:
         info["console"] = True
+        if console_url:
+            info["consoleUrl"] = console_url
     return info
 
 

@@ -13,8 +13,10 @@ who answered: `("deny", "user")`), and learns of tool list changes through `on_t
 after `list_tools(watch=True)`; with `approvals_shared=True` its approval requests go to the
 local user's consoles and `serve` prompt at the same time, the first answer wins and the others
 are told through `on_approval_closed`. The local user's console (`meith ui`) connects with
-`console=True`: it is asked about every session's approval requests, told through
-`on_approval_closed` when one stops waiting, and may `revoke_session`.
+`console=True` (and its address, `console_url`, which a call waiting for it tells its
+caller): it is asked about every session's approval requests, told through
+`on_approval_closed` when one stops waiting, and may `revoke_session`; its own privileged calls
+are the local user's actions.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class AsyncClient(AsyncLink):
         keepalive_s: float | None = KEEPALIVE_S,
         console: bool = False,
         on_approval_closed: ApprovalClosedHandler | None = None,
+        console_url: str | None = None,
         approvals_shared: bool = False,
     ) -> AsyncClient:
         target = locate(socket_path, instance, home)
@@ -133,6 +136,7 @@ class AsyncClient(AsyncLink):
             approvals=on_approval is not None and not console,
             socket_path=target.socket_path,
             console=console,
+            console_url=console_url,
             approvals_shared=approvals_shared,
         )
         return cls(

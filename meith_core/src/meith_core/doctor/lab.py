@@ -200,6 +200,7 @@ class Lab:
         scope: Path,
         *capabilities: str,
         net: tuple[str, ...] = (),
+        sockets: tuple[str, ...] = (),
         confined: bool = True,
         tool: str | None = None,
         caller: str = "agent",
@@ -220,6 +221,7 @@ class Lab:
                 source="standing",
                 agent=label if caller == "agent" else None,
                 net=net,
+                sockets=sockets,
                 tool=tool,
                 uses=uses,
             )

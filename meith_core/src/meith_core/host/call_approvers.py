@@ -3,7 +3,11 @@ own session, then the plugins' `meith_approve` hooks, then the local user's cons
 ui`, all asked at once), then the approvers the embedding program added (the `serve` prompt).
 The first answer wins; no answer is a denial (decided by the permission service). A calling
 connection that shares its approvals (an MCP client's task) is asked at the same time as the
-others. The caller is told while a person is asked, and when a person allowed it.
+others. The caller is told while a person is asked (where, and how long it waits), and when a
+person allowed it.
+
+A console's own call (a button the person pressed on its page) asks nobody: it is the local
+user's action, allowed as such and audited as made from the console.
 """
 
 from __future__ import annotations
@@ -20,17 +24,20 @@ from meith_core.policy.asking import Approver
 from meith_core.policy.sessions import Sessions
 from meith_core.protocol.call_approval import (
     APPROVED,
-    WAITING_FOR_APPROVAL,
     ApprovalAnswer,
     ApprovalRequest,
     CallApprovalReply,
+    waiting_for,
 )
+from meith_core.protocol.call_approval_desk import CALL_APPROVAL_TIMEOUT_S
 
 _log = structlog.get_logger("meith.runtime")
 
 _ALLOWS = (ApprovalAnswer.ALLOW_ONCE, ApprovalAnswer.ALLOW_SESSION)
 #: An approver added by the embedding program (`Runtime.approvers`).
 AddedApprover = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+#: What a console's own privileged call is allowed as (it lands in the audit reason).
+CONSOLE_OWN_ACTION = "the local user, acting in the console (meith ui)"
 
 
 class ApproverChain:
@@ -44,6 +51,8 @@ class ApproverChain:
         self._sessions = sessions
         #: The local user's consoles, by their own session: asked about every session.
         self._consoles: dict[str, Approver] = {}
+        #: Where each console answers (its address), to tell a waiting caller.
+        self._console_urls: dict[str, str | None] = {}
         #: Sessions whose own approver is asked at the same time as the others.
         self._shared: set[str] = set()
 
@@ -53,22 +62,26 @@ class ApproverChain:
         else:
             self._shared.discard(session_id)
 
-    def set_console(self, session_id: str, approver: Approver | None) -> None:
+    def set_console(self, session_id: str, approver: Approver | None, url: str | None) -> None:
         if approver is None:
-            self._consoles.pop(session_id, None)
+            self.forget_session(session_id)
         else:
             self._consoles[session_id] = approver
+            self._console_urls[session_id] = url
 
     def forget_session(self, session_id: str) -> None:
         """A session ended: if it was a console's, that console is asked no more."""
         self._consoles.pop(session_id, None)
+        self._console_urls.pop(session_id, None)
         self._shared.discard(session_id)
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | CallApprovalReply | None:
         """The calling connection when it answers approvals itself (its answer, a timeout
         included, is final; a connection that shares them is asked beside the others); else
         the `meith_approve` hook, the consoles, then approvers the embedding program added:
-        first answer wins."""
+        first answer wins. A console's own call is allowed as the local user's action."""
+        if request.caller.session_id in self._consoles:
+            return CallApprovalReply(ApprovalAnswer.ALLOW_ONCE, CONSOLE_OWN_ACTION)
         own = self._sessions.approver_of(request.caller.session_id)
         if own is None:
             answer = await self._others(request)
@@ -94,16 +107,22 @@ class ApproverChain:
                 _log.error(
                     "approver failed", plugin=plugin_id, error=f"{type(exc).__name__}: {exc}"
                 )
-        if self._consoles and request.notify is not None:  # the prompt says so itself
-            request.notify(WAITING_FOR_APPROVAL)
         answer: ApprovalAnswer | CallApprovalReply | None = None
         if self._consoles:
+            if request.notify is not None:  # the serve prompt says where it waits itself
+                request.notify(waiting_for(self._where_consoles(), CALL_APPROVAL_TIMEOUT_S))
             answer = await _first_answer(list(self._consoles.values()), request)
         for approver in [] if answer is not None else self.added:
             answer = await approver(request)
             if answer is not None:
                 break
         return answer
+
+    def _where_consoles(self) -> str:
+        urls = sorted({u for u in self._console_urls.values() if u})
+        if not urls:
+            return "in the meith ui console"
+        return f"in the meith ui console at {' or '.join(urls)}"
 
 
 async def _first_answer(

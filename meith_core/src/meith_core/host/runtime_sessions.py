@@ -159,11 +159,14 @@ class RuntimeSessions:
         self.sessions.set_approver(session_id, approver)
         self._approvers.share(session_id, shared and approver is not None)
 
-    def set_console_approver(self, session_id: str, approver: Approver | None) -> None:
-        """`approver` (a local user's console) is asked about every session's approval
-        requests, after the calling connection and the `meith_approve` hooks."""
+    def set_console_approver(
+        self, session_id: str, approver: Approver | None, url: str | None = None
+    ) -> None:
+        """`approver` (a local user's console, answering at `url`) is asked about every
+        session's approval requests, after the calling connection and the `meith_approve`
+        hooks; its own session's calls are the local user's actions."""
         if approver is None or session_id in self.sessions:
-            self._approvers.set_console(session_id, approver)
+            self._approvers.set_console(session_id, approver, url)
 
     def list_sessions(self, viewer: CallerInfo | None = None) -> list[dict[str, Any]]:
         """The live sessions with their grants (session grants, then standing ones that apply)

@@ -24,7 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meith_core.client._core import TransportError
 from meith_core.mcp import call_approval
-from meith_core.mcp.content import error_content, to_call_result
+from meith_core.mcp.content import agent_result, error_content
 from meith_core.mcp.link import Answer, CallHandle
 from meith_core.mcp.sessions import AgentSession, BridgeConfig, can_elicit, log
 from meith_core.protocol.call_approval import DEFAULT_CALL_APPROVAL_TIMEOUT_S
@@ -239,29 +239,13 @@ class CallDriver:
         result: dict[str, Any],
         artifacts: list[dict[str, Any]],
     ) -> types.CallToolResult:
-        error = result.get("error")
-        raw = error.get("details") if isinstance(error, dict) else None
-        details: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        required = details.get("required") or details.get("missing") or []
-        # Only a gate's denial names the capabilities a grant (or an approval) would give; an
-        # ownership denial, or a tool's own refusal, is not lifted by any grant.
-        if (
-            isinstance(error, dict)
-            and error.get("code") == "PERMISSION_DENIED"
-            and details.get("gate") in ("caller", "provider")
-            and required
-        ):
-            descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
-            hint = call_approval.denial_hint(
-                call.tool,
-                descriptor.get("plugin") if details.get("gate") == "provider" else None,
-                [str(c) for c in required],
-                session.label,
-            )
-            message = str(error.get("message") or "").rstrip()
-            if "meith grants add" not in message:  # the runtime's own hint already names it
-                message = f"{message.rstrip('.')}. Then the agent needs a grant too. {hint}"
-            result = {**result, "error": {**error, "message": message}}
-        return to_call_result(
-            result, artifacts, self.config.artifacts_dir, structured=self.config.structured
+        descriptor = next((d for d in session.tools or [] if d.get("name") == call.tool), {})
+        return agent_result(
+            result,
+            artifacts,
+            self.config.artifacts_dir,
+            structured=self.config.structured,
+            tool=call.tool,
+            plugin=descriptor.get("plugin"),
+            label=session.label,
         )

@@ -16,6 +16,7 @@ from typing import Any
 import mcp_types as types
 
 from meith_core.base.paths import is_within
+from meith_core.mcp.call_approval import denial_hint
 from meith_core.mcp.tools import META_PREFIX, RESULT_KEY
 
 #: Largest artifact file inlined as image or audio content; bigger ones become resource links.
@@ -80,6 +81,56 @@ def to_call_result(
     return types.CallToolResult(
         content=blocks, structured_content=machine if structured else None, _meta=meta or None
     )
+
+
+def agent_result(
+    result: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+    artifacts_dir: Path | None,
+    *,
+    structured: bool,
+    tool: str,
+    plugin: str | None,
+    label: str,
+) -> types.CallToolResult:
+    """What an agent receives for a call: `to_call_result`, a gate's denial saying what the
+    user can run to allow it for this agent. The bridge answers with it, and `meith call
+    --as-agent` prints it."""
+    return to_call_result(
+        with_denial_hint(result, tool, plugin, label),
+        artifacts,
+        artifacts_dir,
+        structured=structured,
+    )
+
+
+def with_denial_hint(
+    result: dict[str, Any], tool: str, plugin: str | None, label: str
+) -> dict[str, Any]:
+    """A gate's denial with the grant (and the plugin approval) that would allow the call."""
+    error = result.get("error")
+    raw = error.get("details") if isinstance(error, dict) else None
+    details: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    required = details.get("required") or details.get("missing") or []
+    # Only a gate's denial names the capabilities a grant (or an approval) would give; an
+    # ownership denial, or a tool's own refusal, is not lifted by any grant.
+    if not (
+        isinstance(error, dict)
+        and error.get("code") == "PERMISSION_DENIED"
+        and details.get("gate") in ("caller", "provider")
+        and required
+    ):
+        return result
+    hint = denial_hint(
+        tool,
+        plugin if details.get("gate") == "provider" else None,
+        [str(c) for c in required],
+        label,
+    )
+    message = str(error.get("message") or "").rstrip()
+    if "meith grants add" not in message:  # the runtime's own hint already names it
+        message = f"{message.rstrip('.')}. Then the agent needs a grant too. {hint}"
+    return {**result, "error": {**error, "message": message}}
 
 
 def artifact_block(event: dict[str, Any], artifacts_dir: Path | None) -> types.ContentBlock:

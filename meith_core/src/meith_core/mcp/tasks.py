@@ -6,8 +6,8 @@ person, or runs longer than `TASK_AFTER_S`, answers at once with a task the agen
 Only for a request whose client capabilities name the extension; any other client gets the
 call's result as before. A task's approval can be answered by the agent's client (its
 `inputRequests` carry the elicitation), in `meith ui` or at the `meith serve` prompt, whichever
-comes first. Its status says where it is: "waiting for approval by the user", "running",
-"done". Tasks live in the bridge's memory, bound to the agent session that started them; a task
+comes first. Its status says where it is: "waiting for approval by the user" (its client is
+asked) or where else a person is asked and how long it waits, "running", "done". Tasks live in the bridge's memory, bound to the agent session that started them; a task
 ID is unguessable and another session is told it does not exist.
 """
 
@@ -273,8 +273,8 @@ def apply(
         said = _said(payload)
         if payload.get("kind") == "artifact":
             artifacts.append(payload)
-        elif waits_for_approval(said) and not task.inputs:
-            store.update(task, "working", WAITING_FOR_APPROVAL)
+        elif said is not None and waits_for_approval(said) and not task.inputs:
+            store.update(task, "working", said)  # where a person is asked, how long it waits
         elif said == APPROVED and not task.inputs:
             store.update(task, "working", RUNNING)
     elif kind == "result":

@@ -20,13 +20,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from meith_core.base.home import file_signature, read_json, write_json_atomic
 from meith_core.base.ids import new_id
 from meith_core.base.paths import is_within
 from meith_core.protocol.caller import CallerKind
 from meith_core.protocol.capabilities import PRIVILEGED, Capability, parse_capabilities
+
+#: The tool whose read-only grant, confined to no directory, opens every session's records and
+#: sessions to an agent.
+EVERY_SESSION_TOOL: Final = "get_audit_log"
 
 GRANTS_FILE_VERSION = 1
 
@@ -168,12 +172,13 @@ def standing_grant(
     in the option's own name."""
     caps = parse_capabilities(capabilities)
     if Capability.READ_ONLY in caps:
-        # A read-only grant widens what one tool shows (get_audit_log: every session's records).
-        if caps != (Capability.READ_ONLY,) or tool is None or cwd is not None:
+        # A read-only grant widens what agents read: a directory beyond their workspace, or
+        # (unconfined) the one view named by its tool, get_audit_log's every session.
+        if caps != (Capability.READ_ONLY,) or (cwd is None and tool != EVERY_SESSION_TOOL):
             raise ValueError(
-                "read-only needs no grant to run; a read-only grant stands alone and names the "
-                "tool whose view it widens, without --cwd (--tool get_audit_log: every "
-                "session's audit records and sessions)"
+                "read-only needs no grant to run; a read-only grant stands alone and either "
+                "names a directory agents may read (--read DIR) or, without one, the view it "
+                f"widens (--tool {EVERY_SESSION_TOOL}: every session's audit records and sessions)"
             )
     else:
         not_needed = [c.value for c in caps if c not in PRIVILEGED]

@@ -16,10 +16,9 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
-from typing import Final
 
 from meith_core.policy.asking import Approver, Decision, PromptCancelled, ask_unless_cancelled
-from meith_core.policy.grants import Grant, StandingGrants
+from meith_core.policy.grants import EVERY_SESSION_TOOL, Grant, StandingGrants
 from meith_core.policy.held import GrantCheck, HeldGrant
 from meith_core.policy.hints import approve_plugin_hint, grant_hint
 from meith_core.policy.plugin_approvals import PluginApproval, PluginApprovals
@@ -33,8 +32,6 @@ from meith_core.protocol.capabilities import Capability, parse_capabilities, pri
 #: Providers whose tools are approved implicitly: the built-in `core` plugin and tools the
 #: embedding application registers itself (`Runtime.register`).
 HOST_PROVIDERS: frozenset[str] = frozenset({"core", "app"})
-#: The tool whose read-only grant opens every session's records and sessions to an agent.
-EVERY_SESSION_TOOL: Final = "get_audit_log"
 
 
 def _caps(values: Iterable[Capability]) -> str:
@@ -120,10 +117,11 @@ class PermissionService:
         return self.held(caller, tool, capabilities, cwd) is not None
 
     def held(
-        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str
+        self, caller: CallerInfo, tool: str, capabilities: Iterable[Capability], cwd: str | None
     ) -> HeldGrant | None:
         """`holds`, saying which directory the holding grant is confined to (the grant a call
-        needing these capabilities would use first)."""
+        needing these capabilities would use first; `cwd` None: a call acting on no
+        directory, which no directory-confined grant covers)."""
         wanted = tuple(capabilities)
         if caller.trusted:
             return HeldGrant(None)
@@ -150,8 +148,9 @@ class PermissionService:
         NAME --tool get_audit_log --capability read-only`), else its own session only."""
         if caller.trusted or caller.caller is CallerKind.CLI:
             return True
-        held = self.held(caller, EVERY_SESSION_TOOL, (Capability.READ_ONLY,), caller.cwd or "/")
-        return held is not None
+        # Asked for no directory: a read-only grant confined to one (`--read DIR`) widens
+        # reads there, never this view.
+        return self.held(caller, EVERY_SESSION_TOOL, (Capability.READ_ONLY,), None) is not None
 
     def every_session_hint(self, caller: CallerInfo) -> str:
         """What the local user runs to let this agent see every session's records."""

@@ -111,11 +111,12 @@ class SessionGrants:
         session: str,
         tool: str,
         wanted: tuple[Capability, ...],
-        cwd: str,
+        cwd: str | None,
         label: str | None = None,
     ) -> Grant | None:
         """The grant a call needing `wanted` would use first, without spending a use
-        (`label`: the agent's, which a grant for a named agent must match)."""
+        (`label`: the agent's, which a grant for a named agent must match; `cwd` None: no
+        directory-confined grant covers it)."""
         if session in self._revoked:
             return None
         matches = self.judged(kind, session, tool, wanted, cwd, label)

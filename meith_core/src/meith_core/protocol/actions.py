@@ -21,6 +21,8 @@ class Identity:
     session_id: str | None = None
     #: The local user's console: asked about every session's approval requests.
     console: bool = False
+    #: Where that console answers (`clientInfo.consoleUrl`), to tell a waiting caller.
+    console_url: str | None = None
     #: The directory the session was opened for (see `CallerInfo.workspace`).
     workspace: str | None = None
     #: With `answers_call_approvals`: the others approvers are asked at the same time.

@@ -15,8 +15,8 @@ from meith_core.base.envknobs import seconds_from_env
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import Capability
 
-#: What a call waiting for a person says to its caller (a progress event; the `serve` prompt
-#: says where: "waiting for approval in the meith serve terminal …"), and what it says once an
+#: A task's status while the agent's own client is asked (the runtime's progress message says
+#: where a person is asked and for how long: `waiting_for`), and what a call says once an
 #: approver allowed it: an MCP client's task reads its status from these.
 WAITING_FOR_APPROVAL = "waiting for approval by the user"
 APPROVED = "approved; running"
@@ -90,9 +90,16 @@ class ApprovalRequest:
     cwd: str
     #: What the approver is shown of the call (see `ApprovalView`).
     view: ApprovalView
-    #: Tells the waiting caller something (a progress event on its call), e.g. where it is
-    #: being asked; never raises. None when the call has no event sink.
+    #: Tells the waiting caller something as a progress event on its call: that it waits for a
+    #: person (`waiting_for`: where, how long; marked `awaiting: approval`), then that one
+    #: allowed it (`APPROVED`); never raises. None when the call has no event sink.
     notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+
+def waiting_for(where: str, timeout_s: float) -> str:
+    """What a call waiting for a person tells its caller: where to answer, and how long it
+    waits before no answer is a denial."""
+    return f"waiting for approval {where}: denied after {timeout_s:g} s without an answer"
 
 
 def where_it_runs(capabilities: tuple[Capability, ...] | list[str], cwd: str) -> str:

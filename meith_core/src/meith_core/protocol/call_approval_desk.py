@@ -11,6 +11,7 @@ ignored. Part of `Connection` (`protocol.connection`), whose identity it reads.
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from meith_core.base.ids import new_id
@@ -82,6 +83,8 @@ class CallApprovalDesk:
             arguments=request.view.arguments,
             **whose,
             timeoutMs=round(timeout_s * 1000),
+            # The wall clock, not a monotonic one: a page opened later counts down what is left.
+            askedAt=time.time_ns() // 1_000_000,
         )
         return CallApprovalAsk(approval_id, data, timeout_s)
 

@@ -30,6 +30,9 @@ class ProgressEvent(_Event):
     kind: Literal["progress"] = "progress"
     message: str | None = None
     fraction: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: The call waits for a person's approval before it runs; the message says where to answer
+    #: and how long it waits.
+    awaiting: Literal["approval"] | None = None
 
 
 class LogEvent(_Event):

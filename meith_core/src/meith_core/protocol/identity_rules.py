@@ -138,6 +138,7 @@ class IdentityRules:
             sanitize_label(info.label),
             answers,
             console=console,
+            console_url=sanitize_label(info.consoleUrl) if console else None,
             workspace=self._workspace(info),
             shares_call_approvals=answers and info.approvalsShared,
         )

@@ -44,6 +44,9 @@ class ClientInfo(BaseModel):
     #: The local user's console (`meith ui`): answers approval requests for every session.
     #: Honoured only for a `cli` connection the runtime did not start and that has no token.
     console: bool = False
+    #: Where that console answers (its address, never its secret): a call waiting for it
+    #: tells its caller where to go.
+    consoleUrl: _Hint | None = None
     cwd: _Hint | None = None
     sessionId: _Hint | None = None
     spaceId: _Hint | None = None
@@ -277,6 +280,8 @@ class ApprovalRequestMessage(_Message):
     #: The session whose call waits (a console is asked about every session's calls).
     sessionId: str | None = None
     timeoutMs: int
+    #: When the runtime asked (epoch ms): the request waits until `askedAt + timeoutMs`.
+    askedAt: int | None = None
 
 
 class ApprovalClosed(_Message):

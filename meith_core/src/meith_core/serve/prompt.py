@@ -8,7 +8,12 @@ import os
 import sys
 from typing import TextIO
 
-from meith_core.protocol.call_approval import ApprovalAnswer, ApprovalRequest, where_it_runs
+from meith_core.protocol.call_approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    waiting_for,
+    where_it_runs,
+)
 
 #: An unanswered prompt denies after this long, so a forgotten terminal cannot hang callers.
 PROMPT_TIMEOUT_S = 120.0
@@ -42,7 +47,8 @@ class TerminalApprover:
         if request.notify is not None:
             # Said before queueing behind another open prompt: the caller's own terminal
             # otherwise shows nothing while it waits.
-            request.notify(f"waiting for approval in the meith serve terminal (pid {os.getpid()})…")
+            where = f"in the meith serve terminal (pid {os.getpid()})"
+            request.notify(waiting_for(where, self.timeout_s))
         async with self._lock:
             caps = ", ".join(c.value for c in request.privileged)
             view = request.view

@@ -151,7 +151,9 @@ class SocketConnection(asyncio.Protocol):
                 self.session_id, ident.caller, ident.label, ident.workspace
             )
             if ident.console:
-                server.runtime.set_console_approver(self.session_id, self._ask_call_approval)
+                server.runtime.set_console_approver(
+                    self.session_id, self._ask_call_approval, ident.console_url
+                )
             elif ident.answers_call_approvals:
                 server.runtime.set_session_approver(
                     self.session_id, self._ask_call_approval, shared=ident.shares_call_approvals

@@ -1,7 +1,8 @@
 """The console's routes (Starlette): the page, its event stream, and the actions it takes.
 
 Everything the console does, it does as the local user, exactly like the CLI: calls go
-through `meith_core.client` (as caller `cli`), grants and plugin approvals are read and edited
+through `meith_core.client` (as caller `cli`, on the console's own connection, whose calls
+the runtime takes as the local user's actions: they ask for no approval), grants and plugin approvals are read and edited
 in `$MEITH_HOME` through the same `TrustEditor` `meith grants` and `meith plugins` use (each
 change audited, naming the console), the audit trail is read like `meith audit --follow`.
 `DoorMiddleware` (`ui.guard`) stands in front of every route.
@@ -48,7 +49,11 @@ PANEL_TOOLS: Final = frozenset(
     }
 )
 _ARTIFACT: Final = re.compile(r"screenshot-[A-Za-z0-9_.-]+\.png")
-_STATIC: Final = {"console.js": "text/javascript", "console.css": "text/css"}
+_STATIC: Final = {
+    "console.js": "text/javascript",
+    "console.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
 #: Seconds between keepalive comments on an idle event stream.
 _KEEPALIVE_S: Final = 15.0
 
@@ -56,11 +61,13 @@ _KEEPALIVE_S: Final = 15.0
 class Console:
     """What one `meith ui` run holds: its door, its runtime link, the audit feed."""
 
-    def __init__(self, door: Door, home: MeithHome, socket_path: str | None = None) -> None:
+    def __init__(
+        self, door: Door, home: MeithHome, socket_path: str | None = None, url: str | None = None
+    ) -> None:
         self.door = door
         self.home = home
         self.hub = Hub()
-        self.link = ConsoleLink(self.hub, socket_path)
+        self.link = ConsoleLink(self.hub, socket_path, url)
         self.audit = AuditFeed(home, self.hub)
         #: Sessions this console revoked (a revoked session stays listed until it ends).
         self.revoked: set[str] = set()
@@ -94,6 +101,8 @@ def build_app(console: Console) -> Any:
     routes = [
         Route("/", bound(_page), methods=["GET"]),
         Route("/static/{name}", bound(_static), methods=["GET"]),
+        # Where a browser looks for an icon when a page names none: no 404 in its log.
+        Route("/favicon.ico", bound(_favicon), methods=["GET"]),
         Route("/api/events", bound(_events), methods=["GET"]),
         Route("/api/approvals/{aid}", bound(_answer_call_approval), methods=["POST"]),
         Route("/api/sessions/{sid}/revoke", bound(_revoke), methods=["POST"]),
@@ -140,10 +149,16 @@ async def _static(console: Console, request: Request) -> Response:
     return Response(_asset(name), media_type=_STATIC[name], headers=_headers())
 
 
+async def _favicon(console: Console, request: Request) -> Response:
+    return Response(_asset("favicon.svg"), media_type="image/svg+xml", headers=_headers())
+
+
 def _snapshot(console: Console) -> dict[str, Any]:
     link = console.link
     return {
         "type": "snapshot",
+        # The console's clock: the page counts a request's deadline (`askedAt`) against it.
+        "now": time.time_ns() // 1_000_000,
         "connected": link.connected,
         "error": link.error,
         "welcome": link.welcome,

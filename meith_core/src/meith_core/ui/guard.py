@@ -45,8 +45,12 @@ class Door:
         names = {host, "127.0.0.1", "localhost", "[::1]", *extra_hosts}
         return cls(frozenset(f"{n}:{port}" for n in names), "https" if tls else "http")
 
+    def address(self, host: str, port: int) -> str:
+        """The console's address without the secret: what a caller waiting for it is told."""
+        return f"{self.scheme}://{host}:{port}/"
+
     def url(self, host: str, port: int) -> str:
-        return f"{self.scheme}://{host}:{port}/?{SECRET_PARAM}={self.secret}"
+        return f"{self.address(host, port)}?{SECRET_PARAM}={self.secret}"
 
     @property
     def origins(self) -> frozenset[str]:

@@ -59,9 +59,11 @@ class Pending:
 
 
 class ConsoleLink:
-    def __init__(self, hub: Hub, socket_path: str | None = None) -> None:
+    def __init__(self, hub: Hub, socket_path: str | None = None, url: str | None = None) -> None:
         self.hub = hub
         self.socket_path = socket_path
+        #: The console's address (never its secret), told to callers waiting for it.
+        self.url = url
         self.client: AsyncClient | None = None
         self.welcome: dict[str, Any] = {}
         self.pending: dict[str, Pending] = {}
@@ -92,6 +94,7 @@ class ConsoleLink:
                     console=True,
                     on_approval=self._on_call_approval,
                     on_approval_closed=self._on_closed,
+                    console_url=self.url,
                 )
                 self.welcome = await client.hello()
             except (TransportError, OSError) as exc:

@@ -68,7 +68,8 @@ async def serve_console(
     shown_host = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     tls = bool(certfile and keyfile)
     door = Door.for_address(shown_host, bound_port, extra_hosts=public_names, tls=tls)
-    console = Console(door, MeithHome.from_env().ensure(), socket_path)
+    address = door.address(shown_host, bound_port)
+    console = Console(door, MeithHome.from_env().ensure(), socket_path, address)
     url = door.url(shown_host, bound_port)
     out.write(f"meith ui: {url}\n(the link is for you alone: it carries this run's secret)\n")
     out.flush()
@@ -86,6 +87,22 @@ async def serve_console(
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
-    if open_browser:
-        asyncio.get_running_loop().call_later(0.3, webbrowser.open, url)
-    await server.serve(sockets=[sock])
+    opening = asyncio.create_task(_open_browser(url, out)) if open_browser else None
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if opening is not None:
+            opening.cancel()
+
+
+async def _open_browser(url: str, out: TextIO) -> None:
+    """Open the link in the user's browser (off the event loop: a text browser would hold it;
+    the socket already listens, so the browser's request waits for uvicorn); where there is no
+    browser, say so: the link printed above is then the way in."""
+    try:
+        opened = await asyncio.to_thread(webbrowser.open, url)
+    except Exception:  # a broken BROWSER setting is no browser, not a crash
+        opened = False
+    if not opened:
+        out.write("meith ui: no browser could be opened here: open the link above in yours\n")
+        out.flush()

@@ -96,14 +96,19 @@ def test_a_new_plugin_passes_check_as_generated(tmp_path: Path) -> None:
     # meith-core is not on PyPI: the next steps start in meith's environment (this one)...
     if sys.prefix != sys.base_prefix:
         assert f"  . {Path(sys.prefix) / 'bin' / 'activate'}   # meith's environment" in done.stdout
-    # ...and the plugin's nox sessions get meith-core from where this one was installed from.
+    # ...and the plugin's nox sessions and its own dev environment get meith-core from where
+    # this one was installed from (the test tools never go in meith's environment).
     assert f'MEITH_CORE = os.environ.get("MEITH_CORE", "{ROOT / "meith_core"}")' in (
         (target / "noxfile.py").read_text()
     )
+    dev = (target / "dev-requirements.txt").read_text().splitlines()
+    assert dev[-2:] == [str(ROOT / "meith_core"), "-e .[test]"]
+    assert "python3 -m venv .venv && .venv/bin/pip install -r dev-requirements.txt" in done.stdout
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
     assert files == [
         ".gitignore",
         "README.md",
+        "dev-requirements.txt",
         "noxfile.py",
         "pyproject.toml",
         "src/meith_weather_station/__init__.py",

@@ -3,7 +3,9 @@
 "use strict";
 
 const CSRF = document.querySelector('meta[name="meith-csrf"]').content;
-const state = { approvals: new Map(), audit: [], sessions: [], revoked: new Set(), selected: 0, logTimer: null, own: null };
+// skew: this browser's clock minus the console's, so a request's deadline (the runtime's
+// clock) counts down truly here.
+const state = { approvals: new Map(), audit: [], sessions: [], revoked: new Set(), selected: 0, logTimer: null, own: null, skew: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -38,6 +40,14 @@ async function getJson(url) {
 
 const time = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "-");
 const short = (id) => (id ? String(id).slice(0, 18) : "-");
+const secondsLeft = (req) => Math.max(0, Math.round((req.deadline - Date.now()) / 1000));
+
+// What a button did, said where it was pressed (an element per panel).
+function said(id, text, failed) {
+  const node = document.getElementById(id);
+  node.textContent = text;
+  node.className = failed ? "result error" : "result";
+}
 
 // -- panels --------------------------------------------------------------------------------
 
@@ -66,7 +76,7 @@ function renderApprovals() {
     // `arguments` holds the same values as JSON (a write's path and content, to diff against).
     const args = typeof req.shown === "string" ? req.shown
       : typeof req.arguments === "string" ? req.arguments : JSON.stringify(req.arguments, null, 1);
-    const left = Math.max(0, Math.round((req.deadline - Date.now()) / 1000));
+    const left = secondsLeft(req);
     const answer = (decision) => () => decide(req.approvalId, decision);
     list.append(el("div", { class: "card" + (i === state.selected ? " selected" : ""), "data-approval": req.approvalId },
       el("strong", {}, `${req.label || req.caller} wants to run ${req.toolName}`),
@@ -88,15 +98,23 @@ function renderApprovals() {
   });
 }
 
+const DECIDED = { allow_once: "Allowed once", allow_session: "Allowed for the session", deny: "Denied" };
+
 async function decide(approvalId, decision) {
-  try { await post(`/api/approvals/${encodeURIComponent(approvalId)}`, { decision }); }
-  catch (e) { /* it no longer waits: the closing event removes it */ }
+  const req = state.approvals.get(approvalId);
+  const what = req ? `${req.label || req.caller}'s ${req.toolName}` : "the request";
+  try {
+    await post(`/api/approvals/${encodeURIComponent(approvalId)}`, { decision });
+    said("approval-result", `${DECIDED[decision]}: ${what}.`);
+  } catch (e) { said("approval-result", `Not answered: ${what}: ${e.message}.`, true); }
   state.approvals.delete(approvalId);
   renderApprovals();
 }
 
 function addApproval(req) {
-  req.deadline = Date.now() + (req.timeoutMs || 60000);
+  // The request's own time: a page opened late shows what is left, not the whole wait.
+  const asked = req.askedAt ? req.askedAt + state.skew : Date.now();
+  req.deadline = asked + (req.timeoutMs || 60000);
   state.approvals.set(req.approvalId, req);
   renderApprovals();
   if (document.hidden && "Notification" in window && Notification.permission === "granted") {
@@ -119,7 +137,7 @@ document.addEventListener("keydown", (ev) => {
 setInterval(() => {
   for (const node of document.querySelectorAll(".card")) {
     const req = state.approvals.get(node.dataset.approval);
-    if (req) node.querySelector(".countdown").textContent = `${Math.max(0, Math.round((req.deadline - Date.now()) / 1000))} s without an answer`;
+    if (req) node.querySelector(".countdown").textContent = `${secondsLeft(req)} s without an answer`;
   }
 }, 1000);
 
@@ -169,7 +187,9 @@ function renderChain(v) {
   else if (v.state === "broken") chain.textContent = `chain BROKEN: ${v.firstProblem ? v.firstProblem.problem : "?"}`;
   else chain.textContent = `chain: ${v.state}`;
 }
-document.getElementById("verify").addEventListener("click", async () => renderChain(await post("/api/audit/verify")));
+document.getElementById("verify").addEventListener("click", async () => {
+  try { renderChain(await post("/api/audit/verify")); } catch (e) { renderChain({ state: `not checked (${e.message})` }); }
+});
 
 // -- sessions ------------------------------------------------------------------------------
 
@@ -193,9 +213,18 @@ function renderSessions() {
       el("td", {}, el("code", {}, s.sessionId)), el("td", {}, s.caller), el("td", {}, s.label || "-"),
       el("td", {}, (s.since || "").replace("T", " ").slice(0, 19)), el("td", {}, s.calls),
       el("td", {}, s.workspace ? el("code", {}, s.workspace) : "-"), el("td", {}, grants || "-"), el("td", {}, ownsText(s.owns)), el("td", {}, last || "-"),
-      el("td", {}, own ? "this console" : revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: async () => { await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`); } }, "Revoke")),
+      el("td", {}, own ? "this console" : revoked ? "revoked" : el("button", { class: "deny", type: "button", onclick: () => revokeSession(s) }, "Revoke")),
     );
   }));
+}
+
+async function revokeSession(s) {
+  try {
+    await post(`/api/sessions/${encodeURIComponent(s.sessionId)}/revoke`);
+    state.revoked.add(s.sessionId);
+    said("session-result", `Revoked session ${s.sessionId}${s.label ? " (" + s.label + ")" : ""}: its grants ended.`);
+  } catch (e) { said("session-result", `Not revoked: ${e.message}`, true); }
+  renderSessions();
 }
 
 // -- grants and plugins --------------------------------------------------------------------
@@ -204,8 +233,11 @@ async function loadGrants() {
   const data = await getJson("/api/grants");
   const error = document.getElementById("grant-error");
   const revoke = (g) => async () => {
-    try { const r = await post(`/api/grants/${encodeURIComponent(g.id)}/revoke`); error.textContent = r.warning || ""; }
-    catch (e) { error.textContent = e.message; }
+    try {
+      const r = await post(`/api/grants/${encodeURIComponent(g.id)}/revoke`);
+      error.textContent = r.warning || "";
+      said("grant-result", `Revoked ${g.id}.`);
+    } catch (e) { error.textContent = e.message; }
     loadGrants();
   };
   document.getElementById("grant-rows").replaceChildren(...data.grants.map((g) => el("tr", { "data-grant": g.id },
@@ -224,8 +256,11 @@ document.getElementById("grant-form").addEventListener("submit", async (ev) => {
   const body = Object.fromEntries(form);
   body.capabilities = form.getAll("capabilities");
   const error = document.getElementById("grant-error");
-  try { await post("/api/grants", body); error.textContent = ""; ev.target.reset(); loadGrants(); }
-  catch (e) { error.textContent = e.message; }
+  try {
+    const r = await post("/api/grants", body);
+    error.textContent = ""; ev.target.reset(); loadGrants();
+    said("grant-result", `Added ${r.grant.id}.`);
+  } catch (e) { error.textContent = e.message; }
 });
 
 async function loadPlugins() {
@@ -233,8 +268,11 @@ async function loadPlugins() {
   try { data = await getJson("/api/plugins"); } catch (e) { return; }
   const error = document.getElementById("plugin-error");
   const act = (p, what, body) => async () => {
-    try { const r = await post(`/api/plugins/${encodeURIComponent(p.id)}/${what}`, body); error.textContent = r.warning || ""; }
-    catch (e) { error.textContent = e.message; }
+    try {
+      const r = await post(`/api/plugins/${encodeURIComponent(p.id)}/${what}`, body);
+      error.textContent = r.warning || "";
+      said("plugin-result", what === "approve" ? `Approved ${p.id}.` : `Revoked the approval of ${p.id}.`);
+    } catch (e) { error.textContent = e.message; }
     loadPlugins();
   };
   document.getElementById("plugin-rows").replaceChildren(...data.plugins.map((p) => {
@@ -271,28 +309,45 @@ async function tool(name, args) {
   return result.content;
 }
 
+// A session as the owner column names it: its kind and label when it is live, and its id.
+function whose(kind, sessionId) {
+  const session = state.sessions.find((s) => s.sessionId === sessionId);
+  return `${kind || (session ? session.caller : "session")}${session && session.label ? " · " + session.label : ""} ${short(sessionId)}`;
+}
+
+function ownerText(p) {
+  const detached = p.detached ? " (detached)" : "";
+  if (!p.owner || p.owner === "cli") return `you (cli)${detached}`;
+  return whose(p.owner, p.ownerSession) + detached;
+}
+
 async function loadProcesses() {
   const error = document.getElementById("process-error");
   error.textContent = "";
   const rows = [];
   try {
-    for (const d of (await tool("list_dev_servers")) || []) rows.push({ kind: "dev server", id: d.id, name: d.name || [d.command, ...(d.args || [])].join(" "), cwd: d.cwd, status: d.status, port: d.port, stop: () => tool("stop_dev_server", { devServerId: d.id }) });
+    for (const d of (await tool("list_dev_servers")) || []) rows.push({ ...d, kind: "dev server", name: d.name || [d.command, ...(d.args || [])].join(" "), verb: "Stop", done: "Stopped", end: () => tool("stop_dev_server", { devServerId: d.id }) });
   } catch (e) { error.textContent = e.message; }
   try {
-    for (const t of (await tool("list_terminals")) || []) rows.push({ kind: "terminal", id: t.id, name: t.shell, cwd: t.cwd, status: t.status, port: null, stop: () => tool("kill_terminal", { terminalId: t.id }) });
+    for (const t of (await tool("list_terminals")) || []) rows.push({ ...t, kind: "terminal", name: t.shell, port: null, verb: "Kill", done: "Killed", end: () => tool("kill_terminal", { terminalId: t.id }) });
   } catch (e) { error.textContent = e.message; }
+  const end = (p) => async () => {
+    try { await p.end(); said("process-result", `${p.done} ${p.kind} ${p.id}.`); }
+    catch (e) { said("process-result", `Not ${p.done.toLowerCase()}: ${p.kind} ${p.id}: ${e.message}`, true); }
+    loadProcesses();
+  };
   document.getElementById("process-rows").replaceChildren(...rows.map((p) => el("tr", { "data-process": p.id },
     el("td", {}, el("code", {}, p.id)), el("td", {}, p.kind), el("td", {}, p.name), el("td", {}, el("code", {}, p.cwd)),
-    el("td", {}, p.status), el("td", {}, p.port || "-"),
+    el("td", { class: "owner" }, ownerText(p)), el("td", { class: "status" }, p.status), el("td", {}, p.port || "-"),
     el("td", {}, el("button", { type: "button", onclick: () => followLog(p.id) }, "Log"), " ",
-      el("button", { class: "deny", type: "button", onclick: async () => { try { await p.stop(); } catch (e) { error.textContent = e.message; } loadProcesses(); } }, "Stop")),
+      ["running", "starting"].includes(p.status) ? el("button", { class: "deny", type: "button", onclick: end(p) }, p.verb) : null),
   )));
   let tabs = [];
   try { tabs = (await tool("get_tabs")) || []; } catch (e) { /* no browser plugin */ }
   if (!Array.isArray(tabs)) tabs = tabs.browserTabs || [];
   document.getElementById("tab-rows").replaceChildren(...tabs.map((t) => el("tr", { "data-tab": t.id },
     el("td", {}, el("code", {}, t.id)), el("td", {}, t.title || ""), el("td", {}, t.url || ""),
-    el("td", {}, t.ownerId || "-"),
+    el("td", { class: "owner" }, t.ownerId ? whose(null, t.ownerId) : "unclaimed"),
     el("td", {}, el("button", { type: "button", onclick: () => screenshot(t.id) }, "Screenshot")),
   )));
 }
@@ -302,6 +357,7 @@ function followLog(processId) {
   const pre = document.getElementById("process-log");
   pre.hidden = false;
   pre.textContent = "";
+  said("process-result", `The log of ${processId}, live:`);
   let since = 0;
   clearInterval(state.logTimer);
   const poll = async () => {
@@ -322,7 +378,8 @@ async function screenshot(tabId) {
     const content = await tool("take_screenshot", { tabId });
     img.src = `/api/artifacts/${encodeURIComponent(content.path.split("/").pop())}`;
     img.hidden = false;
-  } catch (e) { document.getElementById("process-error").textContent = e.message; }
+    said("process-result", `Screenshot of tab ${tabId}.`);
+  } catch (e) { said("process-result", `No screenshot of tab ${tabId}: ${e.message}`, true); }
 }
 
 // -- the event stream ----------------------------------------------------------------------
@@ -337,6 +394,7 @@ function onEvent(ev) {
   const msg = JSON.parse(ev.data);
   switch (msg.type) {
     case "snapshot":
+      state.skew = msg.now ? Date.now() - msg.now : 0;
       state.approvals.clear();
       for (const req of msg.approvals) addApproval(req);
       state.audit = msg.audit;
