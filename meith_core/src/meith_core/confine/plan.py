@@ -156,7 +156,9 @@ class Confinement:
         this kernel's, `landlock_status()`)."""
         status = landlock_status() if status is None else status
         root = os.path.realpath(directory)
-        secret = tuple(secrets) if secrets is not None else secret_paths(home=home)
+        # Only what is there is covered (or shut from reads) below: absent paths are not
+        # resolved for nothing.
+        secret = tuple(secrets) if secrets is not None else secret_paths(home=home, existing=True)
         homes = meith_homes(home)
         # Every path is resolved once here; from then on containment is string work
         # (`resolved_within`, `outermost`): a user may have thousands of homes registered.
