@@ -7,8 +7,8 @@
    interleaved round-robin, minimum and median wall time per spawn;
 2. a download from a loopback HTTP server (127.0.0.1 only): curl directly, and curl in a
    confined process whose grant names the server, through the network wall (forwarder in the
-   namespace -> a socket pair handed over the control channel -> the gate -> the server); best
-   throughput of the rounds.
+   namespace hands the connection itself over the control channel -> the gate -> the server:
+   one relay); best throughput of the rounds.
 
     python bench/bench_confine.py [--rounds N] [--mb MB] [--quick]
 """
@@ -94,7 +94,7 @@ def bench_start(tmp: str, rounds: int) -> None:
     os.mkdir(repo)
     landlock_only = Confinement(write_dirs=(repo,), write_files=("/dev/null",))
     # The forwarder's channel: each spawn inherits it; the forwarder exits with the process.
-    channel = ControlChannel(lambda sock: sock.close(), lambda name: None)
+    channel = ControlChannel(lambda sock, _tunnel: sock.close(), lambda name: None)
     channel.open()
     sealed = Confinement.beneath(repo, home=home, extra_dirs=[tmp])
     gated = Confinement.beneath(

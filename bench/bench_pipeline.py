@@ -103,7 +103,9 @@ async def measure(calls: int, reps: int, tmp: Path) -> dict[str, Any]:
     runtime.approve_plugin("bench")
     await runtime.start()
     bound = bind_socket(str(tmp / "s"), create_dir=False)
-    server = SocketServer(runtime, bound)
+    # The connection's peer is this process (a socket pair): admitted as the embedding test
+    # harness admits it.
+    server = SocketServer(runtime, bound, admit_own_process=True)
     ours, theirs = socket.socketpair(socket.AF_UNIX)
     try:
         conn = SocketConnection(server)

@@ -49,3 +49,27 @@ def test_the_secret_path_check_is_one_function(tmp_path: Path) -> None:
     # A symbolic link to a secret is the secret.
     (tmp_path / "link").symlink_to(home / ".ssh")
     assert is_secret_path(tmp_path / "link" / "id_rsa")
+
+
+def test_a_plan_resolves_only_the_secret_paths_that_are_there(tmp_path: Path) -> None:
+    """`secret_paths(existing=True)` (what a confinement plan covers) keeps what is there,
+    resolved through links, a dangling link's target included, and drops what is absent;
+    without it every path is listed, present or not (`is_secret_path` of a file yet to be
+    written)."""
+    from meith_core.confine.secret_paths import secret_paths
+
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    names = ["vault", "absent", "linked/key-dir", "linked", "dangling", "vault/../absent2"]
+    settings = {"confinement": {"secretPaths": [str(tmp_path / n) for n in names]}}
+    every = secret_paths(settings)
+    there = secret_paths(settings, existing=True)
+    for name in ("vault", "absent", "real/key-dir", "real", "nowhere", "absent2"):
+        assert str(tmp_path / name) in every
+    for name in ("vault", "real", "nowhere"):
+        assert str(tmp_path / name) in there
+    for name in ("absent", "real/key-dir", "absent2"):
+        assert str(tmp_path / name) not in there
+    assert set(there) <= set(every)

@@ -10,14 +10,16 @@ what the process renames or links in its directories cannot change either end.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Callable
 
 from meith_core.confine.wrapper import control
 
-#: Serves one stream from inside (the gate); closes it when it has none.
-OutboundSink = Callable[[socket.socket], None]
+#: Serves one connection from inside (the gate), with the named destination it is tunnelled
+#: to (a client of a `--listen` address) or None (a proxy client); closes it when it has none.
+OutboundSink = Callable[[socket.socket, "str | None"], None]
 #: A name lookup the stub inside refused.
 LookupSink = Callable[[str], None]
 
@@ -26,7 +28,8 @@ class ControlChannel:
     """One spawn's control channel, the runtime's end (a thread reads it while it is open)."""
 
     def __init__(self, on_outbound: OutboundSink, on_lookup: LookupSink) -> None:
-        self._mine, self._theirs = control.pair()
+        # (the runtime's end, the wrapper's end), both close-on-exec.
+        self._mine, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._theirs_fd: int | None = self._theirs.fileno()
         self.on_outbound = on_outbound
         self.on_lookup = on_lookup
@@ -80,16 +83,18 @@ class ControlChannel:
     def _read(self) -> None:
         while True:
             try:
-                tag, text, sock = control.receive(self._mine)
+                tag, text, fd = control.receive(self._mine)
             except OSError:
                 return
             if not tag:
+                if fd is not None:
+                    os.close(fd)
                 return
-            if tag == control.OUT and sock is not None:
-                self.on_outbound(sock)
+            if tag == control.OUT and fd is not None:
+                self.on_outbound(socket.socket(fileno=fd), text or None)
                 continue
-            if sock is not None:
-                sock.close()
+            if fd is not None:
+                os.close(fd)
             if tag == control.DNS and text:
                 with contextlib.suppress(Exception):
                     self.on_lookup(text)

@@ -86,12 +86,15 @@ class NetworkGate:
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
         return NetworkAccess(proxy_port=self.port)
 
-    def serve(self, conn: socket.socket) -> None:
-        """Serve one stream from inside (a descriptor from the control channel), in a thread."""
+    def serve(self, conn: socket.socket, tunnel: str | None = None) -> None:
+        """Serve one connection from inside (a descriptor from the control channel), in a
+        thread: a proxy client's, or with `tunnel` (`host:port`, a named destination the
+        forwarder listens for) a client's that speaks no HTTP to the gate, decided as a
+        CONNECT to `tunnel` and never answered in HTTP."""
         if self._closed.is_set():
             conn.close()
             return
-        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        threading.Thread(target=self._serve, args=(conn, tunnel), daemon=True).start()
 
     def close(self) -> None:
         """Stop listening and drop every relayed connection."""
@@ -134,10 +137,13 @@ class NetworkGate:
             else:
                 self._open.discard(sock)
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, tunnel: str | None = None) -> None:
         self._track(conn, True)
         try:
-            self._one(conn)
+            if tunnel is None:
+                self._one(conn)
+            else:
+                self._tunnel(conn, tunnel)
         except (OSError, ValueError):
             pass
         finally:
@@ -176,6 +182,31 @@ class NetworkGate:
         except RequestError as exc:
             self._answer_refused(conn, target[:300], f"meith: refused: {exc}", audited=True)
             return
+        self._pass(conn, host, port, connect=connect, forward=forward, extra=extra)
+
+    def _tunnel(self, conn: socket.socket, target: str) -> None:
+        """A client of a named destination: decided as CONNECT `target`; refused, it is
+        recorded and closed (it reads no HTTP from the gate)."""
+        try:
+            host, port = _split_host_port(target, 0)
+        except RequestError as exc:
+            self._refuse(target[:300], f"meith: refused: {exc}")
+            return
+        self._pass(conn, host, port)
+
+    def _pass(
+        self,
+        conn: socket.socket,
+        host: str,
+        port: int,
+        *,
+        connect: bool | None = None,
+        forward: bytes = b"",
+        extra: bytes = b"",
+    ) -> None:
+        """Relay `conn` to (host, port) when the rules allow it. `connect`: a proxy client's
+        request (True: CONNECT, answered 200; False: a plain request, `forward` sent first),
+        answered 403 when refused; None: a tunnel, closed when refused."""
         destination = f"{bracket(host)}:{port}"
         verdict = self.decide(host, port)
         upstream: socket.socket | None = None
@@ -184,14 +215,17 @@ class NetworkGate:
             upstream, reason = self._connect(verdict.addresses, port, destination)
         if upstream is None:
             reason = reason or f"meith: could not reach {destination}"
-            self._answer_refused(conn, destination, reason, audited=verdict.refusal is not None)
+            if connect is not None:
+                self._answer_refused(conn, destination, reason, audited=verdict.refusal is not None)
+            elif verdict.refusal is not None:
+                self._refuse(destination, reason)
             return
         self._track(upstream, True)
         try:
             conn.settimeout(None)
             if connect:
                 conn.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            else:
+            elif forward:
                 upstream.sendall(forward)
             if extra:
                 upstream.sendall(extra)

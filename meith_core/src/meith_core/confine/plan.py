@@ -28,7 +28,7 @@ from meith_core.confine.carve import carve
 from meith_core.confine.envfile import write_env_file
 from meith_core.confine.gitdirs import repository_metadata
 from meith_core.confine.launcher import private_dir, wrapper_argv, wrapper_environment
-from meith_core.confine.protected import meith_homes, protected_paths
+from meith_core.confine.protected import installation_paths, meith_homes
 from meith_core.confine.secret_files import find_secret_files
 from meith_core.confine.secret_paths import secret_paths, secret_patterns
 from meith_core.confine.sockets import private_dirs, user_sockets
@@ -156,11 +156,15 @@ class Confinement:
         this kernel's, `landlock_status()`)."""
         status = landlock_status() if status is None else status
         root = os.path.realpath(directory)
-        secret = tuple(secrets) if secrets is not None else secret_paths(home=home)
+        # Only what is there is covered (or shut from reads) below: absent paths are not
+        # resolved for nothing.
+        secret = tuple(secrets) if secrets is not None else secret_paths(home=home, existing=True)
         homes = meith_homes(home)
         # Every path is resolved once here; from then on containment is string work
         # (`resolved_within`, `outermost`): a user may have thousands of homes registered.
-        guarded = [*protected_paths(home), *(os.path.realpath(p) for p in protect)]
+        # `protected_paths(home)`, without resolving every home a second time.
+        guarded = [*dict.fromkeys([*homes, *installation_paths()])]
+        guarded += [os.path.realpath(p) for p in protect]
         dirs, files = carve(root, [p for p in guarded if resolved_within(p, root)])
         extra = [os.path.realpath(d) for d in extra_dirs]
         dirs += extra
@@ -175,7 +179,14 @@ class Confinement:
             files += own_tty
             # Nothing to cover things with: Landlock limits reads instead, to everything but
             # the secret paths, meith's homes and sockets, and /dev/pts (its own tty aside).
-            unread = [*homes, *known_sockets(), *hide, *secret, str(user_tmp_dir()), "/dev/pts"]
+            unread = [
+                *homes,
+                *known_sockets(homes),
+                *hide,
+                *secret,
+                str(user_tmp_dir()),
+                "/dev/pts",
+            ]
             shut = [
                 real
                 for real in (os.path.realpath(p) for p in unread if os.path.lexists(p))
@@ -194,7 +205,7 @@ class Confinement:
         with contextlib.suppress(OSError):
             private_dir(user_tmp_dir())  # to cover it, even before a socket lives there
         granted = [os.path.realpath(s) for s in sockets]
-        covered = [*homes, *known_sockets(), *hide, *secret, str(user_tmp_dir())]
+        covered = [*homes, *known_sockets(homes), *hide, *secret, str(user_tmp_dir())]
         real = [os.path.realpath(p) for p in covered if os.path.lexists(p)]
         real += user_sockets()
         # Never cover what the process was granted (or what leads to it), nor what it binds.

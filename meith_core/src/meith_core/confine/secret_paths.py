@@ -111,11 +111,14 @@ DEFAULT_SECRET_PATHS: Final[tuple[str, ...]] = (
 )
 
 
-def _expand(path: str) -> str | None:
+def _expand(path: str, existing: bool = False) -> str | None:
     if not path or "\0" in path:
         return None
     expanded = os.path.expanduser(path)
     if not os.path.isabs(expanded):
+        return None
+    if existing and not os.path.lexists(expanded):
+        # Not there (the kernel resolves a path as `realpath` does): nothing to resolve.
         return None
     return os.path.realpath(expanded)
 
@@ -168,18 +171,23 @@ def secret_paths(
     *,
     home: str | os.PathLike[str] | None = None,
     extra: Iterable[str] = (),
+    existing: bool = False,
 ) -> tuple[str, ...]:
     """Every secret path, absolute and resolved: the setting's (from `settings`, else read from
     `home`'s settings.json, else the default), every meith home, the registry of homes, the
-    per-user socket directory in /tmp, and `extra`."""
+    per-user socket directory in /tmp, and `extra`. `existing`: only those there now (what a
+    confinement plan covers; most of the default list is absent on any one machine)."""
     if settings is None and home is not None:
         data = read_json(Path(home) / "settings.json")
         settings = data if isinstance(data, dict) else None
     listed = [*configured_secret_paths(settings), *extra, str(registry_dir()), str(user_tmp_dir())]
     if home is not None:
         listed.append(os.fspath(home))
-    out = [p for p in (_expand(x) for x in listed) if p is not None]
-    return tuple(dict.fromkeys([*out, *known_homes()]))  # known_homes: resolved already
+    out = [p for p in (_expand(x, existing) for x in listed) if p is not None]
+    homes = known_homes()  # resolved already
+    if existing:
+        homes = [h for h in homes if os.path.lexists(h)]
+    return tuple(dict.fromkeys([*out, *homes]))
 
 
 def is_secret_path(

@@ -175,11 +175,11 @@ class ConfinedSpawn:
         if self.on_refused is not None:
             self.on_refused(destination, reason)
 
-    def _outbound(self, sock: socket.socket) -> None:
+    def _outbound(self, sock: socket.socket, tunnel: str | None) -> None:
         if self.gate is None:
             sock.close()
             return
-        self.gate.serve(sock)
+        self.gate.serve(sock, tunnel)
 
     def _looked_up(self, name: str) -> None:
         """A name lookup the stub inside refused (they are never answered inside)."""

@@ -82,15 +82,18 @@ def mount_data(source: str, target: str, fstype: str, flags: int, data: bytes) -
 
 def loopback_up() -> None:
     """Bring up `lo` in a new network namespace (it starts down)."""
+    import _socket  # not `socket`: its enums cost every networked start milliseconds
     import fcntl
-    import socket
     import struct
 
     siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
         ifreq = struct.pack("16sH22x", b"lo", 0)
-        flags = struct.unpack("16sH22x", fcntl.ioctl(s, siocgifflags, ifreq))[1]
-        fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+        flags = struct.unpack("16sH22x", fcntl.ioctl(s.fileno(), siocgifflags, ifreq))[1]
+        fcntl.ioctl(s.fileno(), siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+    finally:
+        s.close()
 
 
 def hide(path: str) -> None:

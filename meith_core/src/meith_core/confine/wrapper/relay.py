@@ -1,11 +1,12 @@
 """Relaying bytes between two sockets, both ways, with splice(2) where the kernel has it: the
-bulk of a download never passes through Python. The gate and the forwarders all use this."""
+bulk of a download never passes through Python. The gate and the forwarders all use this
+(on `_socket` and `_thread`: the wrapper imports it on every networked start)."""
 
 from __future__ import annotations
 
+import _socket
+import _thread
 import os
-import socket
-import threading
 
 #: Bytes moved per splice call (and the pipe's size).
 CHUNK = 1 << 20
@@ -21,7 +22,7 @@ def grow_pipe(fd: int) -> None:
         pass
 
 
-def pump(src: socket.socket, dst: socket.socket) -> None:
+def pump(src: _socket.socket, dst: _socket.socket) -> None:
     """Copy `src` to `dst` until end of file, then shut `dst`'s writing side."""
     try:
         splice = getattr(os, "splice", None)
@@ -49,14 +50,22 @@ def pump(src: socket.socket, dst: socket.socket) -> None:
         pass
     finally:
         try:
-            dst.shutdown(socket.SHUT_WR)
+            dst.shutdown(_socket.SHUT_WR)
         except OSError:
             pass
 
 
-def relay(a: socket.socket, b: socket.socket) -> None:
+def relay(a: _socket.socket, b: _socket.socket) -> None:
     """Relay both ways until both directions end (blocking; the caller closes both)."""
-    other = threading.Thread(target=pump, args=(b, a), daemon=True)
-    other.start()
+    back_done = _thread.allocate_lock()
+    back_done.acquire()
+
+    def back() -> None:
+        try:
+            pump(b, a)
+        finally:
+            back_done.release()
+
+    _thread.start_new_thread(back, ())
     pump(a, b)
-    other.join()
+    back_done.acquire()
