@@ -240,6 +240,11 @@ def serve(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        # `nohup meith serve`: an ignored signal stays ignored across exec, so every process
+        # the runtime starts would ignore its hangup (a closed terminal's jobs included). A
+        # caught one is reset by exec: caught and dropped, the runtime still outlives it.
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
     code = 1
     try:
         code = loop.run_until_complete(
