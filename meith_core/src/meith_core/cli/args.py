@@ -4,7 +4,8 @@ The rules (kept compatible with existing scripts that call tools this way):
 - `--key value`, `--key=value`; a bare `--key` (next token missing or an option) is true:
   for a boolean parameter, that is; for any other the tool's schema makes it an error, and a
   flag naming no parameter of a tool that takes no others is one too (with a did-you-mean).
-- Repeated keys accumulate into an array in order.
+- Repeated keys accumulate into an array in order; one value of a parameter that takes a
+  string or an array is the string (`--command "make test"`).
 - Values are coerced: true/false to booleans, numeric strings to numbers, else strings.
 - `--key-json VALUE` parses VALUE as JSON; `--arg-json OBJ` merges a JSON object.
 - `--args` takes every following token literally (dashes included) as an array.
