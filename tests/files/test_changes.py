@@ -92,6 +92,7 @@ def test_expected_sha256_of_a_file_that_does_not_exist_is_a_conflict(
     assert not (ws / "gone.txt").exists()
 
 
+@pytest.mark.slow  # about 0.5-1 s alone: over the guard's limit on a loaded CI machine
 def test_concurrent_writers_with_the_same_expected_sha256_exactly_one_wins(
     files: MeithHarness, ws: Path
 ) -> None:

@@ -23,6 +23,7 @@ def undo(meith: MeithHarness, ws: Path, path: str = "a.txt", **args: object) -> 
     return ok(meith, "workspace_undo", {"cwd": str(ws), "path": path, **args})
 
 
+@pytest.mark.slow  # about 0.5-1 s alone: over the guard's limit on a loaded CI machine
 def test_undo_steps_back_through_each_change_then_removes_a_created_file(
     files: MeithHarness, ws: Path
 ) -> None:

@@ -198,6 +198,7 @@ async def test_git_metadata_a_confined_hook_plants_is_neutralised_and_audited(
     assert "core.fsmonitor" in str(records[-1]["findings"])
 
 
+@pytest.mark.slow  # about 0.5-1 s alone: over the guard's limit on a loaded CI machine
 @needs_namespaces
 async def test_a_confined_hook_reaches_the_destinations_its_grant_names(
     git_rt, make_repo, sh, tmp_path

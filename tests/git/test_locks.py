@@ -127,6 +127,7 @@ async def test_cancel_and_timeout_kill_git_and_its_hook_and_leave_no_index_lock(
     await call_ok(git_rt, "git_commit", {"cwd": str(repo), "message": "after"})
 
 
+@pytest.mark.slow  # about 0.5-1 s alone: over the guard's limit on a loaded CI machine
 async def test_a_cancelled_checkpoint_leaves_no_temporary_index(git_rt, make_repo, git_home):
     """A (user-configured, so allowed) clean filter that hangs holds checkpoint creation
     inside `git add -A` on the temporary index; cancelling there cleans up."""

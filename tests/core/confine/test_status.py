@@ -57,6 +57,7 @@ def test_the_reason_is_read_from_the_kernel_s_switches(
     assert NO_NAMESPACES_ENV in status._userns_why(forced=True)
 
 
+@pytest.mark.slow  # about 0.5-1 s alone: over the guard's limit on a loaded CI machine
 def test_without_landlock_the_wording_says_full_user_access() -> None:
     missing = LandlockStatus(0)
     assert not missing.available
