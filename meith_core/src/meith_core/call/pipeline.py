@@ -36,7 +36,7 @@ from meith_core.call.tooldef import NO_TIMEOUT, ToolDefinition
 from meith_core.call.validation import first_error, validate_arguments, validation_details
 from meith_core.policy.asking import Decision
 from meith_core.policy.service import PermissionService
-from meith_core.protocol.call_approval import waits_for_approval
+from meith_core.protocol.call_approval import Notify
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 from meith_core.protocol.errors import ErrorCode, ToolError
@@ -305,16 +305,16 @@ class CallPipeline:
             _log.error("audit record not written", toolName=call.name, error=self.audit.last_error)
 
 
-def _progress_notifier(emit: EventSink | None) -> Callable[[str], None] | None:
+def _progress_notifier(emit: EventSink | None) -> Notify | None:
     """An approver's word to the caller, before the tool runs: a progress event, marked
     `awaiting: approval` while the call waits for a person (where, how long). The caller's
     sink failing is not the call's failure."""
     if emit is None:
         return None
 
-    def notify(message: str) -> None:
+    def notify(message: str, *, awaiting: bool = False) -> None:
         event: dict[str, Any] = {"kind": "progress", "message": message}
-        if waits_for_approval(message):
+        if awaiting:
             event["awaiting"] = "approval"
         try:
             emit(event)

@@ -12,7 +12,7 @@ from meith_core.call.context import EventSink
 from meith_core.policy.asking import Decision
 from meith_core.policy.request import AuthRequest, CallTarget
 from meith_core.policy.service import acting_target
-from meith_core.protocol.call_approval import ApprovalView
+from meith_core.protocol.call_approval import ApprovalView, Notify
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import privileged_of
 
@@ -55,7 +55,7 @@ class CallRecord:
         tool: RegisteredTool,
         args: object,
         approval_view: Callable[[], ApprovalView],
-        notify: Callable[[str], None] | None,
+        notify: Notify | None,
     ) -> AuthRequest:
         """The one request the permission service decides, built from this record and the
         validated arguments (the only place one is built)."""

@@ -110,7 +110,9 @@ class ApproverChain:
         answer: ApprovalAnswer | CallApprovalReply | None = None
         if self._consoles:
             if request.notify is not None:  # the serve prompt says where it waits itself
-                request.notify(waiting_for(self._where_consoles(), CALL_APPROVAL_TIMEOUT_S))
+                request.notify(
+                    waiting_for(self._where_consoles(), CALL_APPROVAL_TIMEOUT_S), awaiting=True
+                )
             answer = await _first_answer(list(self._consoles.values()), request)
         for approver in [] if answer is not None else self.added:
             answer = await approver(request)

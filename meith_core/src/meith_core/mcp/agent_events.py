@@ -34,7 +34,7 @@ from meith_core.audit.follow import Follower
 from meith_core.mcp.link import CallHandle
 from meith_core.mcp.listen import Notice
 from meith_core.mcp.sessions import BridgeSessions
-from meith_core.protocol.call_approval import APPROVED, waits_for_approval
+from meith_core.protocol.call_approval import APPROVED, awaits_approval
 
 EVENTS_EXTENSION: Final = "io.modelcontextprotocol/events"
 KEEP: Final = 2000
@@ -176,7 +176,7 @@ class AgentEvents:
         kind, payload = item
         said = payload.get("message") if kind == "event" and isinstance(payload, dict) else None
         rid = call.request_id
-        if kind == "approval" or waits_for_approval(said):
+        if kind == "approval" or (kind == "event" and awaits_approval(payload)):
             self._waited.setdefault(rid, False)
         elif said == APPROVED and self._waited.get(rid) is False:
             self._waited[rid] = True

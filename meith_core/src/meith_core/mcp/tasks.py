@@ -32,7 +32,7 @@ from pydantic import Field
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.mcp import call_approval
 from meith_core.mcp.link import Answer, CallHandle
-from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL, waits_for_approval
+from meith_core.protocol.call_approval import APPROVED, WAITING_FOR_APPROVAL, awaits_approval
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: A call still running after this long becomes a task (`MEITH_MCP_TASK_AFTER_S`).
@@ -246,7 +246,7 @@ def waits_for_a_person(item: tuple[str, Any]) -> bool:
     """Whether a call's queued item says it now waits for a person (an approval request to
     answer, or the runtime saying it asks the user elsewhere): it becomes a task at once."""
     kind, payload = item
-    return kind == "approval" or (kind == "event" and waits_for_approval(_said(payload)))
+    return kind == "approval" or (kind == "event" and awaits_approval(payload))
 
 
 def _said(event: Any) -> str | None:
@@ -273,7 +273,7 @@ def apply(
         said = _said(payload)
         if payload.get("kind") == "artifact":
             artifacts.append(payload)
-        elif said is not None and waits_for_approval(said) and not task.inputs:
+        elif said is not None and awaits_approval(payload) and not task.inputs:
             store.update(task, "working", said)  # where a person is asked, how long it waits
         elif said == APPROVED and not task.inputs:
             store.update(task, "working", RUNNING)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from meith_core.base.cancel import CancelToken
-from meith_core.protocol.call_approval import ApprovalView
+from meith_core.protocol.call_approval import ApprovalView, Notify
 from meith_core.protocol.caller import CallerInfo
 from meith_core.protocol.capabilities import Capability
 
@@ -123,4 +123,4 @@ class AuthRequest:
     #: What an approver would be shown of the call (rendered only when one is asked).
     approval_view: Callable[[], ApprovalView] = field(compare=False, repr=False)
     cancel: CancelToken | None = field(default=None, compare=False, repr=False)
-    notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    notify: Notify | None = field(default=None, compare=False, repr=False)

@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from meith_core.base.envknobs import seconds_from_env
 from meith_core.protocol.caller import CallerInfo
@@ -22,9 +22,16 @@ WAITING_FOR_APPROVAL = "waiting for approval by the user"
 APPROVED = "approved; running"
 
 
-def waits_for_approval(message: object) -> bool:
-    """Whether a progress message says its call waits for a person."""
-    return isinstance(message, str) and message.startswith("waiting for approval")
+class Notify(Protocol):
+    """Tells a waiting caller something as a progress event on its call; `awaiting`: the
+    message says the call waits for a person (the event is marked `awaiting: approval`)."""
+
+    def __call__(self, message: str, *, awaiting: bool = False) -> None: ...
+
+
+def awaits_approval(event: object) -> bool:
+    """Whether a call's event says the call now waits for a person."""
+    return isinstance(event, dict) and event.get("awaiting") == "approval"
 
 
 #: How long a calling connection gets to answer an approval request; no answer is a denial.
@@ -93,7 +100,7 @@ class ApprovalRequest:
     #: Tells the waiting caller something as a progress event on its call: that it waits for a
     #: person (`waiting_for`: where, how long; marked `awaiting: approval`), then that one
     #: allowed it (`APPROVED`); never raises. None when the call has no event sink.
-    notify: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    notify: Notify | None = field(default=None, compare=False, repr=False)
 
 
 def waiting_for(where: str, timeout_s: float) -> str:

@@ -48,7 +48,7 @@ class TerminalApprover:
             # Said before queueing behind another open prompt: the caller's own terminal
             # otherwise shows nothing while it waits.
             where = f"in the meith serve terminal (pid {os.getpid()})"
-            request.notify(waiting_for(where, self.timeout_s))
+            request.notify(waiting_for(where, self.timeout_s), awaiting=True)
         async with self._lock:
             caps = ", ".join(c.value for c in request.privileged)
             view = request.view
