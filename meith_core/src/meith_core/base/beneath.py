@@ -16,15 +16,18 @@ link followed resolves it first, inside the directory, and opens the result.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import os
 import stat
+import struct
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from meith_core.base.paths import PathEscapeError
+
+if TYPE_CHECKING:
+    import ctypes
 
 _SYS_OPENAT2: Final = 437  # the same number on every architecture
 _RESOLVE_NO_MAGICLINKS: Final = 0x02
@@ -39,16 +42,16 @@ class LinkOnTheWay(PathEscapeError):
     directory was opened: refused, never followed."""
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [
-        ("flags", ctypes.c_uint64),
-        ("mode", ctypes.c_uint64),
-        ("resolve", ctypes.c_uint64),
-    ]
+#: struct open_how: flags, mode, resolve (three u64, native order).
+_OPEN_HOW: Final = struct.Struct("=QQQ")
 
 
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
+    # Imported when a path is first opened: `meith_core.base.home` needs this module, and
+    # ctypes would cost every CLI start milliseconds.
+    import ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -71,17 +74,11 @@ def _openat2(dir_fd: int, relative: str, flags: int, mode: int, *, close_dir: bo
     try:
         if libc is None:
             raise OSError(errno.ENOSYS, "no C library")
-        how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, _RESOLVE)
-        fd = int(
-            libc.syscall(
-                _SYS_OPENAT2,
-                dir_fd,
-                os.fsencode(relative),
-                ctypes.byref(how),
-                ctypes.sizeof(how),
-            )
-        )
+        how = _OPEN_HOW.pack(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, _RESOLVE)
+        fd = int(libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(relative), how, len(how)))
         if fd < 0:
+            import ctypes
+
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), relative)
         return fd
